@@ -1,0 +1,147 @@
+//! Command-line options (clap). Names here are a contract: the README, `ci/` and users' scripts use them.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Entry point as invoked by cargo: `cargo loadgate …` runs `cargo-loadgate loadgate …`.
+#[derive(Debug, Parser)]
+#[command(name = "cargo", bin_name = "cargo", styles = clap::builder::Styles::plain())]
+pub enum CargoOpts {
+    /// Performance gate for HTTP services: boot, load, measure, compare, decide.
+    Loadgate(LoadgateOpts),
+}
+
+/// `cargo loadgate`.
+#[derive(Debug, Args)]
+#[command(version, about, long_about = None)]
+pub struct LoadgateOpts {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Boot the target, drive the workload, measure, and decide (the gate).
+    Run(Box<RunOpts>),
+    /// Validate the configuration and print the resolved profile and the user model.
+    Check(CheckOpts),
+    /// Remove containers and images that loadgate labelled and left behind.
+    Clean(CleanOpts),
+    /// Ad-hoc fixed-rate open-loop load against a URL, for people and benchmarks.
+    Attack(Box<AttackOpts>),
+}
+
+/// How the configuration is found: like cargo, or a standalone file.
+#[derive(Clone, Debug, Default, Args)]
+pub struct ConfigOpts {
+    /// Path to the package's Cargo.toml.
+    #[arg(long, value_name = "PATH", global = false)]
+    pub manifest_path: Option<PathBuf>,
+    /// The package whose config to use.
+    #[arg(short = 'p', long = "package", value_name = "NAME")]
+    pub package: Option<String>,
+    /// A standalone loadgate.toml (no cargo package needed, e.g. for a URL target).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["manifest_path", "package"])]
+    pub config: Option<PathBuf>,
+    /// The profile to apply: default, quick, ci, full or one of the config's own.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+/// The kinds of target on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TargetKindArg {
+    /// In a container (the default when a Docker engine answers).
+    Container,
+    /// As a local child process on a loopback port.
+    Process,
+    /// A service already running at `--url`.
+    Url,
+}
+
+/// `cargo loadgate run`.
+#[derive(Debug, Args)]
+pub struct RunOpts {
+    /// Where the configuration comes from.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// How to run the target [default: container when a Docker engine answers, else process].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub target: Option<TargetKindArg>,
+    /// The base URL of a running service (implies `--target url`).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Allow a URL target that is not on the loopback interface.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Extra environment for the service, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub env: Vec<(String, String)>,
+    /// Where results are written [default: target/loadgate/ of the workspace].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// `cargo loadgate check`.
+#[derive(Debug, Args)]
+pub struct CheckOpts {
+    /// Where the configuration comes from.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+}
+
+/// `cargo loadgate clean`.
+#[derive(Debug, Args)]
+pub struct CleanOpts {
+    /// List what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `cargo loadgate attack`.
+#[derive(Debug, Args)]
+pub struct AttackOpts {
+    /// The URL to GET (one operation), on loopback unless `--allow-remote`.
+    #[arg(long, value_name = "URL", required_unless_present = "config")]
+    pub url: Option<String>,
+    /// A loadgate.toml whose workload to drive instead of one GET (needs `--url` for the base URL).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Requests per second (with `--url` alone) or sessions per second (with `--config`).
+    #[arg(long, value_name = "N")]
+    pub rate: f64,
+    /// How long to send, e.g. `10s`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub duration: std::time::Duration,
+    /// The seed of the arrival schedule.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Per-request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_arg)]
+    pub timeout: std::time::Duration,
+    /// The most requests in flight; arrivals beyond it are dropped and counted.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_in_flight: usize,
+    /// Pin the generator to this CPU core.
+    #[arg(long, value_name = "CORE")]
+    pub cpu: Option<usize>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Allow a URL that is not on the loopback interface.
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got `{s}`")),
+    }
+}
+
+fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    crate::config::parse_duration(s)
+}

@@ -1,0 +1,316 @@
+//! Validated, resolved configuration: what every later stage reads.
+//!
+//! Values of these types exist only after validation succeeded, so code downstream never re-checks
+//! them: probabilities are in range, operation names resolve, durations are positive. Building them
+//! directly (in tests, in `attack`) is allowed; the constructors of record are in `validate`.
+
+use serde::Serialize;
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+
+/// The configuration of one run, with the selected profile applied.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadgateConfig {
+    /// Where the configuration came from.
+    pub source: ConfigSource,
+    /// The name of the profile that was applied (`default` when none was asked for).
+    pub profile: String,
+    /// What to boot and how to tell it is ready.
+    pub target: TargetConfig,
+    /// The failure condition: a step holds while all of these hold.
+    pub slo: SloConfig,
+    /// The user model and its arrival rate.
+    pub workload: WorkloadConfig,
+    /// The open-loop generator's limits.
+    pub generator: GeneratorConfig,
+    /// The capacity ramp.
+    pub ramp: RampConfig,
+    /// The soak sample.
+    pub soak: SoakConfig,
+    /// The safety envelope: when to stop sending.
+    pub abort: AbortConfig,
+    /// The smallest change that matters, per metric.
+    pub gate: GateConfig,
+}
+
+/// Where a configuration was read from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConfigSource {
+    /// The file that was read: a `Cargo.toml` or a `loadgate.toml`.
+    pub path: PathBuf,
+    /// The cargo package the config belongs to, when there is one (not for `--config FILE`).
+    pub package: Option<PackageRef>,
+}
+
+/// A cargo package found through `cargo metadata`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PackageRef {
+    /// The package's name.
+    pub name: String,
+    /// Its `Cargo.toml`.
+    pub manifest_path: PathBuf,
+    /// The root of the workspace it belongs to.
+    pub workspace_root: PathBuf,
+    /// The workspace's target directory.
+    pub target_directory: PathBuf,
+    /// The names of the package's binary targets.
+    pub bins: Vec<String>,
+}
+
+/// How the service under test is obtained.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum TargetSource {
+    /// A binary target of the config's cargo package, built by loadgate.
+    Bin {
+        /// The binary target's name.
+        name: String,
+    },
+    /// An image that exists in the local Docker engine (never pulled).
+    Image {
+        /// `name:tag` or `name@digest`.
+        reference: String,
+    },
+    /// A Dockerfile built by loadgate.
+    Dockerfile {
+        /// The Dockerfile, resolved against the config file's directory.
+        path: PathBuf,
+        /// The build context (defaults to the Dockerfile's directory).
+        context: PathBuf,
+    },
+    /// A service that is already running; nothing is booted.
+    Url {
+        /// Its base URL.
+        url: String,
+    },
+}
+
+/// How the target is run. Chosen on the command line, or automatically (container when a Docker
+/// engine answers, process otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    /// In a container, through testcontainers.
+    Container,
+    /// As a local child process on a loopback port.
+    Process,
+    /// Already running at a URL.
+    Url,
+}
+
+/// `[target]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TargetConfig {
+    /// What to run.
+    pub source: TargetSource,
+    /// The port the service listens on inside its container (given to it as `$PORT`).
+    pub port: u16,
+    /// The readiness check.
+    pub ready: ReadyConfig,
+    /// CPU limit for a container, in cores.
+    pub cpus: Option<f64>,
+    /// Memory limit for a container, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Extra environment for the service (the command line's `--env` is added later).
+    pub env: BTreeMap<String, String>,
+    /// Arguments passed to the service.
+    pub args: Vec<String>,
+}
+
+/// `[target.ready]`: the service is ready when `GET path` answers 2xx.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReadyConfig {
+    /// The path polled, e.g. `/health`.
+    pub path: String,
+    /// How long to wait before giving up.
+    pub timeout: Duration,
+    /// The pause between polls.
+    pub interval: Duration,
+}
+
+/// `[slo]`: the failure condition of seed 000 ("99% within 200 ms").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SloConfig {
+    /// Latency limits by quantile (0.5, 0.9, 0.95, 0.99, 0.999), measured from the intended send time.
+    pub latency: Vec<LatencyLimit>,
+    /// The highest acceptable fraction of requests that fail (wrong answers count as failures).
+    pub error_rate: f64,
+    /// A class needs at least this many requests in a step before its percentiles are judged.
+    pub min_requests: u64,
+}
+
+/// One latency limit of the SLO.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatencyLimit {
+    /// The quantile, in (0, 1), e.g. 0.99.
+    pub quantile: f64,
+    /// The limit.
+    pub limit: Duration,
+}
+
+/// `[workload]`: the user model (seed 000) and its arrival rate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadConfig {
+    /// The seed of every random draw: arrivals, paths, think times, template values.
+    pub seed: u64,
+    /// Session arrivals per second (a Poisson process). The request rate follows from the model.
+    pub sessions_per_sec: f64,
+    /// Entry operations with their weights (normalized to sum to 1).
+    pub entry: Vec<EntryPoint>,
+    /// The operations, in the order they were written.
+    pub operations: Vec<OperationConfig>,
+}
+
+/// One weighted entry into the user model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EntryPoint {
+    /// Index into [`WorkloadConfig::operations`].
+    pub operation: usize,
+    /// Probability of starting a session here; the entries sum to 1.
+    pub p: f64,
+}
+
+/// `[[workload.operation]]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OperationConfig {
+    /// Unique name; the class latency is reported under.
+    pub name: String,
+    /// What to send.
+    pub request: RequestTemplate,
+    /// What a correct answer looks like.
+    pub expect: Expect,
+    /// Session variables captured from the response: (variable, JSON pointer).
+    pub capture: Vec<Capture>,
+    /// Where a session goes next; the probabilities sum to at most 1 and the rest ends the session.
+    pub next: Vec<Transition>,
+}
+
+/// A request with `{{name}}` placeholders: `session`, `seq`, `rand`, and captured variables.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RequestTemplate {
+    /// HTTP method, upper case.
+    pub method: String,
+    /// Path and query, starting with `/`.
+    pub path: String,
+    /// Headers in the order written.
+    pub headers: Vec<(String, String)>,
+    /// The body, if any.
+    pub body: Option<BodyTemplate>,
+}
+
+/// A request body template.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyTemplate {
+    /// A JSON document; placeholders may appear in its strings. Sent with `content-type: application/json`.
+    Json(serde_json::Value),
+    /// Raw text.
+    Raw(String),
+}
+
+/// What a correct answer looks like. Every part that is set must hold.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expect {
+    /// Accepted status codes (default: any 2xx when empty).
+    pub status: Vec<u16>,
+    /// The body must contain this text.
+    pub body_contains: Option<String>,
+    /// These JSON pointers must exist in the body.
+    pub json_pointer: Vec<String>,
+    /// These JSON pointers must equal these values.
+    pub json_equals: Vec<(String, serde_json::Value)>,
+}
+
+/// A session variable taken from a response.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Capture {
+    /// The variable's name, used as `{{name}}`.
+    pub variable: String,
+    /// The JSON pointer into the response body.
+    pub pointer: String,
+}
+
+/// One edge of the user model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Transition {
+    /// Index into [`WorkloadConfig::operations`].
+    pub to: usize,
+    /// Probability of taking this edge.
+    pub p: f64,
+    /// The pause before the next request.
+    pub think: ThinkTime,
+}
+
+/// A think time distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThinkTime {
+    /// Exponentially distributed with this mean (the default, seed 000).
+    Exponential(Duration),
+    /// Exactly this long.
+    Fixed(Duration),
+    /// Uniform between the two bounds.
+    Uniform(Duration, Duration),
+}
+
+/// `[generator]`: limits of the open-loop generator.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GeneratorConfig {
+    /// Per-request timeout; a request past it is a transport error.
+    pub timeout: Duration,
+    /// The most requests in flight; arrivals beyond it are dropped and counted.
+    pub max_in_flight: usize,
+    /// A phase whose pacing lag p99 exceeds this is invalid.
+    pub max_lag: Duration,
+    /// A phase whose dropped share of arrivals exceeds this is invalid.
+    pub max_drop_rate: f64,
+}
+
+/// `[ramp]`: steps, then bisection between the last step that held and the first that broke.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RampConfig {
+    /// Steps as fractions of the workload rate (1.0 = 100%).
+    pub steps: Vec<f64>,
+    /// How long each step is measured.
+    pub hold: Duration,
+    /// Excluded from each step's figures.
+    pub warmup: Duration,
+    /// Bisection iterations after the first break.
+    pub refine: u32,
+}
+
+/// `[soak]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SoakConfig {
+    /// How long the soak runs; zero disables it.
+    pub duration: Duration,
+    /// The offered load as a fraction of capacity.
+    pub at: f64,
+    /// The window length of the series the slopes are fitted to.
+    pub window: Duration,
+}
+
+/// `[abort]`: the safety envelope.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AbortConfig {
+    /// Stop when the error rate exceeds this for two consecutive windows.
+    pub error_rate: f64,
+    /// Stop when p99 exceeds this for two consecutive windows.
+    pub p99: Duration,
+    /// Stop a phase that runs longer than this.
+    pub max_duration: Duration,
+}
+
+/// `[gate]`: the smallest change that matters, per metric.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GateConfig {
+    /// Relative change of p50 (0.05 = 5%).
+    pub p50: f64,
+    /// Relative change of p99.
+    pub p99: f64,
+    /// Relative loss of capacity.
+    pub capacity: f64,
+    /// Absolute increase of the error rate (0.005 = 0.5 percentage points).
+    pub error_rate: f64,
+    /// RSS growth in bytes per second that counts as a leak.
+    pub rss_slope_bytes_per_sec: f64,
+}

@@ -1,0 +1,142 @@
+//! Units at the edges: durations written `"30s"`, sizes written `"512MiB"`, rates and percentages.
+
+use std::time::Duration;
+
+/// Parses a duration such as `250ms`, `30s`, `2m`, `1h`, `1.5s` or `500us`.
+///
+/// A bare number is refused: the unit must be written, so `hold = 5` cannot mean five of anything.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("`{s}` has no unit; write e.g. \"{s}s\" or \"{s}ms\""))?;
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration; write e.g. \"30s\", \"250ms\" or \"2m\""))?;
+    let seconds_per_unit = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit `{other}` in `{s}`; use ns, us, ms, s, m or h"
+            ));
+        }
+    };
+    let secs = value * seconds_per_unit;
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("duration `{s}` is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a size such as `512MiB`, `1GiB`, `64KiB`, `100MB` or `1024B` into bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("`{s}` has no unit; write e.g. \"{s}MiB\""))?;
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size; write e.g. \"512MiB\""))?;
+    let multiplier: f64 = match unit.trim() {
+        "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{s}`; use B, KiB, MiB, GiB, KB, MB or GB"
+            ));
+        }
+    };
+    let bytes = value * multiplier;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("size `{s}` is out of range"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses a percentage such as `60%` into a fraction (0.6).
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let number = s
+        .trim()
+        .strip_suffix('%')
+        .ok_or_else(|| format!("`{s}` is not a percentage; write e.g. \"60%\""))?;
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a percentage; write e.g. \"60%\""))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("percentage `{s}` must be zero or more"));
+    }
+    Ok(value / 100.0)
+}
+
+/// Formats a duration the way the config writes it, choosing the largest exact unit.
+pub fn format_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    for (unit, size) in [("h", 3_600_000_000_000u128), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if nanos % size == 0 {
+            return format!("{}{unit}", nanos / size);
+        }
+    }
+    format!("{nanos}ns")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case("30s", Duration::from_secs(30))]
+    #[test_case("250ms", Duration::from_millis(250))]
+    #[test_case("2m", Duration::from_secs(120))]
+    #[test_case("1.5s", Duration::from_millis(1500))]
+    #[test_case("500us", Duration::from_micros(500))]
+    #[test_case("1h", Duration::from_secs(3600))]
+    fn durations_parse(s: &str, expected: Duration) {
+        assert_eq!(parse_duration(s).unwrap(), expected);
+    }
+
+    #[test_case("30"; "no unit")]
+    #[test_case("30 parsecs"; "unknown unit")]
+    #[test_case("s"; "no number")]
+    #[test_case("1e300h"; "out of range")]
+    fn bad_durations_are_refused(s: &str) {
+        assert!(parse_duration(s).is_err(), "{s} parsed");
+    }
+
+    #[test_case("512MiB", 512 * 1024 * 1024)]
+    #[test_case("1GiB", 1024 * 1024 * 1024)]
+    #[test_case("100MB", 100_000_000)]
+    #[test_case("64B", 64)]
+    fn sizes_parse(s: &str, expected: u64) {
+        assert_eq!(parse_size(s).unwrap(), expected);
+    }
+
+    #[test]
+    fn percent_parses_to_a_fraction() {
+        assert_eq!(parse_percent("60%").unwrap(), 0.6);
+        assert!(parse_percent("60").is_err());
+        assert!(parse_percent("-5%").is_err());
+    }
+
+    #[test]
+    fn formatting_round_trips() {
+        for s in ["30s", "250ms", "2m", "1h", "500us", "1500ms"] {
+            assert_eq!(format_duration(parse_duration(s).unwrap()), s);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The open-loop generator: connections, pacing, timing, checks and captures.

@@ -1,0 +1,12 @@
+//! cargo-loadgate: a cargo subcommand and CI gate for the performance of HTTP services.
+//!
+//! Data flows one way: config → plan → engine events → measure → result → compare → verdict →
+//! reporters. Each stage is one module; the binary (`main.rs`) only parses, dispatches and renders.
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod image;
+pub mod measure;
+pub mod target;
+pub mod workload;

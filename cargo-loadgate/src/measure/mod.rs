@@ -1,0 +1,1 @@
+//! Measurement: histograms, counters, windowed series and resource samples.

@@ -1,0 +1,1 @@
+//! Targets: boot, readiness, resource sampling, logs and teardown for `container`, `process` and `url`.

@@ -1,1 +1,10 @@
 //! The user model (a state machine of operations) and the seeded arrival schedule. Pure, no I/O.
+//!
+//! It sits between config and the engine: [`Schedule`] says which session arrives when and what
+//! its user does; [`CompiledWorkload`] turns a step into a request; [`Response`] judges the answer
+//! and captures session variables; [`analyze`] and [`validate_mix`] describe the model for
+//! `cargo loadgate check`.
+
+mod schedule;
+
+pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};

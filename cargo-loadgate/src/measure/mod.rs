@@ -1,1 +1,24 @@
 //! Measurement: histograms, counters, windowed series and resource samples.
+//!
+//! The engine feeds a [`PhaseRecorder`] with timed events; what comes out is a
+//! [`PhaseMeasurement`]: per-operation HdrHistograms (latency from the intended send time and
+//! service time from the actual send), counters, the pacing lag, a 1 s series and the generator's
+//! CPU time. Nothing is kept per request, so memory stays flat in the length of a run.
+
+mod counters;
+mod cpu;
+mod histogram;
+mod phase;
+mod window;
+
+pub use counters::{
+    OperationCounters, Outcome, PhaseCounters, TransportErrorKind, TransportErrors,
+    WRONG_ANSWER_EXAMPLES,
+};
+pub use cpu::{CpuScope, cpu_time};
+pub use histogram::{HistogramDecodeError, LatencyHistogram, to_micros};
+pub use phase::{
+    FinishInfo, InvalidReason, OperationMeasurement, OperationSummary, PhaseMeasurement,
+    PhaseRecorder, PhaseSummary, Progress, Validity,
+};
+pub use window::{Window, WindowSeries, millis};

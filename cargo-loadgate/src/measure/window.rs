@@ -1,0 +1,250 @@
+//! The windowed series: one small record per window (1 s by default) of the measured part of a
+//! phase, for slopes and time-to-stable. Memory is one histogram for the open window plus a few
+//! numbers per closed window; nothing is kept per request.
+
+use super::histogram::LatencyHistogram;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Serde helpers writing a `Duration` as fractional milliseconds.
+pub mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    /// Writes `value` as fractional milliseconds.
+    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(value.as_secs_f64() * 1e3)
+    }
+
+    /// Reads fractional milliseconds; negative or non-finite values are rejected.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(ms / 1e3).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One closed window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Where the window starts, from the start of the measured part of the phase.
+    #[serde(rename = "start_ms", with = "millis")]
+    pub start: Duration,
+    /// The window's length (the last one may be shorter).
+    #[serde(rename = "length_ms", with = "millis")]
+    pub length: Duration,
+    /// Requests sent in the window.
+    pub sent: u64,
+    /// Requests that got an outcome in the window.
+    pub completed: u64,
+    /// Of those, the ones that were errors (wrong answers, HTTP and transport errors).
+    pub errors: u64,
+    /// The median latency, from the intended send time, of requests completed in the window.
+    #[serde(rename = "p50_ms", with = "millis")]
+    pub p50: Duration,
+    /// The 99th percentile latency, from the intended send time, of requests completed in the window.
+    #[serde(rename = "p99_ms", with = "millis")]
+    pub p99: Duration,
+    /// The largest latency, from the intended send time, of requests completed in the window.
+    #[serde(rename = "max_ms", with = "millis")]
+    pub max: Duration,
+}
+
+impl Window {
+    /// Requests sent per second in this window.
+    pub fn achieved_rate_per_sec(&self) -> f64 {
+        let secs = self.length.as_secs_f64();
+        if secs > 0.0 {
+            self.sent as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A series of windows, filled by events whose times never go backwards.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowSeries {
+    /// The length of every window.
+    #[serde(rename = "window_ms", with = "millis")]
+    pub window: Duration,
+    /// The closed windows, in order, without gaps.
+    pub windows: Vec<Window>,
+    #[serde(skip)]
+    open: Option<OpenWindow>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct OpenWindow {
+    index: u64,
+    sent: u64,
+    completed: u64,
+    errors: u64,
+    latency: LatencyHistogram,
+}
+
+impl OpenWindow {
+    fn new(index: u64) -> Self {
+        Self {
+            index,
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            latency: LatencyHistogram::new(),
+        }
+    }
+}
+
+impl WindowSeries {
+    /// Creates an empty series of windows of length `window` (clamped to at least 1 ms).
+    pub fn new(window: Duration) -> Self {
+        Self {
+            window: window.max(Duration::from_millis(1)),
+            windows: Vec::new(),
+            open: None,
+        }
+    }
+
+    fn index_of(&self, at: Duration) -> u64 {
+        u64::try_from(at.as_nanos() / self.window.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The window holding time `at`, opening it (and closing the ones before) as needed.
+    fn window_at(&mut self, at: Duration) -> &mut OpenWindow {
+        let index = self.index_of(at);
+        self.close_before(index);
+        self.open.get_or_insert_with(|| OpenWindow::new(index))
+    }
+
+    /// Closes every window that ends at or before window `index` starts, filling gaps with empty windows.
+    fn close_before(&mut self, index: u64) {
+        let next = match &self.open {
+            Some(open) if open.index >= index => return,
+            Some(_) => {
+                let open = self.open.take().expect("checked above");
+                let next = open.index + 1;
+                self.push(open, self.window);
+                next
+            }
+            None => self.windows.len() as u64,
+        };
+        for gap in next..index {
+            self.push(OpenWindow::new(gap), self.window);
+        }
+    }
+
+    fn push(&mut self, open: OpenWindow, length: Duration) {
+        let start = self
+            .window
+            .saturating_mul(u32::try_from(open.index).unwrap_or(u32::MAX));
+        self.windows.push(Window {
+            start,
+            length,
+            sent: open.sent,
+            completed: open.completed,
+            errors: open.errors,
+            p50: open.latency.quantile(0.5),
+            p99: open.latency.quantile(0.99),
+            max: open.latency.max(),
+        });
+    }
+
+    /// Counts a request sent at `at`.
+    pub fn record_sent(&mut self, at: Duration) {
+        self.window_at(at).sent += 1;
+    }
+
+    /// Counts a request that got its outcome at `at`, with its latency from the intended send time.
+    pub fn record_completed(&mut self, at: Duration, latency: Duration, error: bool) {
+        let open = self.window_at(at);
+        open.completed += 1;
+        open.errors += u64::from(error);
+        open.latency.record(latency);
+    }
+
+    /// Closes every window that ended at or before `now`; the window holding `now` stays open.
+    pub fn roll_to(&mut self, now: Duration) -> &[Window] {
+        let index = self.index_of(now);
+        self.close_before(index);
+        &self.windows
+    }
+
+    /// Closes the open window as the last one, cut at `end`.
+    pub fn finish(&mut self, end: Duration) {
+        let index = self.index_of(end);
+        self.close_before(index);
+        let open = self.open.take().unwrap_or_else(|| OpenWindow::new(index));
+        let start = self
+            .window
+            .saturating_mul(u32::try_from(open.index).unwrap_or(u32::MAX));
+        let length = end.saturating_sub(start).min(self.window);
+        if length > Duration::ZERO || open.completed > 0 || open.sent > 0 {
+            self.push(open, length);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn events_fall_into_their_windows_and_gaps_are_filled() {
+        let mut s = WindowSeries::new(Duration::from_secs(1));
+        s.record_sent(100 * MS);
+        s.record_completed(150 * MS, 50 * MS, false);
+        s.record_sent(900 * MS);
+        // Nothing in window 1; window 2 gets an error.
+        s.record_completed(2_500 * MS, 1_600 * MS, true);
+        s.finish(2_750 * MS);
+        let w = &s.windows;
+        assert_eq!(w.len(), 3);
+        assert_eq!((w[0].sent, w[0].completed, w[0].errors), (2, 1, 0));
+        assert_eq!((w[1].sent, w[1].completed), (0, 0));
+        assert_eq!((w[2].completed, w[2].errors), (1, 1));
+        assert_eq!(w[2].start, 2_000 * MS);
+        assert_eq!(w[2].length, 750 * MS);
+        assert!((w[0].achieved_rate_per_sec() - 2.0).abs() < 1e-9);
+        let p99 = w[2].p99.as_millis();
+        assert!((1_599..=1_601).contains(&p99), "{p99}");
+    }
+
+    #[test]
+    fn roll_to_closes_finished_windows_only() {
+        let mut s = WindowSeries::new(Duration::from_secs(1));
+        s.record_sent(10 * MS);
+        assert_eq!(s.roll_to(999 * MS).len(), 0);
+        assert_eq!(s.roll_to(3_000 * MS).len(), 3);
+        s.record_sent(3_100 * MS);
+        s.finish(3_500 * MS);
+        assert_eq!(s.windows.len(), 4);
+        assert_eq!(s.windows[3].sent, 1);
+    }
+
+    #[test]
+    fn percentiles_per_window_are_monotonic() {
+        let mut s = WindowSeries::new(Duration::from_secs(1));
+        for i in 1..=1000u64 {
+            s.record_completed(
+                Duration::from_micros(i * 900),
+                Duration::from_micros(i * 37),
+                false,
+            );
+        }
+        s.finish(Duration::from_secs(1));
+        let w = &s.windows[0];
+        assert!(w.p50 <= w.p99 && w.p99 <= w.max, "{w:?}");
+    }
+
+    #[test]
+    fn series_round_trips_through_json() {
+        let mut s = WindowSeries::new(Duration::from_secs(1));
+        s.record_completed(10 * MS, 5 * MS, false);
+        s.finish(Duration::from_secs(1));
+        let json = serde_json::to_string(&s).expect("serializes");
+        let back: WindowSeries = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back.windows.len(), 1);
+        assert_eq!(back.windows[0].completed, 1);
+    }
+}

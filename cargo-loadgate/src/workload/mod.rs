@@ -6,5 +6,9 @@
 //! `cargo loadgate check`.
 
 mod schedule;
+mod template;
 
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};
+pub use template::{
+    CompileError, CompiledOperation, CompiledWorkload, RenderError, RenderedRequest, SessionVars,
+};

@@ -1,1 +1,227 @@
-//! Helpers shared by the end-to-end tests.
+//! Helpers shared by the end-to-end tests: locating the built `cargo-loadgate` binary, running it
+//! like a user would, and checking the Docker engine and what was left behind.
+//!
+//! The tests drive the real binary (nextest's `CargoNextestCli`, ripgrep's `TestCommand`), so what
+//! they check is what a user gets: arguments, exit codes, stdout/stderr, files written.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+/// The root of the cargo-loadgate workspace.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives inside the workspace")
+        .to_path_buf()
+}
+
+/// The demo service's manifest.
+pub fn demo_manifest() -> PathBuf {
+    workspace_root().join("fixtures/demo-service/Cargo.toml")
+}
+
+/// Builds `cargo-loadgate` once per test process (a no-op when it is up to date) and returns its path.
+///
+/// Cargo releases its build-directory lock before it runs test binaries, so building from inside a
+/// test is safe (escargot does the same).
+pub fn loadgate_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = workspace_root();
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "cargo-loadgate", "--bin", "cargo-loadgate"])
+            .current_dir(&root)
+            .status()
+            .expect("failed to run cargo build for cargo-loadgate");
+        assert!(status.success(), "cargo build -p cargo-loadgate failed");
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        let bin = target_dir.join("debug/cargo-loadgate");
+        assert!(bin.exists(), "{} was not built", bin.display());
+        bin
+    })
+}
+
+/// A `cargo-loadgate loadgate …` invocation, as cargo would run it.
+pub struct LoadgateCommand {
+    cmd: Command,
+}
+
+impl LoadgateCommand {
+    /// Starts a command with the given arguments after `loadgate`.
+    pub fn new<I, S>(args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut cmd = Command::new(loadgate_bin());
+        cmd.arg("loadgate").args(args).current_dir(workspace_root());
+        cmd.env("NO_COLOR", "1").env_remove("GITHUB_STEP_SUMMARY");
+        Self { cmd }
+    }
+
+    /// Sets an environment variable for the command.
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// Sets the working directory.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// Runs to completion and returns what it printed and its exit code.
+    pub fn output(mut self) -> RunOutput {
+        let output = self.cmd.stdin(Stdio::null()).output().expect("failed to spawn cargo-loadgate");
+        RunOutput::from(output)
+    }
+
+    /// Spawns it with piped stdout/stderr, for tests that signal it while it runs.
+    pub fn spawn(mut self) -> std::process::Child {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("failed to spawn cargo-loadgate")
+    }
+}
+
+/// What a finished command printed.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output, lossily decoded.
+    pub stdout: String,
+    /// Standard error, lossily decoded.
+    pub stderr: String,
+}
+
+impl From<Output> for RunOutput {
+    fn from(output: Output) -> Self {
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl RunOutput {
+    /// Asserts the exit code, showing both streams when it differs.
+    #[track_caller]
+    pub fn assert_code(&self, expected: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(expected),
+            "unexpected exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Whether a Docker engine answers. When it does not, container tests print a loud notice and skip —
+/// except in CI (`CI` set), where the engine is required and the test fails.
+pub fn docker_or_skip(test: &str) -> bool {
+    let answers = Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if answers {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: no Docker engine answers, and container tests are required in CI");
+    }
+    eprintln!();
+    eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+    eprintln!("!! SKIPPED {test}: no Docker engine answers (`docker info` failed).");
+    eprintln!("!! Container tests are required in CI; start the engine to run them here.");
+    eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+    false
+}
+
+/// The ids of containers, running or not, carrying `label` (e.g. `loadgate.run=e2e-123`).
+pub fn containers_with_label(label: &str) -> Vec<String> {
+    let output = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label={label}")])
+        .output()
+        .expect("failed to run docker ps");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Force-removes containers carrying `label`; used by guards so a failed test leaves nothing behind.
+pub fn remove_containers_with_label(label: &str) {
+    for id in containers_with_label(label) {
+        let _ = Command::new("docker")
+            .args(["rm", "-f", &id])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Whether a process with this pid exists (and is not a zombie).
+pub fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X"))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits up to `timeout` for `cond`, polling every 50 ms; returns whether it became true.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A unique run id for one test, passed to loadgate as `LOADGATE_RUN_ID` so the test can find exactly
+/// the containers that its run labelled.
+pub fn unique_run_id(test: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("e2e-{test}-{}-{nanos}", std::process::id())
+}
+
+/// Removes every container of a run when dropped, so a failing assertion leaves nothing behind.
+pub struct RunGuard {
+    /// The run id.
+    pub run_id: String,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        remove_containers_with_label(&format!("loadgate.run={}", self.run_id));
+    }
+}

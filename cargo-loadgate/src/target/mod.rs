@@ -1,1 +1,32 @@
 //! Targets: boot, readiness, resource sampling, logs and teardown for `container`, `process` and `url`.
+//!
+//! [`boot`] builds what is needed (through [`crate::image`]), starts the target, and waits for its
+//! readiness check; the [`RunningTarget`] it returns gives the base URL, a [`ResourceSampler`], the
+//! output's tail and [`RunningTarget::shutdown`]. Everything started is registered in
+//! [`cleanup`] so that SIGINT, SIGTERM, a panic or a dropped handle still tear it down.
+
+mod boot;
+pub mod cleanup;
+mod container;
+pub(crate) mod engine;
+mod error;
+mod event;
+mod process;
+pub(crate) mod ring;
+mod sample;
+mod sweep;
+mod url;
+
+pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot};
+pub use cleanup::install_cleanup_handlers;
+pub use engine::{EngineInfo, detect_engine};
+pub use error::{ERROR_LOG_LINES, TargetError};
+pub use event::BootEvent;
+pub use process::{free_loopback_port, parse_cpuset};
+pub use ring::{LogRing, OutputStream};
+pub use sample::{
+    ProcStat, ResourceSample, ResourceSampler, SampleSource, clock_ticks_per_sec, parse_proc_stat,
+    parse_proc_status, procfs_readable, read_proc_sample,
+};
+pub use sweep::{SweepReport, SweepScope, SweptContainer, SweptImage, sweep};
+pub use url::{check_target_url, is_loopback_host};

@@ -1,0 +1,331 @@
+//! Always-cleanup: a process-wide registry of what this run started (containers, process groups),
+//! emptied on SIGINT, SIGTERM and panic, so that no container or child process outlives a run.
+//!
+//! testcontainers' own reaping (async drop, watchdog) is not relied on: drop needs a live runtime,
+//! and a signal or a panic at the wrong moment would skip it.
+
+use super::TargetError;
+use crate::cli::ExitCode;
+use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
+use nix::{
+    sys::signal::{Signal, killpg},
+    unistd::Pid,
+};
+use std::{
+    collections::HashMap,
+    sync::{Mutex, OnceLock, PoisonError},
+    time::{Duration, Instant},
+};
+
+/// The label naming the run a container belongs to.
+pub const LABEL_RUN: &str = "loadgate.run";
+
+#[derive(Debug, Default)]
+struct Registry {
+    containers: Vec<String>,
+    run_ids: Vec<String>,
+    process_groups: Vec<i32>,
+}
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+        containers: Vec::new(),
+        run_ids: Vec::new(),
+        process_groups: Vec::new(),
+    });
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Records a container this run created (before it is started), and the run id it is labelled with.
+pub fn register_container(id: &str, run_id: &str) {
+    let mut r = registry();
+    if !r.containers.iter().any(|c| c == id) {
+        r.containers.push(id.to_owned());
+    }
+    if !r.run_ids.iter().any(|c| c == run_id) {
+        r.run_ids.push(run_id.to_owned());
+    }
+}
+
+/// Forgets a container after it was removed.
+pub fn unregister_container(id: &str) {
+    registry().containers.retain(|c| c != id);
+}
+
+/// Records a process group this run started.
+pub fn register_process_group(pgid: i32) {
+    let mut r = registry();
+    if !r.process_groups.contains(&pgid) {
+        r.process_groups.push(pgid);
+    }
+}
+
+/// Forgets a process group after it was reaped.
+pub fn unregister_process_group(pgid: i32) {
+    registry().process_groups.retain(|&p| p != pgid);
+}
+
+/// What is registered now: (containers, run ids, process groups).
+pub fn registered() -> (Vec<String>, Vec<String>, Vec<i32>) {
+    let r = registry();
+    (
+        r.containers.clone(),
+        r.run_ids.clone(),
+        r.process_groups.clone(),
+    )
+}
+
+/// Installs the cleanup handlers, once per process (later calls do nothing):
+///
+/// - a tokio task that waits for SIGINT or SIGTERM, then removes every registered container (also
+///   those labelled with a registered run id), kills every registered process group, and exits the
+///   process with [`ExitCode::INTERRUPTED`] or [`ExitCode::TERMINATED`];
+/// - a panic hook that does the same synchronously before the previous hook runs.
+///
+/// Must be called inside a tokio runtime.
+pub fn install_cleanup_handlers() -> Result<(), TargetError> {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    if INSTALLED.get().is_some() {
+        return Ok(());
+    }
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigint = signal(SignalKind::interrupt())
+        .map_err(|e| TargetError::io("install the SIGINT handler", e))?;
+    let mut sigterm = signal(SignalKind::terminate())
+        .map_err(|e| TargetError::io("install the SIGTERM handler", e))?;
+    if INSTALLED.set(()).is_err() {
+        return Ok(());
+    }
+    tokio::spawn(async move {
+        let code = tokio::select! {
+            _ = sigint.recv() => ExitCode::INTERRUPTED,
+            _ = sigterm.recv() => ExitCode::TERMINATED,
+        };
+        let _ = tokio::task::spawn_blocking(cleanup_all_blocking).await;
+        std::process::exit(code);
+    });
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        cleanup_all_blocking();
+        previous(info);
+    }));
+    Ok(())
+}
+
+/// What a cleanup removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CleanupSummary {
+    /// Containers removed.
+    pub containers: Vec<String>,
+    /// Process groups signalled.
+    pub process_groups: Vec<i32>,
+}
+
+/// Removes everything registered, synchronously and bounded in time (a few seconds per kind).
+/// Safe to call from a panic hook, a signal task or `Drop`, inside or outside a runtime.
+pub fn cleanup_all_blocking() -> CleanupSummary {
+    let (containers, run_ids, groups) = {
+        let mut r = registry();
+        (
+            std::mem::take(&mut r.containers),
+            r.run_ids.clone(),
+            std::mem::take(&mut r.process_groups),
+        )
+    };
+    for &pgid in &groups {
+        kill_group_blocking(pgid, Duration::from_secs(2));
+    }
+    let removed = if containers.is_empty() && run_ids.is_empty() {
+        Vec::new()
+    } else {
+        remove_containers_blocking(&containers, &run_ids, Duration::from_secs(15))
+    };
+    CleanupSummary {
+        containers: removed,
+        process_groups: groups,
+    }
+}
+
+/// SIGTERM to a process group, up to `grace` for it to go, then SIGKILL. Does not reap.
+pub fn kill_group_blocking(pgid: i32, grace: Duration) {
+    if pgid <= 1 {
+        return;
+    }
+    let pg = Pid::from_raw(pgid);
+    if killpg(pg, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if !group_has_live_members(pgid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = killpg(pg, Signal::SIGKILL);
+}
+
+/// Whether any process of group `pgid` is still running (zombies waiting to be reaped do not count).
+pub fn group_has_live_members(pgid: i32) -> bool {
+    if killpg(Pid::from_raw(pgid), None).is_err() {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|text| parse_state_and_pgrp(&text))
+        .any(|(state, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
+}
+
+/// The state (field 3) and process group (field 5) of a `/proc/<pid>/stat` line.
+pub fn parse_state_and_pgrp(text: &str) -> Option<(char, i32)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Force-removes these containers and every container labelled with one of these run ids, on a
+/// fresh thread with its own runtime (so it works from a panic hook or `Drop`), waiting at most
+/// `timeout`. Returns the ids removed.
+pub fn remove_containers_blocking(
+    ids: &[String],
+    run_ids: &[String],
+    timeout: Duration,
+) -> Vec<String> {
+    let ids = ids.to_vec();
+    let run_ids = run_ids.to_vec();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("loadgate-cleanup".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let removed = rt.block_on(async {
+                tokio::time::timeout(timeout, remove_containers(&ids, &run_ids))
+                    .await
+                    .unwrap_or_default()
+            });
+            let _ = tx.send(removed);
+        });
+    if spawned.is_err() {
+        return Vec::new();
+    }
+    rx.recv_timeout(timeout + Duration::from_secs(1))
+        .unwrap_or_default()
+}
+
+/// Force-removes these containers and those labelled with these run ids. Errors are swallowed: this
+/// is the last line of defence, and a container that is already gone is the goal.
+pub async fn remove_containers(ids: &[String], run_ids: &[String]) -> Vec<String> {
+    let Ok(docker) = super::engine::connect(Duration::from_secs(5)).await else {
+        return Vec::new();
+    };
+    let mut all: Vec<String> = ids.to_vec();
+    for run in run_ids {
+        let filters = HashMap::from([("label".to_owned(), vec![format!("{LABEL_RUN}={run}")])]);
+        let opts = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        if let Ok(list) = docker.list_containers(Some(opts)).await {
+            all.extend(list.into_iter().filter_map(|c| c.id));
+        }
+    }
+    all.sort();
+    all.dedup();
+    let mut removed = Vec::new();
+    for id in all {
+        let opts = RemoveContainerOptionsBuilder::new()
+            .force(true)
+            .v(true)
+            .build();
+        if docker.remove_container(&id, Some(opts)).await.is_ok() {
+            removed.push(id.clone());
+        }
+        unregister_container(&id);
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt as _;
+
+    #[test]
+    fn parses_state_and_group() {
+        let text = "123 (a (b) c) S 1 456 456 0 -1 0";
+        assert_eq!(parse_state_and_pgrp(text), Some(('S', 456)));
+        assert_eq!(parse_state_and_pgrp("garbage"), None);
+    }
+
+    #[test]
+    fn registry_adds_once_and_forgets() {
+        register_process_group(999_991);
+        register_process_group(999_991);
+        register_container("c-test-registry", "run-test-registry");
+        let (c, r, g) = registered();
+        assert_eq!(g.iter().filter(|&&p| p == 999_991).count(), 1);
+        assert!(
+            c.contains(&"c-test-registry".to_owned())
+                && r.contains(&"run-test-registry".to_owned())
+        );
+        unregister_process_group(999_991);
+        unregister_container("c-test-registry");
+        let (c, _, g) = registered();
+        assert!(!g.contains(&999_991) && !c.contains(&"c-test-registry".to_owned()));
+    }
+
+    #[test]
+    fn kills_a_process_group_that_ignores_nothing() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pgid = child.id() as i32;
+        assert!(group_has_live_members(pgid));
+        let started = Instant::now();
+        kill_group_blocking(pgid, Duration::from_secs(2));
+        let status = child.wait().expect("reap");
+        assert!(!status.success());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "SIGTERM should have been enough"
+        );
+        assert!(!group_has_live_members(pgid));
+    }
+
+    #[test]
+    fn kills_a_process_group_that_ignores_sigterm() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; sleep 30 & wait"])
+            .process_group(0)
+            .spawn()
+            .expect("spawn sh");
+        let pgid = child.id() as i32;
+        std::thread::sleep(Duration::from_millis(100));
+        kill_group_blocking(pgid, Duration::from_millis(300));
+        let status = child.wait().expect("reap");
+        assert!(!status.success());
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !group_has_live_members(pgid),
+            "the background sleep is killed too"
+        );
+    }
+}

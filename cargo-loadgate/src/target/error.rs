@@ -1,0 +1,422 @@
+//! The target stage's error type: what went wrong building, booting, probing or tearing down the
+//! service under test, with what a person needs to fix it (command, status, log tail) and a hint.
+
+use crate::cli::ExitCode;
+use std::{fmt::Write as _, time::Duration};
+
+/// How many lines of a target's output an error shows.
+pub const ERROR_LOG_LINES: usize = 20;
+
+/// An error of the target stage.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// No Docker engine answered.
+    #[error("the docker engine does not answer: {detail}")]
+    EngineUnavailable {
+        /// What the connection attempt reported.
+        detail: String,
+    },
+    /// The image named in the config is not in the local engine (loadgate never pulls).
+    #[error("image `{reference}` is not in the local docker engine")]
+    ImageMissing {
+        /// The reference that was looked up.
+        reference: String,
+    },
+    /// Building the binary or the image failed.
+    #[error(
+        "`{command}` failed ({status}){}",
+        render_tail("its output", stderr_tail)
+    )]
+    Build {
+        /// The command (or image build) that failed.
+        command: String,
+        /// Its exit status, or the builder's error message.
+        status: String,
+        /// The last lines of its error output.
+        stderr_tail: Vec<String>,
+    },
+    /// cargo succeeded but reported no executable for the binary target.
+    #[error("cargo built package `{package}` but reported no executable for binary `{bin}`")]
+    BinaryNotFound {
+        /// The package.
+        package: String,
+        /// The binary target that was asked for.
+        bin: String,
+    },
+    /// The config names a binary target but there is no cargo package to build it from.
+    #[error("target `bin = \"{bin}\"` needs a cargo package, and none was found")]
+    NoPackage {
+        /// The binary target's name.
+        bin: String,
+    },
+    /// The readiness check did not succeed in time.
+    #[error(
+        "target did not become ready: GET {url} did not answer 2xx within {}{}",
+        format_duration(*waited),
+        render_tail("target output", log_tail)
+    )]
+    ReadinessTimeout {
+        /// The URL that was polled.
+        url: String,
+        /// How long it was polled.
+        waited: Duration,
+        /// What the last poll saw (status or transport error).
+        last: String,
+        /// The last lines of the target's output.
+        log_tail: Vec<String>,
+    },
+    /// The target exited while it should have been running.
+    #[error(
+        "target exited unexpectedly: {status}{}",
+        render_tail("target output", log_tail)
+    )]
+    Crashed {
+        /// Its exit status or signal.
+        status: String,
+        /// The last lines of its output.
+        log_tail: Vec<String>,
+    },
+    /// The target could not listen because its port was taken.
+    #[error(
+        "target could not listen on port {port}: address already in use{}",
+        render_tail("target output", log_tail)
+    )]
+    PortInUse {
+        /// The port.
+        port: u16,
+        /// The last lines of its output.
+        log_tail: Vec<String>,
+    },
+    /// A URL target that is not on the loopback interface, without `--allow-remote`.
+    #[error("refusing to send load to `{url}`: it is not a loopback address")]
+    RemoteRefused {
+        /// The URL.
+        url: String,
+    },
+    /// A URL target that does not parse or has no host.
+    #[error("invalid target url `{url}`: {reason}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The target kind cannot run this source (e.g. `--target process` with `image = …`).
+    #[error("target kind `{kind}` cannot run {source_desc}")]
+    Unsupported {
+        /// The kind asked for.
+        kind: String,
+        /// What the config names.
+        source_desc: String,
+    },
+    /// A `url` target without a URL.
+    #[error("target kind `url` needs a url (`--url` or `[target] url`)")]
+    MissingUrl,
+    /// A Docker engine call failed.
+    #[error("docker engine: failed to {context}")]
+    Engine {
+        /// What was being done.
+        context: String,
+        /// The engine's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// An I/O operation failed.
+    #[error("failed to {context}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl TargetError {
+    /// The process exit code this error ends `cargo loadgate` with.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::RemoteRefused { .. }
+            | Self::InvalidUrl { .. }
+            | Self::MissingUrl
+            | Self::NoPackage { .. }
+            | Self::Unsupported { .. } => ExitCode::USAGE,
+            Self::Io { .. } => ExitCode::OTHER_ERROR,
+            Self::EngineUnavailable { .. }
+            | Self::ImageMissing { .. }
+            | Self::Build { .. }
+            | Self::BinaryNotFound { .. }
+            | Self::ReadinessTimeout { .. }
+            | Self::Crashed { .. }
+            | Self::PortInUse { .. }
+            | Self::Engine { .. } => ExitCode::TARGET_FAILED,
+        }
+    }
+
+    /// What the user can do about it, when there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::EngineUnavailable { .. } => {
+                "start the Docker engine, or use `--target process` to run the service as a local process".into()
+            }
+            Self::ImageMissing { reference } => format!(
+                "build it locally (e.g. `docker build -t {reference} .`) or use `bin = \"…\"`; loadgate never pulls"
+            ),
+            Self::Build { .. } => "fix the build error above; loadgate ran the command shown".into(),
+            Self::BinaryNotFound { bin, .. } => {
+                format!("check that `{bin}` is a binary target of the package (`[[bin]]` or src/main.rs)")
+            }
+            Self::NoPackage { .. } => {
+                "run inside a cargo workspace (or pass `--manifest-path`), or use `image = …` or `--url`".into()
+            }
+            Self::ReadinessTimeout { last, .. } => format!(
+                "last poll: {last}; check `[target] ready` (path and timeout) and that the service listens on $PORT"
+            ),
+            Self::Crashed { .. } => "the service's own output above says why it stopped".into(),
+            Self::PortInUse { port, .. } => {
+                format!("another process listens on port {port}; stop it or drop the `PORT` override")
+            }
+            Self::RemoteRefused { .. } => {
+                "pass `--allow-remote` if you really mean to load a service on another host".into()
+            }
+            Self::InvalidUrl { .. } | Self::MissingUrl => "write it like `http://127.0.0.1:8080`".into(),
+            Self::Unsupported { .. } => {
+                "use `--target container` for `image` and `dockerfile`, and `bin` or `--url` otherwise".into()
+            }
+            Self::Engine { .. } | Self::Io { .. } => return None,
+        })
+    }
+
+    /// The target output carried by this error, if any.
+    pub fn log_tail(&self) -> &[String] {
+        match self {
+            Self::ReadinessTimeout { log_tail, .. }
+            | Self::Crashed { log_tail, .. }
+            | Self::PortInUse { log_tail, .. } => log_tail,
+            Self::Build { stderr_tail, .. } => stderr_tail,
+            _ => &[],
+        }
+    }
+
+    pub(crate) fn engine(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Engine {
+            context: context.into(),
+            source: Box::new(source),
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Renders a log tail on the lines after a message, indented, or nothing when it is empty.
+fn render_tail(what: &str, tail: &[String]) -> String {
+    if tail.is_empty() {
+        return format!("\n  ({what}: empty)");
+    }
+    let mut out = match tail.len() {
+        1 => format!("\n  last line of {what}:"),
+        n => format!("\n  last {n} lines of {what}:"),
+    };
+    for line in tail {
+        let _ = write!(out, "\n  | {line}");
+    }
+    out
+}
+
+/// Formats a duration for a person: `30s`, `1.5s`, `250ms`.
+pub(crate) fn format_duration(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    fn tail() -> Vec<String> {
+        vec![
+            "listening on 0.0.0.0:8080".into(),
+            "thread 'main' panicked at src/main.rs:3:5".into(),
+        ]
+    }
+
+    fn all_variants() -> Vec<(&'static str, TargetError)> {
+        vec![
+            (
+                "engine_unavailable",
+                TargetError::EngineUnavailable {
+                    detail: "connection refused".into(),
+                },
+            ),
+            (
+                "image_missing",
+                TargetError::ImageMissing {
+                    reference: "acme/api:1.2".into(),
+                },
+            ),
+            (
+                "build",
+                TargetError::Build {
+                    command: "cargo build --release -p demo --bin demo".into(),
+                    status: "exit status 101".into(),
+                    stderr_tail: vec!["error[E0425]: cannot find value `x` in this scope".into()],
+                },
+            ),
+            (
+                "binary_not_found",
+                TargetError::BinaryNotFound {
+                    package: "demo".into(),
+                    bin: "demo".into(),
+                },
+            ),
+            ("no_package", TargetError::NoPackage { bin: "demo".into() }),
+            (
+                "readiness_timeout",
+                TargetError::ReadinessTimeout {
+                    url: "http://127.0.0.1:4000/healthz".into(),
+                    waited: Duration::from_secs(30),
+                    last: "404 Not Found".into(),
+                    log_tail: tail(),
+                },
+            ),
+            (
+                "crashed",
+                TargetError::Crashed {
+                    status: "exit status 101".into(),
+                    log_tail: tail(),
+                },
+            ),
+            (
+                "crashed_silent",
+                TargetError::Crashed {
+                    status: "signal 9 (SIGKILL)".into(),
+                    log_tail: vec![],
+                },
+            ),
+            (
+                "port_in_use",
+                TargetError::PortInUse {
+                    port: 4000,
+                    log_tail: tail(),
+                },
+            ),
+            (
+                "remote_refused",
+                TargetError::RemoteRefused {
+                    url: "http://10.0.0.1:8080".into(),
+                },
+            ),
+            (
+                "invalid_url",
+                TargetError::InvalidUrl {
+                    url: "htp:/x".into(),
+                    reason: "no host".into(),
+                },
+            ),
+            ("missing_url", TargetError::MissingUrl),
+            (
+                "unsupported",
+                TargetError::Unsupported {
+                    kind: "process".into(),
+                    source_desc: "image `acme/api:1.2`".into(),
+                },
+            ),
+            (
+                "engine",
+                TargetError::engine(
+                    "create the container",
+                    std::io::Error::other("no such image"),
+                ),
+            ),
+            (
+                "io",
+                TargetError::io(
+                    "read /proc/1/stat",
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                ),
+            ),
+        ]
+    }
+
+    #[test]
+    fn messages_and_hints_read_well() {
+        let rendered: Vec<String> = all_variants()
+            .into_iter()
+            .map(|(name, err)| {
+                let hint = err
+                    .hint()
+                    .map(|h| format!("\nhint: {h}"))
+                    .unwrap_or_default();
+                format!("[{name}] exit {}\n{err}{hint}", err.exit_code())
+            })
+            .collect();
+        insta::assert_snapshot!(rendered.join("\n\n"));
+    }
+
+    #[test]
+    fn messages_are_lowercase_fragments_without_final_period() {
+        for (name, err) in all_variants() {
+            let first = err
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                first.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{name}: {first}"
+            );
+            assert!(!first.ends_with('.'), "{name}: {first}");
+        }
+    }
+
+    #[test_case("remote_refused", ExitCode::USAGE)]
+    #[test_case("invalid_url", ExitCode::USAGE)]
+    #[test_case("missing_url", ExitCode::USAGE)]
+    #[test_case("no_package", ExitCode::USAGE)]
+    #[test_case("unsupported", ExitCode::USAGE)]
+    #[test_case("engine_unavailable", ExitCode::TARGET_FAILED)]
+    #[test_case("image_missing", ExitCode::TARGET_FAILED)]
+    #[test_case("build", ExitCode::TARGET_FAILED)]
+    #[test_case("binary_not_found", ExitCode::TARGET_FAILED)]
+    #[test_case("readiness_timeout", ExitCode::TARGET_FAILED)]
+    #[test_case("crashed", ExitCode::TARGET_FAILED)]
+    #[test_case("port_in_use", ExitCode::TARGET_FAILED)]
+    #[test_case("engine", ExitCode::TARGET_FAILED)]
+    #[test_case("io", ExitCode::OTHER_ERROR)]
+    fn exit_codes(name: &str, code: i32) {
+        let (_, err) = all_variants()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .expect("variant in table");
+        assert_eq!(err.exit_code(), code);
+    }
+
+    #[test]
+    fn source_is_kept() {
+        use std::error::Error as _;
+        let err = TargetError::io("read x", std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert!(err.source().is_some());
+    }
+
+    #[test_case(Duration::from_millis(250), "250ms")]
+    #[test_case(Duration::from_secs(30), "30s")]
+    #[test_case(Duration::from_millis(1500), "1.5s")]
+    fn durations(d: Duration, expected: &str) {
+        assert_eq!(format_duration(d), expected);
+    }
+}

@@ -5,9 +5,14 @@
 //! and captures session variables; [`analyze`] and [`validate_mix`] describe the model for
 //! `cargo loadgate check`.
 
+mod check;
 mod schedule;
 mod template;
 
+pub use check::{
+    CaptureError, CaptureErrorKind, EXCERPT_CHARS, Response, WrongAnswer, WrongAnswerKind, capture,
+    check,
+};
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};
 pub use template::{
     CompileError, CompiledOperation, CompiledWorkload, RenderError, RenderedRequest, SessionVars,

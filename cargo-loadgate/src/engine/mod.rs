@@ -1,1 +1,25 @@
 //! The open-loop generator: connections, pacing, timing, checks and captures.
+//!
+//! [`run_phase`] drives one phase of a workload against a base URL on the calling thread and
+//! returns a [`crate::measure::PhaseMeasurement`]. Requests go out on hyper's HTTP/1.1 client
+//! connections ([`Pool`]), paced by a timerfd-backed [`PreciseTimer`]; latency is measured from
+//! each request's intended send time. The engine measures; it never judges SLOs.
+
+mod affinity;
+mod clock;
+mod judge;
+mod phase;
+mod pool;
+mod signal;
+#[cfg(test)]
+mod test_server;
+mod timer;
+
+pub use affinity::{allowed_cores, generator_core, pin_current_thread, pinned_core, target_cores};
+pub use clock::{Clock, monotonic_now};
+pub use phase::{
+    EngineError, PhaseHooks, PhaseSpec, TargetAddr, WINDOW, WindowDecision, run_phase,
+};
+pub use pool::{Answer, Pool, RequestBody};
+pub use signal::CancellationSignal;
+pub use timer::{PreciseSleep, PreciseTimer};

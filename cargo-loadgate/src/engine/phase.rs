@@ -1,0 +1,996 @@
+//! One open-loop phase: sessions arrive on the seeded schedule whatever the target does, each
+//! request is timed from its intended send time, and the generator reports when it could not
+//! keep the schedule.
+//!
+//! Everything runs on the calling thread (a `LocalSet` inside the caller's runtime): the
+//! dispatcher, one task per session, the connection tasks and the pacing timer. One thread keeps
+//! the per-request cost low (no cross-thread wake-ups, no atomics on the hot path) and makes the
+//! generator's CPU time a single thread's, which `getrusage(RUSAGE_THREAD)` reads.
+
+use super::affinity::pinned_core;
+use super::clock::Clock;
+use super::judge::{Judgement, judge};
+use super::pool::{Pool, RequestBody};
+use super::signal::CancellationSignal;
+use super::timer::PreciseTimer;
+use crate::config::{GeneratorConfig, WorkloadConfig};
+use crate::measure::{
+    CpuScope, FinishInfo, Outcome, PhaseMeasurement, PhaseRecorder, Progress, TransportErrorKind,
+    Window, cpu_time,
+};
+use crate::workload::{CompileError, CompiledWorkload, RenderedRequest, Schedule, SessionPlan};
+use http::{HeaderValue, header};
+use http_body_util::Full;
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The length of the windows of the series, of progress reports and of abort checks.
+pub const WINDOW: Duration = Duration::from_secs(1);
+
+/// Extra time, past the request timeout, that the end of a phase waits for outstanding requests
+/// before counting them as timeouts (the timeout's own timer has 1 ms granularity).
+const GRACE_MARGIN: Duration = Duration::from_millis(250);
+
+/// What one phase sends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseSpec {
+    /// The phase's name, e.g. `ramp-50%`.
+    pub name: String,
+    /// Offered session arrivals per second (a Poisson process).
+    pub sessions_per_sec: f64,
+    /// How long arrivals are measured, after the warm-up.
+    pub duration: Duration,
+    /// How long arrivals run before the measured part; their requests are excluded from the
+    /// figures. Arrivals run for `warmup + duration` in all.
+    pub warmup: Duration,
+    /// The seed of the schedule.
+    pub seed: u64,
+}
+
+/// Whether a phase should go on, decided once per closed window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WindowDecision {
+    /// Keep sending.
+    Continue,
+    /// Stop sending now, for this reason (recorded in the measurement).
+    Stop(String),
+}
+
+/// Callbacks of a running phase. Both are called on the engine's thread between requests, so
+/// they must be quick.
+pub struct PhaseHooks<'a> {
+    /// Called once per window (1 s) with the live figures, for the CLI's progress line.
+    pub progress: &'a dyn Fn(&Progress),
+    /// Called with every closed window of the measured part; returning `Stop` ends the phase
+    /// (the abort conditions of the phases).
+    pub on_window: &'a dyn Fn(&Window) -> WindowDecision,
+}
+
+impl Default for PhaseHooks<'_> {
+    fn default() -> Self {
+        Self {
+            progress: &|_| {},
+            on_window: &|_| WindowDecision::Continue,
+        }
+    }
+}
+
+/// A phase that could not run at all. Failures of single requests are measured, not errors.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The base URL is not one the engine can send to.
+    #[error(
+        "invalid target url `{url}`: {reason}\nhint: give a base URL such as http://127.0.0.1:8080"
+    )]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The host name of the URL did not resolve.
+    #[error("cannot resolve the host of `{url}`")]
+    Resolve {
+        /// The URL as given.
+        url: String,
+        /// The resolver's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The workload's requests could not be compiled.
+    #[error("cannot compile the workload's requests")]
+    Compile(#[source] CompileError),
+    /// The pacing timer could not be created (it needs a tokio runtime with I/O enabled).
+    #[error("cannot create the pacing timer")]
+    Timer(#[source] std::io::Error),
+}
+
+/// Where requests go: the socket address, the `Host` header and the base path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetAddr {
+    /// The address connected to.
+    pub addr: SocketAddr,
+    /// The `Host` header sent with every request (`host:port` as written in the URL).
+    pub host: String,
+    /// The URL's path without a trailing `/`, prepended to every operation's path.
+    pub base_path: String,
+}
+
+impl TargetAddr {
+    /// Parses `url` (`http://host:port/base`) and resolves its host.
+    pub async fn resolve(url: &str) -> Result<Self, EngineError> {
+        let invalid = |reason: &str| EngineError::InvalidUrl {
+            url: url.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let uri: http::Uri = url.parse().map_err(|_| invalid("not a URL"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => {
+                return Err(invalid(
+                    "https is not supported; the engine speaks plain HTTP/1.1",
+                ));
+            }
+            _ => return Err(invalid("the scheme must be http")),
+        }
+        let authority = uri.authority().ok_or_else(|| invalid("no host"))?;
+        let host_name = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = authority.port_u16().unwrap_or(80);
+        let addr = match host_name.parse::<std::net::IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, port),
+            Err(_) => tokio::net::lookup_host((host_name, port))
+                .await
+                .map_err(|source| EngineError::Resolve {
+                    url: url.to_owned(),
+                    source,
+                })?
+                .next()
+                .ok_or_else(|| EngineError::Resolve {
+                    url: url.to_owned(),
+                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+                })?,
+        };
+        if uri.query().is_some() {
+            return Err(invalid("a base URL cannot have a query"));
+        }
+        Ok(Self {
+            addr,
+            host: authority.as_str().to_owned(),
+            base_path: uri.path().trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// Whether the address is on the loopback interface.
+    pub fn is_loopback(&self) -> bool {
+        self.addr.ip().is_loopback()
+    }
+}
+
+/// Shared state of a running phase; every task of the phase holds an `Rc` of it.
+struct Ctx {
+    clock: Clock,
+    timer: PreciseTimer,
+    pool: Pool,
+    workload: CompiledWorkload,
+    host: HeaderValue,
+    base_path: String,
+    recorder: RefCell<PhaseRecorder>,
+    in_flight: Cell<usize>,
+    /// The requests outstanding, (operation, intended time), so that the end of a phase can count
+    /// the ones that never ended.
+    outstanding: RefCell<Slab>,
+    max_in_flight: usize,
+    timeout: Duration,
+    /// No request is sent at or after this offset (the end of arrivals, or the time of a stop).
+    arrivals_end: Cell<Duration>,
+    idle: Notify,
+}
+
+/// Runs one open-loop phase against `target` (a base URL) and returns what it measured.
+///
+/// Sessions arrive on `spec`'s seeded schedule for `spec.warmup + spec.duration`; step 0 of a
+/// session is intended at its arrival, step n at the answer of step n − 1 plus its think time.
+/// Latency is measured from the intended time, service time from the actual send. An arrival that
+/// finds `generator.max_in_flight` requests outstanding is dropped and counted. Requests still
+/// outstanding when arrivals end get the request timeout (plus a small margin) to finish, then
+/// count as timeouts. `stop` and `hooks.on_window` end a phase early.
+///
+/// The returned future is not `Send`: run it on a current-thread runtime (ideally on a thread
+/// pinned with [`super::pin_current_thread`]); its tasks run on the thread that polls it.
+pub async fn run_phase(
+    target: &str,
+    workload: &WorkloadConfig,
+    generator: &GeneratorConfig,
+    slo_latency: Duration,
+    spec: &PhaseSpec,
+    hooks: PhaseHooks<'_>,
+    stop: CancellationSignal,
+) -> Result<PhaseMeasurement, EngineError> {
+    let addr = TargetAddr::resolve(target).await?;
+    let compiled = CompiledWorkload::new(workload).map_err(EngineError::Compile)?;
+    let total = spec.warmup + spec.duration;
+    let schedule = Schedule::new(workload, spec.sessions_per_sec, total, spec.seed);
+    let names: Vec<String> = compiled
+        .operations()
+        .iter()
+        .map(|op| op.name.clone())
+        .collect();
+    let host = HeaderValue::from_str(&addr.host).map_err(|_| EngineError::InvalidUrl {
+        url: target.to_owned(),
+        reason: "the host is not a valid header value".to_owned(),
+    })?;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            let clock = Clock::start();
+            let cpu_start = cpu_time(CpuScope::Thread);
+            let timer = PreciseTimer::new(clock).map_err(EngineError::Timer)?;
+            let driver = timer.clone();
+            let timer_task = tokio::task::spawn_local(async move { driver.drive().await });
+            let ctx = Rc::new(Ctx {
+                clock,
+                timer,
+                pool: Pool::new(addr.addr),
+                workload: compiled,
+                host,
+                base_path: addr.base_path,
+                recorder: RefCell::new(PhaseRecorder::new(
+                    &names,
+                    spec.warmup,
+                    slo_latency,
+                    WINDOW,
+                )),
+                in_flight: Cell::new(0),
+                outstanding: RefCell::new(Slab::default()),
+                max_in_flight: generator.max_in_flight.max(1),
+                timeout: generator.timeout,
+                arrivals_end: Cell::new(total),
+                idle: Notify::new(),
+            });
+            let stopped = dispatch(&ctx, &schedule, spec, &hooks, &stop).await;
+            let arrivals_end = ctx.arrivals_end.get();
+            drain(&ctx).await;
+            let end = ctx.clock.now();
+            let generator_cpu = match (cpu_start, cpu_time(CpuScope::Thread)) {
+                (Some(start), Some(end)) => Some(end.saturating_sub(start)),
+                _ => None,
+            };
+            timer_task.abort();
+            ctx.pool.close_idle();
+            let recorder = std::mem::replace(
+                &mut *ctx.recorder.borrow_mut(),
+                PhaseRecorder::new(&[], Duration::ZERO, Duration::ZERO, WINDOW),
+            );
+            Ok(recorder.finish(FinishInfo {
+                name: spec.name.clone(),
+                seed: spec.seed,
+                sessions_per_sec: spec.sessions_per_sec,
+                arrivals_end,
+                end,
+                max_lag: generator.max_lag,
+                max_drop_rate: generator.max_drop_rate,
+                generator_cpu,
+                generator_core: pinned_core(),
+                stopped,
+            }))
+        })
+        .await
+}
+
+/// Launches the sessions at their arrival times until the schedule ends or the phase is stopped;
+/// returns why it stopped early, if it did.
+async fn dispatch(
+    ctx: &Rc<Ctx>,
+    schedule: &Schedule,
+    spec: &PhaseSpec,
+    hooks: &PhaseHooks<'_>,
+    stop: &CancellationSignal,
+) -> Option<String> {
+    let mut sessions = schedule.sessions();
+    let mut next = sessions.next();
+    let mut next_tick = WINDOW;
+    let total = spec.warmup + spec.duration;
+    loop {
+        let now = ctx.clock.now();
+        // Launch everything due. A burst of due sessions (after a stall of this thread) is sent at
+        // once and its lag recorded: the schedule is kept, not shifted.
+        while let Some(plan) = next.take_if(|plan| plan.start <= now) {
+            tokio::task::spawn_local(run_session(Rc::clone(ctx), plan));
+            next = sessions.next();
+        }
+        if now >= next_tick {
+            next_tick = now.max(next_tick) + WINDOW;
+            let decision = tick(ctx, spec, hooks, now);
+            if let WindowDecision::Stop(reason) = decision {
+                ctx.arrivals_end.set(now);
+                return Some(reason);
+            }
+        }
+        let wake = match &next {
+            Some(plan) => plan.start.min(next_tick),
+            None if now >= total => return None,
+            None => total.min(next_tick),
+        };
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => {
+                ctx.arrivals_end.set(ctx.clock.now());
+                return Some("stopped".to_owned());
+            }
+            () = ctx.timer.sleep_until(wake) => {}
+        }
+    }
+}
+
+/// Closes the windows that ended, reports progress, and asks the abort hook.
+fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> WindowDecision {
+    let (window, sent, dropped) = {
+        let mut recorder = ctx.recorder.borrow_mut();
+        let window = recorder.roll_to(now);
+        (window, recorder.requests_total(), recorder.dropped_so_far())
+    };
+    (hooks.progress)(&Progress {
+        phase: spec.name.clone(),
+        elapsed: now,
+        warming_up: now < spec.warmup,
+        sent,
+        in_flight: ctx.in_flight.get(),
+        dropped,
+        window: window.clone(),
+    });
+    match window {
+        Some(window) => (hooks.on_window)(&window),
+        None => WindowDecision::Continue,
+    }
+}
+
+/// Waits for outstanding requests: each ends by its own timeout; whatever is left after the
+/// timeout and a margin is counted as a timeout.
+async fn drain(ctx: &Rc<Ctx>) {
+    let deadline = tokio::time::Instant::now() + ctx.timeout + GRACE_MARGIN;
+    while ctx.in_flight.get() > 0 {
+        let idle = ctx.idle.notified();
+        if ctx.in_flight.get() == 0 {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, idle).await.is_err() {
+            break;
+        }
+    }
+    let now = ctx.clock.now();
+    let left = std::mem::take(&mut *ctx.outstanding.borrow_mut());
+    let mut recorder = ctx.recorder.borrow_mut();
+    for (op, intended) in left.slots.into_iter().flatten() {
+        recorder.completed(
+            op,
+            intended,
+            intended,
+            now,
+            &Outcome::Transport(TransportErrorKind::Timeout),
+        );
+    }
+}
+
+/// Runs one session's steps in order; records everything on the phase's recorder.
+async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
+    let mut vars = ctx.workload.new_session_vars();
+    let mut intended = plan.start;
+    let mut completed = true;
+    let mut started = false;
+    for (seq, step) in plan.steps.iter().enumerate() {
+        if seq > 0 {
+            // Step n is intended at the answer of step n − 1 plus the user's think time.
+            intended += step.think_before;
+            if intended >= ctx.arrivals_end.get() {
+                // The phase ended first: the session is cut, neither completed nor abandoned.
+                return;
+            }
+            ctx.timer.sleep_until(intended).await;
+            if intended >= ctx.arrivals_end.get() {
+                return;
+            }
+        }
+        let seq = u32::try_from(seq).unwrap_or(u32::MAX);
+        ctx.recorder.borrow_mut().arrival(intended);
+        if ctx.in_flight.get() >= ctx.max_in_flight {
+            let mut recorder = ctx.recorder.borrow_mut();
+            recorder.dropped(intended);
+            if started {
+                recorder.session_ended(plan.start, false);
+            }
+            return;
+        }
+        let request = match ctx.workload.render(step.operation, plan.index, seq, &vars) {
+            Ok(rendered) => build_request(&ctx, rendered),
+            Err(_) => None,
+        };
+        let Some(request) = request else {
+            // A missing variable (an earlier capture failed) or an unsendable request.
+            if started {
+                ctx.recorder.borrow_mut().session_ended(plan.start, false);
+            }
+            return;
+        };
+        let op = step.operation;
+        let slot = ctx.outstanding.borrow_mut().insert((op, intended));
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        let sent_at = ctx.clock.now();
+        {
+            let mut recorder = ctx.recorder.borrow_mut();
+            recorder.sent(op, intended, sent_at);
+            if !started {
+                recorder.session_started(plan.start);
+                started = true;
+            }
+        }
+        let deadline = tokio::time::Instant::now() + ctx.timeout;
+        let result = ctx.pool.send(request, deadline).await;
+        let done = ctx.clock.now();
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        ctx.outstanding.borrow_mut().remove(slot);
+        if ctx.in_flight.get() == 0 {
+            ctx.idle.notify_waiters();
+        }
+        let Judgement { outcome, abandon } = match result {
+            Ok(answer) => judge(&ctx.workload, op, &answer, &mut vars),
+            Err(kind) => Judgement {
+                outcome: Outcome::Transport(kind),
+                abandon: true,
+            },
+        };
+        ctx.recorder
+            .borrow_mut()
+            .completed(op, intended, sent_at, done, &outcome);
+        if abandon {
+            completed = false;
+            break;
+        }
+        intended = done;
+    }
+    if started {
+        ctx.recorder
+            .borrow_mut()
+            .session_ended(plan.start, completed);
+    }
+}
+
+/// Slots with a free list: O(1) insert and remove, memory bounded by the most ever outstanding.
+#[derive(Debug, Default)]
+struct Slab {
+    slots: Vec<Option<(usize, Duration)>>,
+    free: Vec<usize>,
+}
+
+impl Slab {
+    fn insert(&mut self, value: (usize, Duration)) -> usize {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(value);
+                i
+            }
+            None => {
+                self.slots.push(Some(value));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        if let Some(slot) = self.slots.get_mut(i)
+            && slot.take().is_some()
+        {
+            self.free.push(i);
+        }
+    }
+}
+
+/// Turns a rendered request into an HTTP/1.1 request for the target: origin-form URI under the
+/// base path, `Host` first, `content-type` for JSON bodies.
+fn build_request(ctx: &Ctx, rendered: RenderedRequest) -> Option<http::Request<RequestBody>> {
+    let path = if ctx.base_path.is_empty() {
+        rendered.path_and_query
+    } else {
+        format!("{}{}", ctx.base_path, rendered.path_and_query)
+    };
+    let mut builder = http::Request::builder()
+        .method(rendered.method)
+        .uri(path)
+        .header(header::HOST, ctx.host.clone());
+    let mut has_content_type = false;
+    for (name, value) in rendered.headers {
+        has_content_type |= name == header::CONTENT_TYPE;
+        builder = builder.header(name, value);
+    }
+    if rendered.json && !has_content_type {
+        builder = builder.header(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    builder.body(Full::new(rendered.body)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_server::{Logged, Reply, TestServer};
+    use super::*;
+    use crate::config::{
+        Capture, EntryPoint, Expect, OperationConfig, RequestTemplate, ThinkTime, Transition,
+    };
+    use crate::measure::InvalidReason;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn op(name: &str, method: &str, path: &str) -> OperationConfig {
+        OperationConfig {
+            name: name.to_owned(),
+            request: RequestTemplate {
+                method: method.to_owned(),
+                path: path.to_owned(),
+                headers: Vec::new(),
+                body: None,
+            },
+            expect: Expect {
+                status: Vec::new(),
+                body_contains: None,
+                json_pointer: Vec::new(),
+                json_equals: Vec::new(),
+            },
+            capture: Vec::new(),
+            next: Vec::new(),
+        }
+    }
+
+    fn then(to: usize, think: Duration) -> Transition {
+        Transition {
+            to,
+            p: 1.0,
+            think: ThinkTime::Fixed(think),
+        }
+    }
+
+    fn workload(operations: Vec<OperationConfig>, rate: f64) -> WorkloadConfig {
+        WorkloadConfig {
+            seed: 7,
+            sessions_per_sec: rate,
+            entry: vec![EntryPoint {
+                operation: 0,
+                p: 1.0,
+            }],
+            operations,
+        }
+    }
+
+    fn generator(timeout: Duration, max_in_flight: usize) -> GeneratorConfig {
+        GeneratorConfig {
+            timeout,
+            max_in_flight,
+            max_lag: 20 * MS,
+            max_drop_rate: 0.01,
+        }
+    }
+
+    fn spec(rate: f64, duration: Duration, seed: u64) -> PhaseSpec {
+        PhaseSpec {
+            name: "test".to_owned(),
+            sessions_per_sec: rate,
+            duration,
+            warmup: Duration::ZERO,
+            seed,
+        }
+    }
+
+    fn run(
+        url: &str,
+        w: &WorkloadConfig,
+        g: &GeneratorConfig,
+        spec: &PhaseSpec,
+        hooks: PhaseHooks<'_>,
+    ) -> Result<PhaseMeasurement, EngineError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(run_phase(
+            url,
+            w,
+            g,
+            Duration::from_millis(250),
+            spec,
+            hooks,
+            CancellationSignal::new(),
+        ))
+    }
+
+    #[test]
+    fn open_loop_keeps_sending_while_the_server_stalls() {
+        // Every 10th request takes 300 ms; the schedule must not slow down for them.
+        let n = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&n);
+        let server = TestServer::start(move |_| {
+            let i = counter.fetch_add(1, Ordering::Relaxed);
+            let delay = if i % 10 == 9 {
+                300 * MS
+            } else {
+                Duration::ZERO
+            };
+            Reply {
+                delay,
+                ..Reply::ok("hi")
+            }
+        });
+        let w = workload(vec![op("get", "GET", "/")], 200.0);
+        let m = run(
+            &server.url,
+            &w,
+            &generator(5 * 1000 * MS, 1000),
+            &spec(200.0, 2000 * MS, 1),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let s = m.summary();
+        // Poisson: 400 expected; every arrival was sent (none dropped, none waiting).
+        assert_eq!(m.counters.arrivals, s.total.requests);
+        assert!(
+            (300..=500).contains(&s.total.requests),
+            "{}",
+            s.total.requests
+        );
+        assert_eq!(s.total.errors, 0);
+        assert!(s.total.p50 < 100 * MS, "p50 {:?}", s.total.p50);
+        assert!(s.total.max >= 300 * MS, "max {:?}", s.total.max);
+        assert!(s.lag_p99 < 20 * MS, "lag p99 {:?}", s.lag_p99);
+        assert!(s.valid);
+    }
+
+    #[test]
+    fn latency_from_intended_includes_a_generator_stall_that_service_time_does_not() {
+        let server = TestServer::start(|_| Reply::ok("hi"));
+        let w = workload(vec![op("get", "GET", "/")], 200.0);
+        let stalled = Cell::new(false);
+        // The progress hook runs on the engine's thread: blocking it 300 ms is a generator stall,
+        // and the requests due meanwhile go out late.
+        let progress = |_: &Progress| {
+            if !stalled.replace(true) {
+                std::thread::sleep(300 * MS);
+            }
+        };
+        let hooks = PhaseHooks {
+            progress: &progress,
+            ..PhaseHooks::default()
+        };
+        let m = run(
+            &server.url,
+            &w,
+            &generator(5 * 1000 * MS, 1000),
+            &spec(200.0, 2000 * MS, 2),
+            hooks,
+        )
+        .expect("phase runs");
+        let op = &m.operations[0];
+        assert!(
+            op.latency.max() >= 250 * MS,
+            "latency max {:?}",
+            op.latency.max()
+        );
+        // Requests due during the stall went out late: slow from their intended time, fast from
+        // their send. (The one or two in flight when the stall began are slow either way.)
+        let slow =
+            |h: &crate::measure::LatencyHistogram| h.as_hdr().count_between(100_000, u64::MAX);
+        assert!(
+            slow(&op.latency) >= 20,
+            "{} slow by latency",
+            slow(&op.latency)
+        );
+        assert!(
+            slow(&op.service) <= 3,
+            "{} slow by service time",
+            slow(&op.service)
+        );
+        assert!(m.lag.max() >= 250 * MS);
+        // About 60 of ~400 requests were late by up to 300 ms: far past a 20 ms lag limit.
+        assert!(
+            matches!(m.validity.reasons.as_slice(), [InvalidReason::Lag { .. }]),
+            "{:?}",
+            m.validity
+        );
+        assert_eq!(m.counters.dropped, 0);
+    }
+
+    #[test]
+    fn arrivals_past_max_in_flight_are_dropped_and_make_the_phase_invalid() {
+        let server = TestServer::start(|_| Reply {
+            delay: 200 * MS,
+            ..Reply::ok("slow")
+        });
+        let w = workload(vec![op("get", "GET", "/")], 100.0);
+        let m = run(
+            &server.url,
+            &w,
+            &generator(5 * 1000 * MS, 2),
+            &spec(100.0, 1000 * MS, 3),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let s = m.summary();
+        assert!(m.counters.dropped > 50, "{:?}", m.counters);
+        assert_eq!(m.counters.arrivals, m.counters.dropped + s.total.requests);
+        assert!(
+            s.total.requests >= 2 && s.total.requests <= 14,
+            "{}",
+            s.total.requests
+        );
+        assert!(
+            m.validity
+                .reasons
+                .iter()
+                .any(|r| matches!(r, InvalidReason::Drops { .. }))
+        );
+        assert!(!s.valid);
+    }
+
+    #[test]
+    fn wrong_status_and_body_are_wrong_answers_and_5xx_are_http_errors() {
+        let server = TestServer::start(|r| match r.path.as_str() {
+            "/ok" => Reply::ok("hello world"),
+            "/wrong" => Reply::ok("goodbye"),
+            "/created" => Reply::ok("hello"),
+            _ => Reply {
+                status: 503,
+                ..Reply::ok("down")
+            },
+        });
+        let mut ok = op("ok", "GET", "/ok");
+        ok.expect.body_contains = Some("hello".to_owned());
+        ok.next = vec![then(1, Duration::ZERO)];
+        let mut wrong = op("wrong", "GET", "/wrong");
+        wrong.expect.body_contains = Some("hello".to_owned());
+        wrong.next = vec![then(2, Duration::ZERO)];
+        let mut created = op("created", "POST", "/created");
+        created.expect.status = vec![201];
+        created.next = vec![then(3, Duration::ZERO)];
+        let down = op("down", "GET", "/down");
+        let w = workload(vec![ok, wrong, created, down], 50.0);
+        let m = run(
+            &server.url,
+            &w,
+            &generator(5 * 1000 * MS, 100),
+            &spec(50.0, 1000 * MS, 4),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let [ok, wrong, created, down] = &m.operations[..] else {
+            panic!("four operations")
+        };
+        assert!(ok.counters.sent > 0);
+        assert_eq!(ok.counters.ok, ok.counters.sent);
+        assert_eq!(wrong.counters.wrong_answer, wrong.counters.sent);
+        assert_eq!(created.counters.wrong_answer, created.counters.sent);
+        assert_eq!(
+            down.counters.http_error.get(&503).copied(),
+            Some(down.counters.sent)
+        );
+        assert!(down.counters.sent > 0);
+        let examples = wrong.counters.wrong_answer_examples.join("\n");
+        assert!(examples.contains("hello"), "{examples}");
+        assert!(wrong.counters.wrong_answer_examples.len() <= 3);
+        assert!(m.counters.sessions_completed > 0);
+    }
+
+    #[test]
+    fn captures_flow_into_the_next_request_and_a_failed_capture_abandons_the_session() {
+        let server = TestServer::start(|r| {
+            if r.path == "/login" {
+                // Sessions whose user is odd get no token.
+                let user: u64 = r.body.trim_start_matches("user=").parse().unwrap_or(0);
+                if user % 2 == 1 {
+                    return Reply::ok("{}");
+                }
+                return Reply::ok(&format!("{{\"token\":\"t-{user}\"}}"));
+            }
+            Reply::ok("me")
+        });
+        let mut login = op("login", "POST", "/login");
+        login.request.body = Some(crate::config::BodyTemplate::Raw(
+            "user={{session}}".to_owned(),
+        ));
+        login.capture = vec![Capture {
+            variable: "token".to_owned(),
+            pointer: "/token".to_owned(),
+        }];
+        login.next = vec![then(1, 5 * MS)];
+        let me = op("me", "GET", "/me/{{session}}?token={{token}}");
+        let w = workload(vec![login, me], 40.0);
+        let m = run(
+            &server.url,
+            &w,
+            &generator(5 * 1000 * MS, 100),
+            &spec(40.0, 1000 * MS, 5),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let log = server.sorted_log();
+        let me_requests: Vec<&Logged> = log.iter().filter(|r| r.path.starts_with("/me/")).collect();
+        assert!(!me_requests.is_empty());
+        for r in &me_requests {
+            let (session, token) = r.path["/me/".len()..]
+                .split_once("?token=")
+                .expect("token in query");
+            assert_eq!(token, format!("t-{session}"));
+        }
+        let logins = log.iter().filter(|r| r.path == "/login").count() as u64;
+        assert_eq!(m.counters.sessions_started, logins);
+        assert_eq!(m.counters.sessions_completed, me_requests.len() as u64);
+        assert_eq!(
+            m.counters.sessions_abandoned,
+            logins - me_requests.len() as u64
+        );
+        assert!(m.counters.sessions_abandoned > 0);
+        assert_eq!(
+            m.operations[0].counters.wrong_answer,
+            m.counters.sessions_abandoned
+        );
+    }
+
+    #[test]
+    fn a_request_past_its_timeout_is_counted_as_a_timeout() {
+        let server = TestServer::start(|r| {
+            let delay = if r.path == "/slow" {
+                3000 * MS
+            } else {
+                Duration::ZERO
+            };
+            Reply {
+                delay,
+                ..Reply::ok("late")
+            }
+        });
+        let w = workload(vec![op("slow", "GET", "/slow")], 20.0);
+        let started = std::time::Instant::now();
+        let m = run(
+            &server.url,
+            &w,
+            &generator(200 * MS, 100),
+            &spec(20.0, 500 * MS, 6),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let c = &m.operations[0].counters;
+        assert!(c.sent > 0);
+        assert_eq!(c.transport.timeout, c.sent);
+        // The grace is the timeout (plus a margin), not the server's 3 s.
+        assert!(started.elapsed() < 2000 * MS, "{:?}", started.elapsed());
+        // Timeouts keep their latency: at least the timeout.
+        assert!(m.operations[0].latency.quantile(0.5) >= 190 * MS);
+    }
+
+    #[test]
+    fn connection_refused_is_counted_as_a_connect_error() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            listener.local_addr().expect("addr").port()
+        };
+        let w = workload(vec![op("get", "GET", "/")], 50.0);
+        let m = run(
+            &format!("http://127.0.0.1:{port}"),
+            &w,
+            &generator(1000 * MS, 100),
+            &spec(50.0, 500 * MS, 7),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let c = &m.operations[0].counters;
+        assert!(c.sent > 0);
+        assert_eq!(c.transport.connect, c.sent);
+        assert_eq!(m.operations[0].latency.count(), 0);
+        assert_eq!(m.counters.sessions_abandoned, c.sent);
+    }
+
+    #[test]
+    fn the_same_seed_sends_byte_identical_requests() {
+        let mut first = op("first", "POST", "/s/{{session}}/{{seq}}?r={{rand}}");
+        first.request.body = Some(crate::config::BodyTemplate::Json(
+            serde_json::json!({"s": "{{session}}"}),
+        ));
+        first.next = vec![Transition {
+            to: 1,
+            p: 0.5,
+            think: ThinkTime::Exponential(5 * MS),
+        }];
+        let second = op("second", "GET", "/t/{{session}}/{{seq}}?r={{rand}}");
+        let w = workload(vec![first, second], 100.0);
+        let logs: Vec<Vec<Logged>> = (0..2)
+            .map(|_| {
+                let server = TestServer::start(|_| Reply::ok("ok"));
+                let m = run(
+                    &server.url,
+                    &w,
+                    &generator(5000 * MS, 1000),
+                    &spec(100.0, 700 * MS, 99),
+                    PhaseHooks::default(),
+                )
+                .expect("phase runs");
+                assert_eq!(m.summary().total.errors, 0);
+                server.sorted_log()
+            })
+            .collect();
+        assert!(logs[0].len() > 40, "{}", logs[0].len());
+        assert_eq!(logs[0], logs[1]);
+        let other_seed = TestServer::start(|_| Reply::ok("ok"));
+        run(
+            &other_seed.url,
+            &w,
+            &generator(5000 * MS, 1000),
+            &spec(100.0, 700 * MS, 100),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        assert_ne!(other_seed.sorted_log(), logs[0]);
+    }
+
+    #[test]
+    fn stop_and_on_window_end_the_phase_early() {
+        let server = TestServer::start(|_| Reply::ok("ok"));
+        let w = workload(vec![op("get", "GET", "/")], 50.0);
+        let on_window = |_: &Window| WindowDecision::Stop("abort: test".to_owned());
+        let hooks = PhaseHooks {
+            on_window: &on_window,
+            ..PhaseHooks::default()
+        };
+        let started = std::time::Instant::now();
+        let m = run(
+            &server.url,
+            &w,
+            &generator(1000 * MS, 100),
+            &spec(50.0, 10_000 * MS, 8),
+            hooks,
+        )
+        .expect("phase runs");
+        assert!(started.elapsed() < 4000 * MS);
+        assert_eq!(m.stopped.as_deref(), Some("abort: test"));
+        assert!(m.measured < 2000 * MS, "{:?}", m.measured);
+    }
+
+    #[test_case::test_case("ftp://127.0.0.1/" ; "wrong scheme")]
+    #[test_case::test_case("https://127.0.0.1/" ; "tls")]
+    #[test_case::test_case("not a url" ; "garbage")]
+    fn bad_urls_are_engine_errors(url: &str) {
+        let w = workload(vec![op("get", "GET", "/")], 1.0);
+        let err = run(
+            url,
+            &w,
+            &generator(MS, 1),
+            &spec(1.0, MS, 1),
+            PhaseHooks::default(),
+        )
+        .expect_err("refused");
+        assert!(matches!(err, EngineError::InvalidUrl { .. }), "{err}");
+    }
+
+    #[test]
+    fn base_path_and_host_header_come_from_the_url() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let t = rt
+            .block_on(TargetAddr::resolve("http://127.0.0.1:8080/api/"))
+            .expect("resolves");
+        assert_eq!(t.host, "127.0.0.1:8080");
+        assert_eq!(t.base_path, "/api");
+        assert!(t.is_loopback());
+        let t = rt
+            .block_on(TargetAddr::resolve("http://[::1]:9"))
+            .expect("resolves");
+        assert!(t.is_loopback());
+        assert_eq!(t.base_path, "");
+    }
+}

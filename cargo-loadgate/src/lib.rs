@@ -3,6 +3,7 @@
 //! Data flows one way: config → plan → engine events → measure → result → compare → verdict →
 //! reporters. Each stage is one module; the binary (`main.rs`) only parses, dispatches and renders.
 
+pub mod baseline;
 pub mod cli;
 pub mod config;
 pub mod engine;

@@ -1,10 +1,19 @@
 //! The command line: clap options, dispatch, exit codes, and rendering errors to stderr.
+//!
+//! This is the only module that prints. Each command lives in its own file and returns an exit code.
 
+mod attack;
+mod check;
+mod clean;
 mod exit;
 mod opts;
+mod render;
+mod run;
 
 pub use exit::ExitCode;
 pub use opts::*;
+pub use render::{render_error, table};
+pub use run::{RunError, render_summary, run_phase_on_generator_thread};
 
 use clap::Parser;
 
@@ -13,14 +22,21 @@ pub fn main() -> i32 {
     let opts = match parse_args(std::env::args_os()) {
         Ok(opts) => opts,
         Err(err) => {
-            let code = if err.use_stderr() { ExitCode::USAGE } else { ExitCode::PASS };
+            let code = if err.use_stderr() {
+                ExitCode::USAGE
+            } else {
+                ExitCode::PASS
+            };
             let _ = err.print();
             return code;
         }
     };
     let CargoOpts::Loadgate(opts) = opts;
-    match opts.command {
-        _ => ExitCode::OTHER_ERROR,
+    match &opts.command {
+        Command::Run(run) => run::run(run),
+        Command::Check(check) => check::run(check),
+        Command::Clean(clean) => clean::run(clean),
+        Command::Attack(attack) => attack::run(attack),
     }
 }
 
@@ -36,4 +52,26 @@ where
         args.insert(1.min(args.len()), "loadgate".into());
     }
     CargoOpts::try_parse_from(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_as_cargo_subcommand_and_directly() {
+        for argv in [
+            &["cargo-loadgate", "loadgate", "check"][..],
+            &["cargo-loadgate", "check"][..],
+        ] {
+            let CargoOpts::Loadgate(opts) = parse_args(argv).unwrap();
+            assert!(matches!(opts.command, Command::Check(_)), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        CargoOpts::command().debug_assert();
+    }
 }

@@ -1,0 +1,232 @@
+//! The run result: what one `cargo loadgate run` measured, as a versioned JSON document.
+//!
+//! It is written to the out-dir after every phase (atomically), so an interrupted run keeps what it
+//! measured. Its schema is checked in at `docs/schema/run-result-v1.json` and validated in tests.
+
+use crate::config::LoadgateConfig;
+use crate::measure::PhaseMeasurement;
+use crate::target::{ResourceSample, TargetExit, TargetInfo};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The version of the result format. Readers refuse versions newer than the one they know.
+pub const RESULT_FORMAT_VERSION: u32 = 1;
+
+/// What one run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// [`RESULT_FORMAT_VERSION`] when written.
+    pub format_version: u32,
+    /// The tool that wrote it.
+    pub tool: ToolInfo,
+    /// When the run started, in milliseconds since the Unix epoch.
+    pub started_at_unix_ms: u64,
+    /// How far the run got.
+    pub status: RunStatus,
+    /// The commit the service was built from, when it is in a git repository.
+    pub git: Option<GitInfo>,
+    /// The applied profile.
+    pub profile: String,
+    /// The config file that was read.
+    pub config_path: PathBuf,
+    /// sha256 of the resolved configuration (everything but where it was read from): runs with the
+    /// same hash drove the same workload against the same limits.
+    pub config_hash: String,
+    /// Where the run happened.
+    pub environment: Environment,
+    /// The target as booted.
+    pub target: Option<TargetInfo>,
+    /// How the target ended, once it has.
+    pub target_exit: Option<TargetExit>,
+    /// The phases run so far, in order.
+    pub phases: Vec<PhaseRecord>,
+    /// The target's resources, sampled once a second over the whole run.
+    pub resources: Vec<ResourceSample>,
+}
+
+/// One phase of the run with the hash of the schedule it followed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseRecord {
+    /// sha256 of the phase's seeded schedule: equal hashes mean the same offered load.
+    pub schedule_hash: String,
+    /// What the phase measured.
+    #[serde(flatten)]
+    pub measurement: PhaseMeasurement,
+}
+
+/// How far a run got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Still running: this file was written after a phase, and more were to come.
+    Running,
+    /// Every phase ran.
+    Complete,
+    /// The target failed during the run; the phases measured before are kept.
+    TargetFailed,
+}
+
+/// The tool that wrote a result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolInfo {
+    /// `cargo-loadgate`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+impl ToolInfo {
+    /// This build of the tool.
+    pub fn current() -> Self {
+        Self {
+            name: env!("CARGO_PKG_NAME").to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// The commit a run measured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GitInfo {
+    /// The full commit id of HEAD.
+    pub commit: String,
+    /// Whether the work tree had uncommitted changes.
+    pub dirty: bool,
+}
+
+impl GitInfo {
+    /// Reads HEAD and the dirty flag of the repository containing `dir`; `None` outside a repository.
+    pub fn of(dir: &Path) -> Option<Self> {
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir)
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        };
+        let commit = git(&["rev-parse", "--verify", "HEAD"])?;
+        let dirty =
+            git(&["status", "--porcelain", "--untracked-files=no"]).is_none_or(|s| !s.is_empty());
+        Some(Self { commit, dirty })
+    }
+}
+
+/// Where a run happened: what makes numbers from two runs comparable or not.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Environment {
+    /// The CPU model (`model name` of /proc/cpuinfo).
+    pub cpu_model: String,
+    /// Cores available to this process.
+    pub cores: usize,
+    /// The kernel release.
+    pub kernel: String,
+    /// The Docker engine's version, for a container target.
+    pub engine_version: Option<String>,
+    /// The core the generator was pinned to.
+    pub generator_core: Option<usize>,
+    /// The cores the target was pinned to.
+    pub target_cpuset: Option<String>,
+}
+
+impl Environment {
+    /// Reads the machine's figures.
+    pub fn detect(
+        engine_version: Option<String>,
+        generator_core: Option<usize>,
+        target_cpuset: Option<String>,
+    ) -> Self {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown".to_owned());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".to_owned());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            cpu_model,
+            cores,
+            kernel,
+            engine_version,
+            generator_core,
+            target_cpuset,
+        }
+    }
+}
+
+/// sha256 (hex) of the resolved configuration, leaving out where it was read from.
+pub fn config_hash(config: &LoadgateConfig) -> String {
+    let mut value = serde_json::to_value(config).unwrap_or(serde_json::Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("source");
+    }
+    hex_sha256(value.to_string().as_bytes())
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes `value` as pretty JSON to `path` atomically: a temporary file in the same directory,
+/// flushed and renamed over the old one, so a reader (or an interrupted run) never sees half a file.
+pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer_pretty(&mut tmp, value).map_err(std::io::Error::other)?;
+    tmp.write_all(b"\n")?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_the_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/result.json");
+        write_json_atomic(&path, &serde_json::json!({"a": 1})).unwrap();
+        write_json_atomic(&path, &serde_json::json!({"a": 2})).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()["a"],
+            2
+        );
+        // No temporary files are left beside it.
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1
+        );
+    }
+
+    #[test]
+    fn sha256_is_lowercase_hex() {
+        assert_eq!(
+            hex_sha256(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn git_info_is_none_outside_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(GitInfo::of(dir.path()), None);
+    }
+}

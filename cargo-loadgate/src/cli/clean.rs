@@ -1,0 +1,59 @@
+//! `cargo loadgate clean`: remove containers and images that loadgate labelled and left behind.
+
+use super::{CleanOpts, ExitCode, render::render_error};
+use crate::target::{SweepScope, sweep};
+
+/// Runs `cargo loadgate clean` and returns the exit code.
+pub fn run(opts: &CleanOpts) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::OTHER_ERROR;
+        }
+    };
+    match runtime.block_on(sweep(SweepScope::All, opts.dry_run)) {
+        Ok(report) => {
+            let verb = if report.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            };
+            for c in &report.containers {
+                println!(
+                    "{verb} container {} ({}, {}, {})",
+                    short(&c.id),
+                    c.name,
+                    c.image,
+                    c.state
+                );
+            }
+            for i in &report.images {
+                println!("{verb} image {} ({})", short(&i.id), i.tags.join(", "));
+            }
+            if report.containers.is_empty() && report.images.is_empty() {
+                println!("nothing labelled loadgate to remove");
+            }
+            for failure in &report.failures {
+                eprintln!("error: {failure}");
+            }
+            if report.failures.is_empty() {
+                ExitCode::PASS
+            } else {
+                ExitCode::OTHER_ERROR
+            }
+        }
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            e.exit_code()
+        }
+    }
+}
+
+fn short(id: &str) -> &str {
+    let id = id.strip_prefix("sha256:").unwrap_or(id);
+    &id[..id.len().min(12)]
+}

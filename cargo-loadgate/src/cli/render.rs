@@ -1,0 +1,116 @@
+//! Rendering for people: errors to stderr (message, causes, hint), and small plain-text tables.
+
+use std::error::Error;
+
+/// Renders an error the way every command prints it: `error: <message>`, then each cause on its own
+/// `caused by:` line, with any `hint:` lines of the message kept last.
+pub fn render_error(err: &(dyn Error + 'static)) -> String {
+    let message = err.to_string();
+    let (head, hints) = split_hints(&message);
+    let mut out = String::new();
+    if head.starts_with("error") {
+        out.push_str(head);
+    } else {
+        out.push_str("error: ");
+        out.push_str(head);
+    }
+    out.push('\n');
+    let mut source = err.source();
+    let mut hints: Vec<String> = hints.into_iter().map(str::to_owned).collect();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        let (cause_head, cause_hints) = split_hints(&text);
+        // Some errors repeat their source in their own message; print each cause once.
+        if !out.contains(cause_head) {
+            out.push_str("  caused by: ");
+            out.push_str(&cause_head.replace('\n', "\n    "));
+            out.push('\n');
+        }
+        hints.extend(cause_hints.into_iter().map(str::to_owned));
+        source = cause.source();
+    }
+    for hint in hints {
+        out.push_str(&hint);
+        out.push('\n');
+    }
+    out
+}
+
+/// Splits trailing `hint:` lines (and what follows them) off a message.
+fn split_hints(message: &str) -> (&str, Vec<&str>) {
+    match message.find("\nhint:") {
+        Some(at) => (message[..at].trim_end(), vec![message[at + 1..].trim_end()]),
+        None => (message.trim_end(), Vec::new()),
+    }
+}
+
+/// A plain table with a header row, columns padded to their widest cell; the first column is
+/// left-aligned and the others right-aligned (numbers).
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let columns = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(columns) {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if i == 0 {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            } else {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut out = line(header.to_vec());
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("failed to boot the target\nhint: try --target process")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn errors_render_message_causes_then_hint() {
+        let err = Outer(std::io::Error::other("connection refused"));
+        insta::assert_snapshot!(render_error(&err), @r"
+        error: failed to boot the target
+          caused by: connection refused
+        hint: try --target process
+        ");
+    }
+
+    #[test]
+    fn tables_align_numbers_right() {
+        let out = table(
+            &["operation", "p99 ms"],
+            &[
+                vec!["login".into(), "12.5".into()],
+                vec!["accounts".into(), "3.0".into()],
+            ],
+        );
+        insta::assert_snapshot!(out, @r"
+        operation  p99 ms
+        login        12.5
+        accounts      3.0
+        ");
+    }
+}

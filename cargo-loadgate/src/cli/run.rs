@@ -1,0 +1,536 @@
+//! `cargo loadgate run`: find the config, boot the target, drive the workload, sample resources,
+//! write the result after every phase, tear the target down on every path.
+
+use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::table};
+use crate::baseline::{
+    Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
+    config_hash, write_json_atomic,
+};
+use crate::config::{
+    ConfigError, GeneratorConfig, LoadOpts, LoadgateConfig, TargetKind, TargetSource,
+    WorkloadConfig, format_duration,
+};
+use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
+use crate::measure::{PhaseMeasurement, Progress};
+use crate::target::{BootEvent, BootRequest, RunningTarget, TargetError};
+use crate::workload::Schedule;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often the target's resources are sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long to wait for the Docker engine to answer before falling back to a process target.
+const ENGINE_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What can stop a run before it measured anything worth keeping.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration could not be loaded.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The target could not be booted, or failed.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// Options that contradict each other.
+    #[error("{message}")]
+    Usage {
+        /// What is wrong, with a hint line.
+        message: String,
+    },
+    /// The generator could not run a phase at all.
+    #[error("the generator could not run phase `{phase}`")]
+    Engine {
+        /// The phase.
+        phase: String,
+        /// Why.
+        #[source]
+        source: EngineError,
+    },
+    /// The result could not be written.
+    #[error("failed to write the result to {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl RunError {
+    /// The exit code this error ends the run with.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Config(_) | RunError::Usage { .. } => ExitCode::USAGE,
+            RunError::Target(e) => e.exit_code(),
+            RunError::Engine {
+                source: EngineError::InvalidUrl { .. },
+                ..
+            } => ExitCode::USAGE,
+            RunError::Engine { .. } | RunError::Write { .. } => ExitCode::OTHER_ERROR,
+        }
+    }
+}
+
+/// Runs `cargo loadgate run` and returns the exit code.
+pub fn run(opts: &RunOpts) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::OTHER_ERROR;
+        }
+    };
+    match runtime.block_on(run_async(opts)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            e.exit_code()
+        }
+    }
+}
+
+async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
+    let cwd = std::env::current_dir().map_err(|e| RunError::Usage {
+        message: format!("cannot read the current directory: {e}"),
+    })?;
+    let config = crate::config::load(&LoadOpts {
+        manifest_path: opts.config.manifest_path.clone(),
+        package: opts.config.package.clone(),
+        config: opts.config.config.clone(),
+        profile: opts.config.profile.clone(),
+        cwd: cwd.clone(),
+    })?;
+    let kind = resolve_kind(opts, &config).await?;
+    let out_dir = out_dir(opts, &config, &cwd);
+    let result_path = out_dir.join("result.json");
+    let run_id = std::env::var("LOADGATE_RUN_ID").unwrap_or_else(|_| new_run_id());
+
+    crate::target::install_cleanup_handlers()?;
+
+    let generator_core = crate::engine::generator_core();
+    let target_cpuset = generator_core.map(|_| cpuset_string(&crate::engine::target_cores()));
+    let engine_version = if kind == TargetKind::Container {
+        crate::target::detect_engine(ENGINE_PROBE_TIMEOUT)
+            .await
+            .ok()
+            .map(|e| e.version)
+    } else {
+        None
+    };
+
+    let request = BootRequest {
+        kind,
+        config: config.target.clone(),
+        package: config.source.package.clone(),
+        extra_env: opts.env.clone(),
+        allow_remote: opts.allow_remote,
+        url: opts.url.clone(),
+        run_id: run_id.clone(),
+        cpuset: target_cpuset.clone(),
+    };
+    let target = crate::target::boot(request, &print_boot_event).await?;
+    let info = target.info();
+    eprintln!(
+        "      Target {} at {}{}",
+        kind_name(kind),
+        info.base_url,
+        info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    );
+
+    let git_dir = config
+        .source
+        .package
+        .as_ref()
+        .map(|p| p.workspace_root.clone())
+        .unwrap_or_else(|| cwd.clone());
+    let mut result = RunResult {
+        format_version: RESULT_FORMAT_VERSION,
+        tool: ToolInfo::current(),
+        started_at_unix_ms: unix_ms(),
+        status: RunStatus::Running,
+        git: GitInfo::of(&git_dir),
+        profile: config.profile.clone(),
+        config_path: config.source.path.clone(),
+        config_hash: config_hash(&config),
+        environment: Environment::detect(engine_version, generator_core, target_cpuset),
+        target: Some(info),
+        target_exit: None,
+        phases: Vec::new(),
+        resources: Vec::new(),
+    };
+    write_result(&result_path, &result)?;
+
+    let sampler = target.start_sampler(SAMPLE_EVERY);
+    let outcome = drive(&target, &config, generator_core).await;
+    result.resources = sampler.stop().await;
+    let alive = target.check_alive().await;
+    let exit = target.shutdown().await;
+    if let Ok(exit) = &exit {
+        result.target_exit = Some(exit.clone());
+    }
+
+    let measurement = match outcome {
+        Ok(m) => m,
+        Err(e) => {
+            write_result(&result_path, &result)?;
+            return Err(e);
+        }
+    };
+    let schedule_hash = Schedule::new(
+        &config.workload,
+        measurement.sessions_per_sec,
+        measurement.warmup + measurement.measured,
+        measurement.seed,
+    )
+    .hash();
+    let valid = measurement.validity.is_valid();
+    let reasons: Vec<String> = measurement
+        .validity
+        .reasons
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    result.phases.push(PhaseRecord {
+        schedule_hash,
+        measurement,
+    });
+    if let Err(crash) = alive {
+        result.status = RunStatus::TargetFailed;
+        write_result(&result_path, &result)?;
+        return Err(crash.into());
+    }
+    result.status = RunStatus::Complete;
+    write_result(&result_path, &result)?;
+
+    print!("{}", render_summary(&result, &config));
+    println!("result: {}", result_path.display());
+    if valid {
+        Ok(ExitCode::PASS)
+    } else {
+        eprintln!(
+            "error: invalid run: the generator could not keep its schedule ({})",
+            reasons.join("; ")
+        );
+        eprintln!(
+            "hint: lower the offered load, raise [generator] max-in-flight, or give the generator a core of its own"
+        );
+        Ok(ExitCode::INVALID_RUN)
+    }
+}
+
+/// Runs the phases against the ready target. Until the ramp lands (the phases issue) this is one
+/// steady phase at the workload's configured rate.
+async fn drive(
+    target: &RunningTarget,
+    config: &LoadgateConfig,
+    generator_core: Option<usize>,
+) -> Result<PhaseMeasurement, RunError> {
+    let duration = if config.soak.duration.is_zero() {
+        config.ramp.hold
+    } else {
+        config.soak.duration
+    };
+    let spec = PhaseSpec {
+        name: "steady".to_owned(),
+        sessions_per_sec: config.workload.sessions_per_sec,
+        duration,
+        warmup: config.ramp.warmup,
+        seed: config.workload.seed,
+    };
+    eprintln!(
+        "     Running phase `{}`: {} sessions/s for {} after a {} warm-up",
+        spec.name,
+        config.workload.sessions_per_sec,
+        format_duration(spec.duration),
+        format_duration(spec.warmup)
+    );
+    let slo_latency = config
+        .slo
+        .latency
+        .iter()
+        .map(|l| l.limit)
+        .max()
+        .unwrap_or(Duration::from_millis(200));
+    run_phase_on_generator_thread(
+        target.base_url().to_owned(),
+        config.workload.clone(),
+        config.generator.clone(),
+        slo_latency,
+        spec,
+        generator_core,
+    )
+    .await
+}
+
+/// Runs one phase on a thread of its own with a current-thread runtime, pinned to the generator's
+/// core when there is one: the engine's future is not `Send`, and the generator must not share a
+/// core with the target or with the sampler.
+pub async fn run_phase_on_generator_thread(
+    base_url: String,
+    workload: WorkloadConfig,
+    generator: GeneratorConfig,
+    slo_latency: Duration,
+    spec: PhaseSpec,
+    core: Option<usize>,
+) -> Result<PhaseMeasurement, RunError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let phase = spec.name.clone();
+    let spawned = std::thread::Builder::new()
+        .name("loadgate-generator".to_owned())
+        .spawn(move || {
+            if let Some(core) = core {
+                // Unpinned is slower but still measures honestly (lag is recorded), so go on.
+                let _ = crate::engine::pin_current_thread(core);
+            }
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(EngineError::Timer(e)));
+                    return;
+                }
+            };
+            let progress = |p: &Progress| print_progress(p);
+            let hooks = PhaseHooks {
+                progress: &progress,
+                ..PhaseHooks::default()
+            };
+            let outcome = runtime.block_on(crate::engine::run_phase(
+                &base_url,
+                &workload,
+                &generator,
+                slo_latency,
+                &spec,
+                hooks,
+                CancellationSignal::new(),
+            ));
+            let _ = tx.send(outcome);
+        });
+    if let Err(e) = spawned {
+        return Err(RunError::Engine {
+            phase,
+            source: EngineError::Timer(e),
+        });
+    }
+    match rx.await {
+        Ok(Ok(m)) => Ok(m),
+        Ok(Err(source)) => Err(RunError::Engine { phase, source }),
+        Err(_) => Err(RunError::Engine {
+            phase,
+            source: EngineError::Timer(std::io::Error::other("the generator thread panicked")),
+        }),
+    }
+}
+
+async fn resolve_kind(opts: &RunOpts, config: &LoadgateConfig) -> Result<TargetKind, RunError> {
+    let asked = opts.target.map(|k| match k {
+        TargetKindArg::Container => TargetKind::Container,
+        TargetKindArg::Process => TargetKind::Process,
+        TargetKindArg::Url => TargetKind::Url,
+    });
+    let config_is_url = matches!(config.target.source, TargetSource::Url { .. });
+    match (asked, opts.url.is_some()) {
+        (Some(kind), true) if kind != TargetKind::Url => Err(RunError::Usage {
+            message: format!(
+                "--url and --target {} do not go together\nhint: --url implies --target url",
+                kind_name(kind)
+            ),
+        }),
+        (_, true) => Ok(TargetKind::Url),
+        (Some(TargetKind::Url), false) if !config_is_url => Err(RunError::Usage {
+            message: "--target url needs a URL\nhint: give --url http://127.0.0.1:PORT or set `url` in [target]".to_owned(),
+        }),
+        (Some(kind), false) => Ok(kind),
+        (None, false) if config_is_url => Ok(TargetKind::Url),
+        (None, false) => match crate::target::detect_engine(ENGINE_PROBE_TIMEOUT).await {
+            Ok(_) => Ok(TargetKind::Container),
+            Err(e) => {
+                let first_line = e.to_string().lines().next().unwrap_or_default().to_owned();
+                eprintln!(
+                    "        Note no Docker engine answers ({first_line}); running the target as a local process (--target process)"
+                );
+                Ok(TargetKind::Process)
+            }
+        },
+    }
+}
+
+fn out_dir(opts: &RunOpts, config: &LoadgateConfig, cwd: &Path) -> PathBuf {
+    match (&opts.out_dir, &config.source.package) {
+        (Some(dir), _) => cwd.join(dir),
+        (None, Some(package)) => package.target_directory.join("loadgate"),
+        (None, None) => cwd.join("target/loadgate"),
+    }
+}
+
+fn write_result(path: &Path, result: &RunResult) -> Result<(), RunError> {
+    write_json_atomic(path, result).map_err(|source| RunError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn print_boot_event(event: BootEvent) {
+    match event {
+        BootEvent::Building { what } => eprintln!("    Building {what}"),
+        BootEvent::BuildOutput { line } => eprintln!("{line}"),
+        BootEvent::Built { artifact, reused } => {
+            if reused {
+                eprintln!("      Reused {artifact} (binary unchanged)");
+            } else {
+                eprintln!("       Built {artifact}");
+            }
+        }
+        BootEvent::DynamicFallback { reason } => {
+            eprintln!("     Warning {reason}; packing the binary with its shared libraries")
+        }
+        BootEvent::Starting { what } => eprintln!("    Starting {what}"),
+        BootEvent::Ready { after } => {
+            eprintln!("       Ready after {} ms", after.as_millis())
+        }
+    }
+}
+
+fn print_progress(p: &Progress) {
+    let state = if p.warming_up { "warm-up" } else { "measure" };
+    let window = p
+        .window
+        .as_ref()
+        .map(|w| format!(", window p99 {:.1} ms", w.p99.as_secs_f64() * 1e3))
+        .unwrap_or_default();
+    eprintln!(
+        "        {} {:>5.1}s {state}: {} sent, {} in flight, {} dropped{window}",
+        p.phase,
+        p.elapsed.as_secs_f64(),
+        p.sent,
+        p.in_flight,
+        p.dropped
+    );
+}
+
+/// The summary printed at the end of a run: per phase and operation, the percentiles measured from
+/// the intended send time, then the generator's health and the target's resources.
+pub fn render_summary(result: &RunResult, config: &LoadgateConfig) -> String {
+    let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+    let mut out = String::new();
+    for phase in &result.phases {
+        let summary = phase.measurement.summary();
+        out.push_str(&format!(
+            "\nphase {}: offered {} sessions/s, measured {} (latency from the intended send time, ms)\n",
+            summary.name,
+            phase.measurement.sessions_per_sec,
+            format_duration(phase.measurement.measured)
+        ));
+        let rows: Vec<Vec<String>> = summary
+            .operations
+            .iter()
+            .chain(std::iter::once(&summary.total))
+            .map(|op| {
+                vec![
+                    op.name.clone(),
+                    op.requests.to_string(),
+                    op.errors.to_string(),
+                    ms(op.p50),
+                    ms(op.p90),
+                    ms(op.p99),
+                    ms(op.p999),
+                    ms(op.max),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "operation",
+                "requests",
+                "errors",
+                "p50",
+                "p90",
+                "p99",
+                "p99.9",
+                "max",
+            ],
+            &rows,
+        ));
+        out.push_str(&format!(
+            "achieved {:.1} req/s; goodput {} of {} within {}; pacing lag p99 {} ms, max {} ms; dropped {} ({:.2}%){}\n",
+            summary.achieved_rate_per_sec,
+            summary.total.goodput,
+            summary.total.requests,
+            config
+                .slo
+                .latency
+                .iter()
+                .map(|l| format_duration(l.limit))
+                .max()
+                .unwrap_or_default(),
+            ms(summary.lag_p99),
+            ms(summary.lag_max),
+            summary.dropped,
+            summary.drop_rate * 100.0,
+            summary
+                .cpu_us_per_request
+                .map(|us| format!("; generator {us:.1} µs CPU per request"))
+                .unwrap_or_default()
+        ));
+        if !summary.valid {
+            out.push_str("INVALID: the generator did not keep its schedule\n");
+        }
+    }
+    if let (Some(first), Some(last)) = (result.resources.first(), result.resources.last()) {
+        out.push_str(&format!(
+            "target resources over {:.0}s: RSS {:.1} → {:.1} MiB, CPU {:.2}s, threads {}, fds {}\n",
+            last.elapsed_s - first.elapsed_s,
+            first.rss_bytes as f64 / 1048576.0,
+            last.rss_bytes as f64 / 1048576.0,
+            last.cpu_seconds - first.cpu_seconds,
+            last.threads,
+            last.fds
+        ));
+    }
+    out
+}
+
+fn kind_name(kind: TargetKind) -> &'static str {
+    match kind {
+        TargetKind::Container => "container",
+        TargetKind::Process => "process",
+        TargetKind::Url => "url",
+    }
+}
+
+fn cpuset_string(cores: &[usize]) -> String {
+    cores
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn new_run_id() -> String {
+    format!("{:x}-{:x}", unix_ms(), std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpusets_are_comma_lists() {
+        assert_eq!(cpuset_string(&[1]), "1");
+        assert_eq!(cpuset_string(&[1, 2, 3]), "1,2,3");
+    }
+}

@@ -87,12 +87,79 @@ pub fn format_duration(d: Duration) -> String {
     if nanos == 0 {
         return "0s".to_owned();
     }
-    for (unit, size) in [("h", 3_600_000_000_000u128), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if nanos % size == 0 {
+    for (unit, size) in [
+        ("h", 3_600_000_000_000u128),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+    ] {
+        if nanos.is_multiple_of(size) {
             return format!("{}{unit}", nanos / size);
         }
     }
     format!("{nanos}ns")
+}
+
+/// Parses a growth rate such as `2MiB/min`, `512KiB/s` or `1GiB/h` into bytes per second.
+pub fn parse_size_rate(s: &str) -> Result<f64, String> {
+    let (size, per) = s
+        .trim()
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}` is not a rate; write e.g. \"2MiB/min\""))?;
+    let bytes = parse_size(size)?;
+    let per = per.trim();
+    // `2MiB/min` names a unit without a number; `2MiB/10s` names a whole duration.
+    let window = if per.starts_with(|c: char| c.is_ascii_digit()) {
+        parse_duration(per)?
+    } else {
+        parse_duration(&format!("1{per}"))?
+    };
+    if window.is_zero() {
+        return Err(format!("rate `{s}` divides by a zero duration"));
+    }
+    Ok(bytes as f64 / window.as_secs_f64())
+}
+
+/// Formats a size in bytes the way the config writes it, choosing the largest exact binary unit.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= size && bytes.is_multiple_of(size) {
+            return format!("{}{unit}", bytes / size);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// Formats a growth rate in bytes per second as the largest readable size per minute, e.g. `2MiB/min`.
+pub fn format_size_rate(bytes_per_sec: f64) -> String {
+    let per_min = bytes_per_sec * 60.0;
+    for (unit, size) in [
+        ("GiB", 1_073_741_824.0),
+        ("MiB", 1_048_576.0),
+        ("KiB", 1024.0),
+    ] {
+        if per_min >= size {
+            return format!("{}{unit}/min", format_number(per_min / size));
+        }
+    }
+    format!("{}B/min", format_number(per_min))
+}
+
+/// Formats a fraction as a percentage, e.g. 0.005 as `0.5%`.
+pub fn format_percent(fraction: f64) -> String {
+    format!("{}%", format_number(fraction * 100.0))
+}
+
+/// Formats a number with at most six decimals and no trailing zeros, so `0.07 * 100` prints `7`.
+pub fn format_number(value: f64) -> String {
+    let rounded = format!("{value:.6}");
+    let trimmed = rounded.trim_end_matches('0').trim_end_matches('.');
+    if trimmed == "-0" {
+        "0".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -138,5 +205,33 @@ mod tests {
         for s in ["30s", "250ms", "2m", "1h", "500us", "1500ms"] {
             assert_eq!(format_duration(parse_duration(s).unwrap()), s);
         }
+    }
+
+    #[test_case("2MiB/min", 2.0 * 1024.0 * 1024.0 / 60.0)]
+    #[test_case("1KiB/s", 1024.0)]
+    #[test_case("100MB/10s", 1e7)]
+    fn size_rates_parse(s: &str, expected: f64) {
+        let got = parse_size_rate(s).unwrap();
+        assert!((got - expected).abs() < 1e-6, "{s}: {got} != {expected}");
+    }
+
+    #[test_case("2MiB"; "no divisor")]
+    #[test_case("2MiB/0s"; "zero window")]
+    #[test_case("2MiB/fortnight"; "unknown unit")]
+    fn bad_size_rates_are_refused(s: &str) {
+        assert!(parse_size_rate(s).is_err(), "{s} parsed");
+    }
+
+    #[test]
+    fn sizes_rates_and_percentages_format() {
+        assert_eq!(format_size(256 * 1024 * 1024), "256MiB");
+        assert_eq!(format_size(1000), "1000B");
+        assert_eq!(
+            format_size_rate(parse_size_rate("2MiB/min").unwrap()),
+            "2MiB/min"
+        );
+        assert_eq!(format_percent(0.07), "7%");
+        assert_eq!(format_percent(0.005), "0.5%");
+        assert_eq!(format_number(0.1 + 0.2), "0.3");
     }
 }

@@ -1,0 +1,1103 @@
+//! The user model in `[workload]`: operations, their requests, checks, captures and transitions,
+//! and the checks that need the whole graph (names resolve, probabilities sum to at most 1, every
+//! operation is reachable, sessions can end, every template variable is captured on some path).
+
+use super::source::{
+    Cx, StringEntry, Tbl, Val, array, integer_in, number, string, string_map, suggest, wrong_type,
+};
+use super::types::{
+    BodyTemplate, Capture, EntryPoint, Expect, OperationConfig, RequestTemplate, ThinkTime,
+    Transition,
+};
+use std::{collections::BTreeSet, ops::Range, time::Duration};
+use toml::de::DeValue;
+
+/// Template variables every session has: its number, the request's number within it, and a
+/// seeded random number (the workload module gives them their values).
+pub const BUILTIN_VARIABLES: &[&str] = &["session", "seq", "rand"];
+
+/// The HTTP methods a request may use.
+pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+const OPERATION_KEYS: &[&str] = &["name", "request", "expect", "capture", "next"];
+const REQUEST_KEYS: &[&str] = &["method", "path", "headers", "json", "body"];
+const EXPECT_KEYS: &[&str] = &["status", "body-contains", "json-pointer", "json-equals"];
+const NEXT_KEYS: &[&str] = &["to", "p", "think"];
+const ENTRY_KEYS: &[&str] = &["to", "weight"];
+
+/// Splits `s` into the names of the `{{name}}` placeholders it uses.
+///
+/// A name is ASCII letters, digits, `_`, `-` and `.`, optionally padded with spaces inside the
+/// braces (the grammar of `workload::template`). Where that module would send text that looks like
+/// a broken placeholder literally (`{{` without `}}`, `{{ a b }}`), validation refuses it, so a typo
+/// is never sent to the service as text.
+pub fn template_variables(s: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let close = after
+            .find("}}")
+            .ok_or_else(|| format!("`{{{{` without a closing `}}}}` in {s:?}"))?;
+        let name = after[..close].trim();
+        if !is_variable_name(name) {
+            return Err(format!(
+                "`{{{{{}}}}}` is not a variable name; write e.g. `{{{{token}}}}`",
+                &after[..close]
+            ));
+        }
+        out.push(name);
+        rest = &after[close + 2..];
+    }
+    Ok(out)
+}
+
+/// Whether `name` can be used as `{{name}}`.
+fn is_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// Checks a JSON pointer (RFC 6901): empty, or `/`-separated with `~` only as `~0` or `~1`.
+pub fn check_json_pointer(p: &str) -> Result<(), String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        return Err(format!(
+            "JSON pointer {p:?} must start with `/` (or be empty for the whole body)"
+        ));
+    }
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(format!(
+                "JSON pointer {p:?} has a `~` that is not `~0` or `~1`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An operation as written, before names are resolved to indices.
+pub(crate) struct RawOp {
+    pub file: usize,
+    pub name: String,
+    pub name_span: Range<usize>,
+    pub request: RequestTemplate,
+    pub expect: Expect,
+    pub capture: Vec<Capture>,
+    pub next: Vec<RawNext>,
+    pub next_span: Option<Range<usize>>,
+    /// Template variables used by the request, with the span of the string using each.
+    pub uses: Vec<(String, Range<usize>)>,
+}
+
+/// A transition as written.
+pub(crate) struct RawNext {
+    pub to: String,
+    pub to_span: Range<usize>,
+    pub p: f64,
+    pub think: ThinkTime,
+}
+
+/// An entry as written.
+pub(crate) struct RawEntry {
+    pub file: usize,
+    pub to: String,
+    pub span: Range<usize>,
+    pub weight: f64,
+}
+
+/// Reads `workload.operation`. Operations with a name are kept even when other parts are wrong, so
+/// the graph checks do not report a missing operation that merely had a typo elsewhere.
+pub(crate) fn operations(cx: &Cx<'_>, v: Val<'_>, section: &str) -> Vec<RawOp> {
+    let Some(items) = array(cx, v, "an array of tables, written [[workload.operation]]") else {
+        return Vec::new();
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, item)| operation(cx, item, section, i))
+        .collect()
+}
+
+fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<RawOp> {
+    let fallback = format!("operation {} of `{section}.operation`", index + 1);
+    let table = Tbl::of(cx, v, fallback.clone(), "a table (an operation)")?;
+    let name_val = table.get("name");
+    let name = name_val.and_then(|n| string(cx, n, "a string (the operation's name)"));
+    let label = name.map_or(fallback, |n| format!("operation `{n}`"));
+    let table = Tbl {
+        name: label.clone(),
+        ..table
+    };
+    table.check_keys(cx, OPERATION_KEYS);
+    let (name, name_span) = match (name, name_val) {
+        (Some(name), Some(val)) if !name.is_empty() => (name.to_owned(), val.span()),
+        (Some(_), Some(val)) => {
+            cx.error(
+                val.file,
+                val.span(),
+                "an operation's name must not be empty",
+                None,
+            );
+            return None;
+        }
+        (None, Some(_)) => return None,
+        (_, None) => {
+            cx.error(
+                table.file,
+                table.span.clone(),
+                format!("{label} has no `name`"),
+                None,
+            );
+            return None;
+        }
+    };
+    let mut uses = Vec::new();
+    let request = match table.get("request") {
+        Some(r) => request(cx, r, &label, &mut uses),
+        None if table.has_typo_of("request") => None,
+        None => {
+            cx.error(
+                table.file,
+                name_span.clone(),
+                format!("{label} has no `request`"),
+                Some("add e.g. request = { method = \"GET\", path = \"/\" }".to_owned()),
+            );
+            None
+        }
+    };
+    let expect = table.get("expect").and_then(|e| expect(cx, e, &label));
+    let capture = table
+        .get("capture")
+        .and_then(|c| captures(cx, c, &label))
+        .unwrap_or_default();
+    let next = table
+        .get("next")
+        .map(|n| transitions(cx, n, &label))
+        .unwrap_or_default();
+    Some(RawOp {
+        file: table.file,
+        name,
+        name_span,
+        request: request.unwrap_or(RequestTemplate {
+            method: "GET".to_owned(),
+            path: "/".to_owned(),
+            headers: Vec::new(),
+            body: None,
+        }),
+        expect: expect.unwrap_or(Expect {
+            status: Vec::new(),
+            body_contains: None,
+            json_pointer: Vec::new(),
+            json_equals: Vec::new(),
+        }),
+        capture,
+        next,
+        next_span: table.get("next").map(|n| n.span()),
+        uses,
+    })
+}
+
+/// Records the template variables of `s` (found at `v`), reporting bad syntax.
+fn template(cx: &Cx<'_>, v: Val<'_>, s: &str, uses: &mut Vec<(String, Range<usize>)>) -> bool {
+    match template_variables(s) {
+        Ok(names) => {
+            uses.extend(names.into_iter().map(|n| (n.to_owned(), v.span())));
+            true
+        }
+        Err(e) => {
+            cx.error(v.file, v.span(), e, None);
+            false
+        }
+    }
+}
+
+fn request(
+    cx: &Cx<'_>,
+    v: Val<'_>,
+    label: &str,
+    uses: &mut Vec<(String, Range<usize>)>,
+) -> Option<RequestTemplate> {
+    let table = Tbl::of(
+        cx,
+        v,
+        format!("`request` of {label}"),
+        "a table like { method = \"GET\", path = \"/\" }",
+    )?;
+    table.check_keys(cx, REQUEST_KEYS);
+    let mut ok = true;
+    let method = match table.get("method") {
+        None => Some("GET".to_owned()),
+        Some(m) => string(cx, m, "an HTTP method like \"GET\"").and_then(|s| {
+            if METHODS.contains(&s) {
+                Some(s.to_owned())
+            } else {
+                let upper = s.to_ascii_uppercase();
+                let help = if METHODS.contains(&upper.as_str()) {
+                    Some(format!("methods are case-sensitive; write `{upper}`"))
+                } else {
+                    suggest(s, METHODS.iter().copied())
+                        .map(|b| format!("did you mean `{b}`?"))
+                        .or_else(|| Some(format!("use one of {}", METHODS.join(", "))))
+                };
+                cx.error(m.file, m.span(), format!("unknown HTTP method `{s}`"), help);
+                None
+            }
+        }),
+    };
+    let path = match table.get("path") {
+        None => {
+            cx.error(
+                table.file,
+                table.span.clone(),
+                format!("`request` of {label} has no `path`"),
+                None,
+            );
+            None
+        }
+        Some(p) => string(cx, p, "a path like \"/login\"").and_then(|s| {
+            if !s.starts_with('/') {
+                cx.error(
+                    p.file,
+                    p.span(),
+                    format!("path {s:?} must start with `/`"),
+                    None,
+                );
+                return None;
+            }
+            if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                cx.error(
+                    p.file,
+                    p.span(),
+                    format!("path {s:?} contains whitespace; percent-encode it"),
+                    None,
+                );
+                return None;
+            }
+            template(cx, p, s, uses).then(|| s.to_owned())
+        }),
+    };
+    let mut headers = Vec::new();
+    if let Some(h) = table.get("headers") {
+        match string_map(cx, h, format!("`headers` of {label}")) {
+            Some(entries) => {
+                for StringEntry {
+                    key: name,
+                    value,
+                    key_span,
+                    value_span: span,
+                } in entries
+                {
+                    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                        cx.error(
+                            h.file,
+                            key_span,
+                            format!("`{name}` is not a valid header name"),
+                            None,
+                        );
+                        ok = false;
+                    }
+                    if http::HeaderValue::from_str(&value).is_err() {
+                        cx.error(
+                            h.file,
+                            span.clone(),
+                            format!("the value of header `{name}` is not a valid header value"),
+                            None,
+                        );
+                        ok = false;
+                    }
+                    match template_variables(&value) {
+                        Ok(names) => {
+                            uses.extend(names.into_iter().map(|n| (n.to_owned(), span.clone())))
+                        }
+                        Err(e) => {
+                            cx.error(h.file, span.clone(), e, None);
+                            ok = false;
+                        }
+                    }
+                    headers.push((name, value));
+                }
+            }
+            None => ok = false,
+        }
+    }
+    let body = match (table.get("json"), table.get("body")) {
+        (Some(_), Some(b)) => {
+            cx.error(
+                b.file,
+                b.span(),
+                format!("`request` of {label} has both `json` and `body`"),
+                Some("keep one of them".to_owned()),
+            );
+            ok = false;
+            None
+        }
+        (Some(j), None) => match to_json(cx, j, uses) {
+            Some(value) => Some(BodyTemplate::Json(value)),
+            None => {
+                ok = false;
+                None
+            }
+        },
+        (None, Some(b)) => match string(cx, b, "a string (the raw body)") {
+            Some(s) if template(cx, b, s, uses) => Some(BodyTemplate::Raw(s.to_owned())),
+            _ => {
+                ok = false;
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    let (method, path) = (method?, path?);
+    ok.then_some(RequestTemplate {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+/// Converts a TOML value to JSON, collecting the template variables of its strings.
+fn to_json(
+    cx: &Cx<'_>,
+    v: Val<'_>,
+    uses: &mut Vec<(String, Range<usize>)>,
+) -> Option<serde_json::Value> {
+    use serde_json::Value as J;
+    Some(match v.get() {
+        DeValue::String(s) => {
+            if !template(cx, v, s, uses) {
+                return None;
+            }
+            J::String(s.to_string())
+        }
+        DeValue::Integer(_) => J::from(integer_in(cx, v, "a JSON integer", i64::MIN..=i64::MAX)?),
+        DeValue::Float(_) => {
+            let x = number(cx, v, "a number")?;
+            J::from(serde_json::Number::from_f64(x)?)
+        }
+        DeValue::Boolean(b) => J::Bool(*b),
+        DeValue::Datetime(_) => {
+            wrong_type(cx, v, "a JSON value (write dates as strings)");
+            return None;
+        }
+        DeValue::Array(items) => {
+            let mut out = Vec::new();
+            let mut ok = true;
+            for item in items.iter() {
+                match to_json(
+                    cx,
+                    Val {
+                        file: v.file,
+                        v: item,
+                    },
+                    uses,
+                ) {
+                    Some(x) => out.push(x),
+                    None => ok = false,
+                }
+            }
+            if !ok {
+                return None;
+            }
+            J::Array(out)
+        }
+        DeValue::Table(_) => {
+            let table = Tbl::of(cx, v, String::new(), "a table")?;
+            let mut out = serde_json::Map::new();
+            let mut ok = true;
+            for (key, value) in &table.entries {
+                match to_json(cx, *value, uses) {
+                    Some(x) => {
+                        out.insert(key.get_ref().to_string(), x);
+                    }
+                    None => ok = false,
+                }
+            }
+            if !ok {
+                return None;
+            }
+            J::Object(out)
+        }
+    })
+}
+
+fn pointer(cx: &Cx<'_>, file: usize, span: Range<usize>, p: &str) -> Option<String> {
+    match check_json_pointer(p) {
+        Ok(()) => Some(p.to_owned()),
+        Err(e) => {
+            cx.error(
+                file,
+                span,
+                e,
+                Some("write e.g. \"/token\" or \"/0/id\"".to_owned()),
+            );
+            None
+        }
+    }
+}
+
+fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
+    let table = Tbl::of(
+        cx,
+        v,
+        format!("`expect` of {label}"),
+        "a table like { status = 200 }",
+    )?;
+    table.check_keys(cx, EXPECT_KEYS);
+    let mut ok = true;
+    let mut status = Vec::new();
+    if let Some(s) = table.get("status") {
+        let items = match s.get() {
+            DeValue::Array(_) => array(cx, s, "").unwrap_or_default(),
+            _ => vec![s],
+        };
+        if items.is_empty() {
+            cx.error(s.file, s.span(), "`status` lists no status codes", None);
+            ok = false;
+        }
+        for item in items {
+            match integer_in(cx, item, "a status code", 100..=599) {
+                Some(code) => status.push(code as u16),
+                None => ok = false,
+            }
+        }
+    }
+    let body_contains = match table.get("body-contains") {
+        Some(b) => match string(cx, b, "a string") {
+            Some(s) => Some(s.to_owned()),
+            None => {
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let mut json_pointer = Vec::new();
+    if let Some(p) = table.get("json-pointer") {
+        let items = match p.get() {
+            DeValue::Array(_) => array(cx, p, "").unwrap_or_default(),
+            _ => vec![p],
+        };
+        for item in items {
+            match string(cx, item, "a JSON pointer like \"/token\"")
+                .and_then(|s| pointer(cx, item.file, item.span(), s))
+            {
+                Some(s) => json_pointer.push(s),
+                None => ok = false,
+            }
+        }
+    }
+    let mut json_equals = Vec::new();
+    if let Some(e) = table.get("json-equals") {
+        match Tbl::of(
+            cx,
+            e,
+            format!("`json-equals` of {label}"),
+            "a table like { \"/status\" = \"booked\" }",
+        ) {
+            Some(eq) => {
+                for (key, value) in &eq.entries {
+                    let p = pointer(cx, eq.file, key.span(), key.get_ref());
+                    let mut ignored = Vec::new();
+                    let x = to_json(cx, *value, &mut ignored);
+                    match (p, x) {
+                        (Some(p), Some(x)) => json_equals.push((p, x)),
+                        _ => ok = false,
+                    }
+                }
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(Expect {
+        status,
+        body_contains,
+        json_pointer,
+        json_equals,
+    })
+}
+
+fn captures(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Vec<Capture>> {
+    let entries = string_map(cx, v, format!("`capture` of {label}"))?;
+    let mut out = Vec::new();
+    for StringEntry {
+        key: variable,
+        value: p,
+        key_span,
+        value_span: span,
+    } in entries
+    {
+        if !is_variable_name(&variable) {
+            cx.error(
+                v.file,
+                key_span,
+                format!("`{variable}` is not a variable name"),
+                Some("use letters, digits, `_`, `-` and `.`".to_owned()),
+            );
+        } else if BUILTIN_VARIABLES.contains(&variable.as_str()) {
+            cx.error(
+                v.file,
+                key_span,
+                format!("`{variable}` is a built-in variable and cannot be captured"),
+                None,
+            );
+        }
+        if let Some(pointer) = pointer(cx, v.file, span, &p) {
+            out.push(Capture { variable, pointer });
+        }
+    }
+    Some(out)
+}
+
+fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
+    let Some(items) = array(
+        cx,
+        v,
+        "an array like [{ to = \"login\", p = 0.5, think = \"1s\" }]",
+    ) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let Some(t) = Tbl::of(
+            cx,
+            item,
+            format!("`next` of {label}"),
+            "a table like { to = \"login\", p = 0.5 }",
+        ) else {
+            continue;
+        };
+        t.check_keys(cx, NEXT_KEYS);
+        let to = match t.get("to") {
+            Some(to) => string(cx, to, "an operation name").map(|s| (s.to_owned(), to.span())),
+            None => {
+                cx.error(
+                    t.file,
+                    t.span.clone(),
+                    format!("a transition of {label} has no `to`"),
+                    None,
+                );
+                None
+            }
+        };
+        let p = match t.get("p") {
+            Some(p) => probability(cx, p),
+            None => {
+                cx.error(
+                    t.file,
+                    t.span.clone(),
+                    format!("a transition of {label} has no `p`"),
+                    Some("add its probability, e.g. p = 0.5; the probabilities that are left end the session".to_owned()),
+                );
+                None
+            }
+        };
+        let think = match t.get("think") {
+            Some(th) => think(cx, th),
+            None => Some(ThinkTime::Fixed(Duration::ZERO)),
+        };
+        if let (Some((to, to_span)), Some(p), Some(think)) = (to, p, think) {
+            out.push(RawNext {
+                to,
+                to_span,
+                p,
+                think,
+            });
+        }
+    }
+    out
+}
+
+fn probability(cx: &Cx<'_>, v: Val<'_>) -> Option<f64> {
+    let p = number(cx, v, "a probability like 0.5")?;
+    if p > 0.0 && p <= 1.0 {
+        Some(p)
+    } else {
+        cx.error(
+            v.file,
+            v.span(),
+            format!("a probability must be in (0, 1], found {p}"),
+            None,
+        );
+        None
+    }
+}
+
+fn think(cx: &Cx<'_>, v: Val<'_>) -> Option<ThinkTime> {
+    const EXPECTED: &str =
+        "a think time like \"1s\", { fixed = \"1s\" } or { uniform = [\"1s\", \"3s\"] }";
+    match v.get() {
+        DeValue::String(_) => super::source::duration(cx, v).map(ThinkTime::Exponential),
+        DeValue::Table(_) => {
+            let t = Tbl::of(cx, v, "`think`".to_owned(), EXPECTED)?;
+            t.check_keys(cx, &["fixed", "uniform"]);
+            match (t.get("fixed"), t.get("uniform")) {
+                (Some(f), None) => super::source::duration(cx, f).map(ThinkTime::Fixed),
+                (None, Some(u)) => {
+                    let bounds = array(cx, u, "two durations like [\"1s\", \"3s\"]")?;
+                    if bounds.len() != 2 {
+                        cx.error(
+                            u.file,
+                            u.span(),
+                            format!("`uniform` takes two durations, found {}", bounds.len()),
+                            None,
+                        );
+                        return None;
+                    }
+                    let low = super::source::duration(cx, bounds[0]);
+                    let high = super::source::duration(cx, bounds[1]);
+                    let (low, high) = (low?, high?);
+                    if low > high {
+                        cx.error(
+                            u.file,
+                            u.span(),
+                            format!(
+                                "uniform think time has its low bound {} above its high bound {}",
+                                super::units::format_duration(low),
+                                super::units::format_duration(high)
+                            ),
+                            Some("write the shorter duration first".to_owned()),
+                        );
+                        return None;
+                    }
+                    Some(ThinkTime::Uniform(low, high))
+                }
+                (Some(_), Some(u)) => {
+                    cx.error(
+                        u.file,
+                        u.span(),
+                        "a think time is either `fixed` or `uniform`, not both",
+                        None,
+                    );
+                    None
+                }
+                (None, None) => {
+                    wrong_type(cx, v, EXPECTED);
+                    None
+                }
+            }
+        }
+        _ => {
+            wrong_type(cx, v, EXPECTED);
+            None
+        }
+    }
+}
+
+/// Reads `workload.entry`: one name, or a weighted list.
+pub(crate) fn entries(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<RawEntry>> {
+    const EXPECTED: &str = "an operation name, or a list like [{ to = \"landing\", weight = 3 }]";
+    match v.get() {
+        DeValue::String(s) => Some(vec![RawEntry {
+            file: v.file,
+            to: s.to_string(),
+            span: v.span(),
+            weight: 1.0,
+        }]),
+        DeValue::Array(_) => {
+            let items = array(cx, v, EXPECTED)?;
+            if items.is_empty() {
+                cx.error(v.file, v.span(), "`entry` lists no operations", None);
+                return None;
+            }
+            let mut out = Vec::new();
+            let mut ok = true;
+            for item in items {
+                let Some(t) = Tbl::of(
+                    cx,
+                    item,
+                    "an entry of `entry`".to_owned(),
+                    "a table like { to = \"landing\", weight = 3 }",
+                ) else {
+                    ok = false;
+                    continue;
+                };
+                t.check_keys(cx, ENTRY_KEYS);
+                let to = match t.get("to") {
+                    Some(to) => {
+                        string(cx, to, "an operation name").map(|s| (s.to_owned(), to.span()))
+                    }
+                    None => {
+                        cx.error(t.file, t.span.clone(), "an entry has no `to`", None);
+                        None
+                    }
+                };
+                let weight = match t.get("weight") {
+                    Some(w) => super::source::positive_number(cx, w, "a weight"),
+                    None => Some(1.0),
+                };
+                match (to, weight) {
+                    (Some((to, span)), Some(weight)) => out.push(RawEntry {
+                        file: v.file,
+                        to,
+                        span,
+                        weight,
+                    }),
+                    _ => ok = false,
+                }
+            }
+            ok.then_some(out)
+        }
+        _ => {
+            wrong_type(cx, v, EXPECTED);
+            None
+        }
+    }
+}
+
+/// Resolves names to indices and checks the graph. `workload_span` is where to report a problem
+/// that has no better place (no operations at all).
+pub(crate) fn resolve(
+    cx: &Cx<'_>,
+    ops: &[RawOp],
+    entry: Option<Vec<RawEntry>>,
+    workload_at: (usize, Range<usize>),
+) -> Option<(Vec<EntryPoint>, Vec<OperationConfig>)> {
+    let before = cx.error_count();
+    if ops.is_empty() {
+        cx.error(
+            workload_at.0,
+            workload_at.1.clone(),
+            "the workload has no operations",
+            Some("add one, e.g.\n[[workload.operation]]\nname = \"home\"\nrequest = { path = \"/\" }".to_owned()),
+        );
+        return None;
+    }
+    let names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
+    let index_of = |name: &str| names.iter().position(|&n| n == name);
+    for (i, op) in ops.iter().enumerate() {
+        if let Some(first) = index_of(&op.name)
+            && first != i
+        {
+            let (line, _) = cx.files[ops[first].file].position(ops[first].name_span.start);
+            cx.error(
+                op.file,
+                op.name_span.clone(),
+                format!("operation `{}` is defined twice", op.name),
+                Some(format!(
+                    "the first definition is on line {line}; rename one of them"
+                )),
+            );
+        }
+    }
+    let unknown = |file: usize, span: Range<usize>, name: &str, what: &str| {
+        let help = suggest(name, names.iter().copied())
+            .map(|b| format!("did you mean `{b}`?"))
+            .unwrap_or_else(|| {
+                format!(
+                    "the operations are: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            });
+        cx.error(
+            file,
+            span,
+            format!("{what} names an unknown operation `{name}`"),
+            Some(help),
+        );
+    };
+    let entry = entry.unwrap_or_else(|| {
+        vec![RawEntry {
+            file: ops[0].file,
+            to: ops[0].name.clone(),
+            span: ops[0].name_span.clone(),
+            weight: 1.0,
+        }]
+    });
+    let mut entry_points = Vec::new();
+    for e in &entry {
+        match index_of(&e.to) {
+            Some(i) => entry_points.push((i, e.weight)),
+            None => unknown(e.file, e.span.clone(), &e.to, "`entry`"),
+        }
+    }
+    let mut edges: Vec<Vec<Transition>> = vec![Vec::new(); ops.len()];
+    for (i, op) in ops.iter().enumerate() {
+        for n in &op.next {
+            match index_of(&n.to) {
+                Some(to) => edges[i].push(Transition {
+                    to,
+                    p: n.p,
+                    think: n.think,
+                }),
+                None => unknown(
+                    op.file,
+                    n.to_span.clone(),
+                    &n.to,
+                    &format!("a transition of `{}`", op.name),
+                ),
+            }
+        }
+        let sum: f64 = op.next.iter().map(|n| n.p).sum();
+        if sum > 1.0 + 1e-9 {
+            let span = op.next_span.clone().unwrap_or_else(|| op.name_span.clone());
+            cx.error(
+                op.file,
+                span,
+                format!("the transitions of `{}` sum to {}, more than 1", op.name, super::units::format_number(sum)),
+                Some("the probabilities of one operation's `next` must sum to at most 1; the rest ends the session".to_owned()),
+            );
+        }
+    }
+    if cx.error_count() > before {
+        return None;
+    }
+    // Reachability from the entries.
+    let mut reachable = vec![false; ops.len()];
+    let mut stack: Vec<usize> = entry_points.iter().map(|&(i, _)| i).collect();
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut reachable[i], true) {
+            stack.extend(edges[i].iter().map(|t| t.to));
+        }
+    }
+    for (i, op) in ops.iter().enumerate() {
+        if !reachable[i] {
+            cx.error(
+                op.file,
+                op.name_span.clone(),
+                format!(
+                    "operation `{}` is unreachable from the entry operations",
+                    op.name
+                ),
+                Some("add a transition to it (`next`) or list it in `workload.entry`".to_owned()),
+            );
+        }
+    }
+    // A session ends when an operation's probabilities leave some rest; one that can never reach
+    // such an operation would run forever.
+    let mut can_end: Vec<bool> = edges
+        .iter()
+        .map(|e| e.iter().map(|t| t.p).sum::<f64>() < 1.0 - 1e-9)
+        .collect();
+    loop {
+        let mut changed = false;
+        for i in 0..ops.len() {
+            if !can_end[i] && edges[i].iter().any(|t| can_end[t.to]) {
+                can_end[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if let Some(i) = (0..ops.len()).find(|&i| reachable[i] && !can_end[i]) {
+        let op = &ops[i];
+        cx.error(
+            op.file,
+            op.next_span.clone().unwrap_or_else(|| op.name_span.clone()),
+            format!("sessions that reach `{}` never end", op.name),
+            Some("from here every transition's probabilities sum to 1 in a loop; lower one so sessions can leave".to_owned()),
+        );
+    }
+    // Which variables may have been captured on arrival at each operation (a union over paths).
+    let mut may: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); ops.len()];
+    loop {
+        let mut changed = false;
+        for (i, op) in ops.iter().enumerate() {
+            let out: Vec<&str> = may[i]
+                .iter()
+                .copied()
+                .chain(op.capture.iter().map(|c| c.variable.as_str()))
+                .collect();
+            for t in &edges[i] {
+                for &var in &out {
+                    changed |= may[t.to].insert(var);
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (i, op) in ops.iter().enumerate() {
+        for (var, span) in &op.uses {
+            if BUILTIN_VARIABLES.contains(&var.as_str()) || may[i].contains(var.as_str()) {
+                continue;
+            }
+            let capturers: Vec<&str> = ops
+                .iter()
+                .filter(|o| o.capture.iter().any(|c| &c.variable == var))
+                .map(|o| o.name.as_str())
+                .collect();
+            let help = if capturers.is_empty() {
+                let builtin = suggest(var, BUILTIN_VARIABLES.iter().copied())
+                    .map(|b| format!("did you mean `{{{{{b}}}}}`? "));
+                format!(
+                    "{}no operation captures it; capture it in an earlier operation, e.g. capture = {{ {var} = \"/{var}\" }}",
+                    builtin.unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "{} captures it, but no path from an entry reaches `{}` through it",
+                    capturers
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    op.name
+                )
+            };
+            cx.error(
+                op.file,
+                span.clone(),
+                format!(
+                    "`{{{{{var}}}}}` is never captured on any path to `{}`",
+                    op.name
+                ),
+                Some(help),
+            );
+        }
+    }
+    if cx.error_count() > before {
+        return None;
+    }
+    let total: f64 = entry_points.iter().map(|&(_, w)| w).sum();
+    let entry = entry_points
+        .into_iter()
+        .map(|(operation, w)| EntryPoint {
+            operation,
+            p: w / total,
+        })
+        .collect();
+    let operations = ops
+        .iter()
+        .zip(edges)
+        .map(|(op, next)| OperationConfig {
+            name: op.name.clone(),
+            request: op.request.clone(),
+            expect: op.expect.clone(),
+            capture: op.capture.clone(),
+            next,
+        })
+        .collect();
+    Some((entry, operations))
+}
+
+/// The mean number of requests a session sends: the expected visits of every operation, solved
+/// exactly from visits = entry + Pᵀ·visits (the model is an absorbing Markov chain).
+pub fn expected_requests_per_session(entry: &[EntryPoint], ops: &[OperationConfig]) -> f64 {
+    let n = ops.len();
+    if n == 0 {
+        return 0.0;
+    }
+    // (I − Pᵀ)·v = e, by Gaussian elimination with partial pivoting.
+    let mut m = vec![vec![0.0; n + 1]; n];
+    for (i, row) in m.iter_mut().enumerate() {
+        row[i] = 1.0;
+    }
+    for (from, op) in ops.iter().enumerate() {
+        for t in &op.next {
+            m[t.to][from] -= t.p;
+        }
+    }
+    for e in entry {
+        m[e.operation][n] += e.p;
+    }
+    for col in 0..n {
+        let pivot = (col..n)
+            .max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))
+            .unwrap_or(col);
+        m.swap(col, pivot);
+        let p = m[col][col];
+        if p.abs() < 1e-12 {
+            return f64::INFINITY;
+        }
+        for x in &mut m[col][col..] {
+            *x /= p;
+        }
+        let pivot_row = m[col].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            let factor = row[col];
+            if r != col && factor != 0.0 {
+                for (x, y) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                    *x -= factor * y;
+                }
+            }
+        }
+    }
+    m.iter().map(|row| row[n]).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case("/a/{{session}}/{{seq}}", &["session", "seq"])]
+    #[test_case("no placeholders", &[])]
+    #[test_case("Bearer {{token}}", &["token"])]
+    #[test_case("{{account-id}}x}}", &["account-id"])]
+    #[test_case("{{ token }} and {{a.b}}", &["token", "a.b"])]
+    fn template_variables_are_found(s: &str, expected: &[&str]) {
+        assert_eq!(template_variables(s).unwrap(), expected);
+    }
+
+    #[test_case("{{token"; "unclosed")]
+    #[test_case("{{ to ken }}"; "space inside the name")]
+    #[test_case("{{}}"; "empty")]
+    #[test_case("{{to$ken}}"; "punctuation")]
+    fn bad_templates_are_refused(s: &str) {
+        assert!(template_variables(s).is_err(), "{s} accepted");
+    }
+
+    #[test_case("", true)]
+    #[test_case("/token", true)]
+    #[test_case("/a~1b/~0", true)]
+    #[test_case("token", false)]
+    #[test_case("/a~2", false)]
+    fn json_pointers_are_checked(p: &str, valid: bool) {
+        assert_eq!(check_json_pointer(p).is_ok(), valid, "{p}");
+    }
+
+    fn op(name: &str, next: &[(usize, f64)]) -> OperationConfig {
+        OperationConfig {
+            name: name.to_owned(),
+            request: RequestTemplate {
+                method: "GET".into(),
+                path: "/".into(),
+                headers: vec![],
+                body: None,
+            },
+            expect: Expect {
+                status: vec![],
+                body_contains: None,
+                json_pointer: vec![],
+                json_equals: vec![],
+            },
+            capture: vec![],
+            next: next
+                .iter()
+                .map(|&(to, p)| Transition {
+                    to,
+                    p,
+                    think: ThinkTime::Fixed(Duration::ZERO),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn expected_requests_follow_the_chain() {
+        let entry = [EntryPoint {
+            operation: 0,
+            p: 1.0,
+        }];
+        // a → b with 0.5: 1 + 0.5 requests.
+        let chain = [op("a", &[(1, 0.5)]), op("b", &[])];
+        assert!((expected_requests_per_session(&entry, &chain) - 1.5).abs() < 1e-9);
+        // a loops on itself with 0.5: a geometric series, 2 requests.
+        let looped = [op("a", &[(0, 0.5)])];
+        assert!((expected_requests_per_session(&entry, &looped) - 2.0).abs() < 1e-9);
+        // A loop that never ends has no finite mean.
+        let endless = [op("a", &[(0, 1.0)])];
+        assert!(expected_requests_per_session(&entry, &endless).is_infinite());
+    }
+}

@@ -1,0 +1,425 @@
+//! What a person reads about a config: its problems in rustc's shape, and the resolved profile as
+//! a TOML listing (for `cargo loadgate check`). Formatting only.
+
+use super::error::{Diagnostic, Sources};
+use super::model::expected_requests_per_session;
+use super::types::*;
+use super::units::{format_duration, format_number, format_percent, format_size, format_size_rate};
+use std::fmt::Write;
+
+/// Renders every diagnostic the way rustc does (message, `-->` location, the source line with the
+/// problem underlined, help), then a count line.
+///
+/// `sources` holds the text of the files the diagnostics name; a diagnostic whose file is missing
+/// is shown without its source line.
+pub fn render_diagnostics(diags: &[Diagnostic], sources: &Sources) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let width = d.line.to_string().len();
+        let pad = " ".repeat(width);
+        let _ = writeln!(out, "error: {}", d.message);
+        let _ = writeln!(out, "{pad}--> {}:{}:{}", d.path.display(), d.line, d.col);
+        let line = sources
+            .get(&d.path)
+            .and_then(|text| text.lines().nth(d.line - 1));
+        if let Some(line) = line {
+            let line = line.replace('\t', " ");
+            let chars = line.chars().count();
+            let start = d.col.saturating_sub(1).min(chars);
+            let len = d.len.min(chars.saturating_sub(start)).max(1);
+            let _ = writeln!(out, "{pad} |");
+            let _ = writeln!(out, "{} | {}", d.line, line.trim_end());
+            let _ = writeln!(out, "{pad} | {}{}", " ".repeat(start), "^".repeat(len));
+        }
+        if let Some(help) = &d.help {
+            let indent = format!("\n{pad}   {}", " ".repeat("help: ".len()));
+            let _ = writeln!(out, "{pad} = help: {}", help.replace('\n', &indent));
+        }
+        out.push('\n');
+    }
+    let count = diags.len();
+    let _ = write!(
+        out,
+        "error: could not load the configuration: {count} problem{}",
+        if count == 1 { "" } else { "s" }
+    );
+    out
+}
+
+/// Renders every resolved value of a profile as TOML, with a header saying where it came from and
+/// the request rate the workload implies.
+pub fn render_resolved(cfg: &LoadgateConfig) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# profile: {}", cfg.profile);
+    let _ = write!(out, "# source: {}", cfg.source.path.display());
+    match &cfg.source.package {
+        Some(p) => {
+            let _ = writeln!(out, " (package {})", p.name);
+        }
+        None => out.push('\n'),
+    }
+
+    let t = &cfg.target;
+    out.push_str("\n[target]\n");
+    match &t.source {
+        TargetSource::Bin { name } => kv(&mut out, "bin", &string(name)),
+        TargetSource::Image { reference } => kv(&mut out, "image", &string(reference)),
+        TargetSource::Dockerfile { path, context } => {
+            kv(&mut out, "dockerfile", &string(&path.display().to_string()));
+            kv(&mut out, "context", &string(&context.display().to_string()));
+        }
+        TargetSource::Url { url } => kv(&mut out, "url", &string(url)),
+    }
+    kv(&mut out, "port", &t.port.to_string());
+    kv(
+        &mut out,
+        "ready",
+        &format!(
+            "{{ http = {}, timeout = {}, interval = {} }}",
+            string(&t.ready.path),
+            duration(t.ready.timeout),
+            duration(t.ready.interval)
+        ),
+    );
+    if let Some(cpus) = t.cpus {
+        kv(&mut out, "cpus", &float(cpus));
+    }
+    if let Some(bytes) = t.memory_bytes {
+        kv(&mut out, "memory", &string(&format_size(bytes)));
+    }
+    kv(
+        &mut out,
+        "env",
+        &inline_table(t.env.iter().map(|(k, v)| (k.as_str(), string(v)))),
+    );
+    kv(
+        &mut out,
+        "args",
+        &format!(
+            "[{}]",
+            t.args
+                .iter()
+                .map(|a| string(a))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+
+    out.push_str("\n[slo]\n");
+    for l in &cfg.slo.latency {
+        let key = format!("p{}", format_number(l.quantile * 100.0).replace('.', ""));
+        kv(&mut out, &key, &duration(l.limit));
+    }
+    kv(
+        &mut out,
+        "error-rate",
+        &string(&format_percent(cfg.slo.error_rate)),
+    );
+    kv(&mut out, "min-requests", &cfg.slo.min_requests.to_string());
+
+    let w = &cfg.workload;
+    out.push_str("\n[workload]\n");
+    kv(&mut out, "seed", &w.seed.to_string());
+    kv(&mut out, "sessions-per-sec", &float(w.sessions_per_sec));
+    let name = |i: usize| w.operations.get(i).map_or("?", |o| o.name.as_str());
+    let entry = w
+        .entry
+        .iter()
+        .map(|e| {
+            format!(
+                "{{ to = {}, weight = {} }}",
+                string(name(e.operation)),
+                float(e.p)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    kv(&mut out, "entry", &format!("[{entry}]"));
+    let per_session = expected_requests_per_session(&w.entry, &w.operations);
+    let _ = writeln!(
+        out,
+        "# ≈ {} requests per session, so ≈ {} requests/s at 100%",
+        format_number((per_session * 100.0).round() / 100.0),
+        format_number((per_session * w.sessions_per_sec).round())
+    );
+    for op in &w.operations {
+        out.push_str("\n[[workload.operation]]\n");
+        kv(&mut out, "name", &string(&op.name));
+        let r = &op.request;
+        let mut request = vec![("method", string(&r.method)), ("path", string(&r.path))];
+        if !r.headers.is_empty() {
+            request.push((
+                "headers",
+                inline_table(r.headers.iter().map(|(k, v)| (k.as_str(), string(v)))),
+            ));
+        }
+        match &r.body {
+            Some(BodyTemplate::Json(j)) => request.push(("json", json(j))),
+            Some(BodyTemplate::Raw(s)) => request.push(("body", string(s))),
+            None => {}
+        }
+        kv(&mut out, "request", &inline_table(request));
+        let e = &op.expect;
+        let mut expect = Vec::new();
+        match e.status.as_slice() {
+            [] => {}
+            [one] => expect.push(("status", one.to_string())),
+            many => expect.push((
+                "status",
+                format!(
+                    "[{}]",
+                    many.iter()
+                        .map(u16::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+        if let Some(b) = &e.body_contains {
+            expect.push(("body-contains", string(b)));
+        }
+        if !e.json_pointer.is_empty() {
+            expect.push((
+                "json-pointer",
+                format!(
+                    "[{}]",
+                    e.json_pointer
+                        .iter()
+                        .map(|p| string(p))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        if !e.json_equals.is_empty() {
+            expect.push((
+                "json-equals",
+                inline_table(e.json_equals.iter().map(|(p, v)| (p.as_str(), json(v)))),
+            ));
+        }
+        let any_2xx = if e.status.is_empty() {
+            "  # status: any 2xx"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "expect = {}{any_2xx}", inline_table(expect));
+        if !op.capture.is_empty() {
+            kv(
+                &mut out,
+                "capture",
+                &inline_table(
+                    op.capture
+                        .iter()
+                        .map(|c| (c.variable.as_str(), string(&c.pointer))),
+                ),
+            );
+        }
+        let rest = 1.0 - op.next.iter().map(|t| t.p).sum::<f64>();
+        if op.next.is_empty() {
+            out.push_str("next = []  # the session ends here\n");
+        } else {
+            out.push_str("next = [\n");
+            for t in &op.next {
+                let _ = writeln!(
+                    out,
+                    "  {{ to = {}, p = {}, think = {} }},",
+                    string(name(t.to)),
+                    float(t.p),
+                    think(&t.think)
+                );
+            }
+            let _ = writeln!(out, "]  # p {} ends the session", float(rest.max(0.0)));
+        }
+    }
+
+    let g = &cfg.generator;
+    out.push_str("\n[generator]\n");
+    kv(&mut out, "timeout", &duration(g.timeout));
+    kv(&mut out, "max-in-flight", &g.max_in_flight.to_string());
+    kv(&mut out, "max-lag", &duration(g.max_lag));
+    kv(
+        &mut out,
+        "max-drop-rate",
+        &string(&format_percent(g.max_drop_rate)),
+    );
+
+    let r = &cfg.ramp;
+    out.push_str("\n[ramp]\n");
+    let steps = r
+        .steps
+        .iter()
+        .map(|s| string(&format_percent(*s)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    kv(&mut out, "steps", &format!("[{steps}]"));
+    kv(&mut out, "hold", &duration(r.hold));
+    kv(&mut out, "warmup", &duration(r.warmup));
+    kv(&mut out, "refine", &r.refine.to_string());
+
+    let s = &cfg.soak;
+    out.push_str("\n[soak]\n");
+    kv(&mut out, "duration", &duration(s.duration));
+    kv(&mut out, "at", &string(&format_percent(s.at)));
+    kv(&mut out, "window", &duration(s.window));
+
+    let a = &cfg.abort;
+    out.push_str("\n[abort]\n");
+    kv(
+        &mut out,
+        "error-rate",
+        &string(&format_percent(a.error_rate)),
+    );
+    kv(&mut out, "p99", &duration(a.p99));
+    kv(&mut out, "max-duration", &duration(a.max_duration));
+
+    let g = &cfg.gate;
+    out.push_str("\n[gate]\n");
+    kv(&mut out, "p50", &string(&format_percent(g.p50)));
+    kv(&mut out, "p99", &string(&format_percent(g.p99)));
+    kv(&mut out, "capacity", &string(&format_percent(g.capacity)));
+    kv(
+        &mut out,
+        "error-rate",
+        &string(&format_percent(g.error_rate)),
+    );
+    kv(
+        &mut out,
+        "rss-slope",
+        &string(&format_size_rate(g.rss_slope_bytes_per_sec)),
+    );
+    out
+}
+
+fn kv(out: &mut String, key: &str, value: &str) {
+    let _ = writeln!(out, "{} = {value}", key_name(key));
+}
+
+/// A TOML basic string.
+fn string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn key_name(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        k.to_owned()
+    } else {
+        string(k)
+    }
+}
+
+fn inline_table<'k>(entries: impl IntoIterator<Item = (&'k str, String)>) -> String {
+    let parts: Vec<String> = entries
+        .into_iter()
+        .map(|(k, v)| format!("{} = {v}", key_name(k)))
+        .collect();
+    if parts.is_empty() {
+        "{}".to_owned()
+    } else {
+        format!("{{ {} }}", parts.join(", "))
+    }
+}
+
+fn duration(d: std::time::Duration) -> String {
+    string(&format_duration(d))
+}
+
+/// A TOML float: always with a decimal point, so `cpus = 1.0` reads as the float it is.
+fn float(x: f64) -> String {
+    let s = format_number(x);
+    if s.contains('.') { s } else { format!("{s}.0") }
+}
+
+fn think(t: &ThinkTime) -> String {
+    match t {
+        ThinkTime::Exponential(mean) => duration(*mean),
+        ThinkTime::Fixed(d) => format!("{{ fixed = {} }}", duration(*d)),
+        ThinkTime::Uniform(low, high) => {
+            format!("{{ uniform = [{}, {}] }}", duration(*low), duration(*high))
+        }
+    }
+}
+
+/// A JSON value written as a TOML inline value.
+fn json(v: &serde_json::Value) -> String {
+    use serde_json::Value as J;
+    match v {
+        J::Null => string("null"),
+        J::Bool(b) => b.to_string(),
+        J::Number(n) => n.to_string(),
+        J::String(s) => string(s),
+        J::Array(items) => format!(
+            "[{}]",
+            items.iter().map(json).collect::<Vec<_>>().join(", ")
+        ),
+        J::Object(map) => inline_table(map.iter().map(|(k, v)| (k.as_str(), json(v)))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn diag(line: usize, col: usize, len: usize, help: Option<&str>) -> Diagnostic {
+        Diagnostic {
+            path: PathBuf::from("x.toml"),
+            line,
+            col,
+            len,
+            message: "something is wrong".to_owned(),
+            help: help.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn one_problem_is_counted_in_the_singular() {
+        let sources = Sources::from([(PathBuf::from("x.toml"), "a = 1\n".to_owned())]);
+        let out = render_diagnostics(&[diag(1, 5, 1, None)], &sources);
+        assert_eq!(
+            out,
+            "error: something is wrong\n --> x.toml:1:5\n  |\n1 | a = 1\n  |     ^\n\nerror: could not load the configuration: 1 problem"
+        );
+    }
+
+    #[test]
+    fn the_underline_stays_on_its_line_and_help_lines_align() {
+        let sources = Sources::from([(
+            PathBuf::from("x.toml"),
+            "a = { b = 1,\n  c = 2 }\n".to_owned(),
+        )]);
+        let out = render_diagnostics(&[diag(1, 5, 40, Some("first\nsecond"))], &sources);
+        assert!(
+            out.contains("1 | a = { b = 1,\n  |     ^^^^^^^^\n"),
+            "{out}"
+        );
+        assert!(out.contains("  = help: first\n          second\n"), "{out}");
+    }
+
+    #[test]
+    fn a_file_without_source_is_shown_without_a_snippet() {
+        let out = render_diagnostics(&[diag(3, 1, 1, None)], &Sources::new());
+        assert_eq!(
+            out,
+            "error: something is wrong\n --> x.toml:3:1\n\nerror: could not load the configuration: 1 problem"
+        );
+    }
+}

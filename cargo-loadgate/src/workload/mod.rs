@@ -6,12 +6,17 @@
 //! `cargo loadgate check`.
 
 mod check;
+mod model;
 mod schedule;
 mod template;
 
 pub use check::{
     CaptureError, CaptureErrorKind, EXCERPT_CHARS, Response, WrongAnswer, WrongAnswerKind, capture,
     check,
+};
+pub use model::{
+    MIX_CONFIDENCE, MixValidation, ModelAnalysis, ModelError, OperationMix, OperationShare,
+    analyze, render_check, validate_mix, validate_mix_against,
 };
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};
 pub use template::{

@@ -16,7 +16,7 @@ mod units;
 mod validate;
 
 pub use error::{ConfigError, Diagnostic, Sources};
-pub use find::{LoadOpts, load};
+pub use find::{CONFIG_FILE_NAME, LoadOpts, load};
 pub use model::{
     BUILTIN_VARIABLES, METHODS, check_json_pointer, expected_requests_per_session,
     template_variables,

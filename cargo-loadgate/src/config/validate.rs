@@ -1858,6 +1858,31 @@ mod tests {
     }
 
     #[test]
+    fn the_demo_override_example_works_when_uncommented() {
+        let demo = demo_config();
+        let start = demo
+            .find("# [profile.ci.soak]")
+            .expect("the example is in the demo config");
+        let example: String = demo[start..]
+            .lines()
+            .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+            .collect();
+        let text = format!("{}{example}", &demo[..start]);
+        let path = Path::new("loadgate.toml");
+        let ci = parse_config_str(&text, path, Some(demo_package()), "ci")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ci.soak.duration, Duration::from_secs(30));
+        assert_eq!(ci.ramp.hold, Duration::from_secs(4));
+        let nightly = parse_config_str(&text, path, Some(demo_package()), "nightly").unwrap();
+        assert_eq!(nightly.ramp.steps, vec![0.25, 0.5, 1.0, 1.5, 2.0]);
+        assert_eq!(
+            nightly.ramp.hold,
+            Duration::from_secs(10),
+            "inherited from full"
+        );
+    }
+
+    #[test]
     fn the_demo_config_resolves_to_this_listing() {
         let demo = demo_package();
         let cfg = parse_config_str(

@@ -1882,6 +1882,44 @@ mod tests {
         );
     }
 
+    /// Never panic on user input: every damaged variant of the demo config is answered with a
+    /// config or with problems that all point inside the file.
+    #[test]
+    fn damaged_configs_are_reported_not_panicked_on() {
+        let demo = demo_config();
+        let lines: Vec<&str> = demo.lines().collect();
+        let mut variants: Vec<String> = (0..lines.len())
+            .map(|skip| {
+                lines
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != skip)
+                    .map(|(_, l)| format!("{l}\n"))
+                    .collect()
+            })
+            .collect();
+        variants.extend(
+            (0..demo.len())
+                .step_by(13)
+                .filter(|&i| demo.is_char_boundary(i))
+                .map(|i| demo[..i].to_owned()),
+        );
+        for text in &variants {
+            if let Err(err) = parse_config_str(
+                text,
+                Path::new("loadgate.toml"),
+                Some(demo_package()),
+                "quick",
+            ) {
+                let line_count = text.lines().count().max(1);
+                for d in err.diagnostics() {
+                    assert!(d.line >= 1 && d.line <= line_count + 1, "{d} in\n{text}");
+                }
+                let _ = err.to_string();
+            }
+        }
+    }
+
     #[test]
     fn the_demo_config_resolves_to_this_listing() {
         let demo = demo_package();

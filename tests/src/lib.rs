@@ -33,7 +33,14 @@ pub fn loadgate_bin() -> &'static Path {
     BIN.get_or_init(|| {
         let root = workspace_root();
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "cargo-loadgate", "--bin", "cargo-loadgate"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "cargo-loadgate",
+                "--bin",
+                "cargo-loadgate",
+            ])
             .current_dir(&root)
             .status()
             .expect("failed to run cargo build for cargo-loadgate");
@@ -65,6 +72,22 @@ impl LoadgateCommand {
         Self { cmd }
     }
 
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    /// Adds a path argument.
+    pub fn arg_path(mut self, path: impl AsRef<Path>) -> Self {
+        self.cmd.arg(path.as_ref());
+        self
+    }
+
     /// Sets an environment variable for the command.
     pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
         self.cmd.env(key, value);
@@ -79,7 +102,11 @@ impl LoadgateCommand {
 
     /// Runs to completion and returns what it printed and its exit code.
     pub fn output(mut self) -> RunOutput {
-        let output = self.cmd.stdin(Stdio::null()).output().expect("failed to spawn cargo-loadgate");
+        let output = self
+            .cmd
+            .stdin(Stdio::null())
+            .output()
+            .expect("failed to spawn cargo-loadgate");
         RunOutput::from(output)
     }
 
@@ -183,7 +210,9 @@ pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             // The state follows the parenthesised command name.
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X"))
         }
         Err(_) => false,
@@ -224,4 +253,86 @@ impl Drop for RunGuard {
     fn drop(&mut self) {
         remove_containers_with_label(&format!("loadgate.run={}", self.run_id));
     }
+}
+
+/// Builds the demo service (debug) once per test process and returns its path, for tests that start
+/// it themselves and point loadgate at it as a URL target.
+pub fn demo_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = workspace_root();
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "demo-service",
+                "--bin",
+                "demo-service",
+            ])
+            .current_dir(&root)
+            .status()
+            .expect("failed to run cargo build for demo-service");
+        assert!(status.success(), "cargo build -p demo-service failed");
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        target_dir.join("debug/demo-service")
+    })
+}
+
+/// A demo service started by a test on a free loopback port; killed when dropped.
+pub struct DemoProcess {
+    child: std::process::Child,
+    /// Its base URL, e.g. `http://127.0.0.1:41234`.
+    pub url: String,
+}
+
+impl DemoProcess {
+    /// Starts the demo service with the given knobs and waits until `/health` answers.
+    pub fn start(knobs: &[(&str, &str)]) -> Self {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+            listener.local_addr().expect("local addr").port()
+        };
+        let mut cmd = Command::new(demo_bin());
+        cmd.env("PORT", port.to_string())
+            .env("DEMO_BIND", "127.0.0.1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in knobs {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("failed to start the demo service");
+        let url = format!("http://127.0.0.1:{port}");
+        let ready = wait_until(Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(ready, "the demo service did not listen on {url}");
+        Self { child, url }
+    }
+}
+
+impl Drop for DemoProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads the `result.json` a run wrote into `out_dir`.
+pub fn read_result(out_dir: &Path) -> serde_json::Value {
+    let path = out_dir.join("result.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Held by every test that makes `cargo loadgate` send load. Runs pin their generator to the same
+/// core, so two at once would steal each other's time and (rightly) be judged invalid; these tests
+/// check behaviour, not speed, so they take turns.
+pub fn load_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

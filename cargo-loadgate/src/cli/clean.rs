@@ -48,6 +48,9 @@ pub fn run(opts: &CleanOpts) -> i32 {
         }
         Err(e) => {
             eprint!("{}", render_error(&e));
+            if let Some(hint) = e.hint() {
+                eprintln!("hint: {hint}");
+            }
             e.exit_code()
         }
     }

@@ -71,6 +71,14 @@ impl RunError {
             RunError::Engine { .. } | RunError::Write { .. } => ExitCode::OTHER_ERROR,
         }
     }
+
+    /// What to do about it, when the stage that failed knows.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RunError::Target(e) => e.hint(),
+            _ => None,
+        }
+    }
 }
 
 /// Runs `cargo loadgate run` and returns the exit code.
@@ -90,6 +98,9 @@ pub fn run(opts: &RunOpts) -> i32 {
         Ok(code) => code,
         Err(e) => {
             eprint!("{}", render_error(&e));
+            if let Some(hint) = e.hint() {
+                eprintln!("hint: {hint}");
+            }
             e.exit_code()
         }
     }

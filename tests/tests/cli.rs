@@ -1,0 +1,230 @@
+//! The command line as a user meets it: help, config errors, exit codes — driving the real binary.
+//! None of these tests needs a Docker engine: targets are URL targets on loopback.
+
+use loadgate_tests::{DemoProcess, LoadgateCommand, load_lock, read_result};
+use std::path::Path;
+
+/// Exit codes from `cli::ExitCode`, restated here on purpose: a renumbering must break this test.
+mod code {
+    pub const PASS: i32 = 0;
+    pub const OTHER_ERROR: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const TARGET_FAILED: i32 = 20;
+    pub const INVALID_RUN: i32 = 21;
+}
+
+fn write_config(dir: &Path, body: &str) -> std::path::PathBuf {
+    let path = dir.join("loadgate.toml");
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// A one-operation workload against a URL target, small enough for a debug build on a busy machine.
+fn url_config(url: &str, extra: &str) -> String {
+    format!(
+        r#"[target]
+url = "{url}"
+ready = {{ http = "/health", timeout = "2s" }}
+
+[workload]
+seed = 7
+sessions-per-sec = 20
+entry = "landing"
+
+[[workload.operation]]
+name = "landing"
+request = {{ path = "/" }}
+expect = {{ status = 200, body-contains = "Demo Bank" }}
+{extra}
+"#
+    )
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let out = LoadgateCommand::new(["--help"]).output();
+    out.assert_code(code::PASS);
+    insta::assert_snapshot!("help", out.stdout);
+}
+
+#[test]
+fn run_help_lists_the_flags() {
+    let out = LoadgateCommand::new(["run", "--help"]).output();
+    out.assert_code(code::PASS);
+    insta::assert_snapshot!("run_help", out.stdout);
+}
+
+#[test]
+fn unknown_flag_is_a_usage_error() {
+    let out = LoadgateCommand::new(["run", "--no-such-flag"]).output();
+    out.assert_code(code::USAGE);
+    assert!(out.stderr.contains("--no-such-flag"), "{}", out.stderr);
+}
+
+#[test]
+fn check_accepts_the_demo_config_for_every_builtin_profile() {
+    for profile in ["default", "quick", "ci", "full"] {
+        let out =
+            LoadgateCommand::new(["check", "-p", "demo-service", "--profile", profile]).output();
+        out.assert_code(code::PASS);
+        assert!(
+            out.stdout.contains("[workload]"),
+            "{profile}: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn check_reports_every_config_problem_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        r#"[target]
+url = "http://127.0.0.1:9"
+prot = 8080
+
+[slo]
+p99 = 200
+
+[workload]
+seed = 1
+sessions-per-sec = -3
+entry = "landing"
+
+[[workload.operation]]
+name = "landing"
+request = { path = "/" }
+next = [{ to = "logn", p = 0.5, think = "1s" }]
+"#,
+    );
+    let out = LoadgateCommand::new(["check", "--config"])
+        .arg_path(&path)
+        .current_dir(dir.path())
+        .output();
+    out.assert_code(code::USAGE);
+    let stderr = out
+        .stderr
+        .replace(&dir.path().display().to_string(), "[DIR]");
+    insta::assert_snapshot!("config_errors", stderr);
+}
+
+#[test]
+fn a_remote_url_is_refused_without_allow_remote() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &url_config("http://192.0.2.1:80", ""));
+    let out = LoadgateCommand::new(["run", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    out.assert_code(code::USAGE);
+    assert!(out.stderr.contains("--allow-remote"), "{}", out.stderr);
+}
+
+#[test]
+fn a_url_that_never_gets_ready_fails_the_target() {
+    // Port 9 (discard) has no listener here: readiness times out after the configured 2 s.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &url_config("http://127.0.0.1:9", ""));
+    let out = LoadgateCommand::new(["run", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    out.assert_code(code::TARGET_FAILED);
+    assert!(out.stderr.contains("ready"), "{}", out.stderr);
+}
+
+#[test]
+fn a_run_against_a_url_passes_and_writes_what_it_measured() {
+    let _load = load_lock();
+    let demo = DemoProcess::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &url_config(&demo.url, ""));
+    let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    out.assert_code(code::PASS);
+    let result = read_result(dir.path());
+    assert_eq!(result["format_version"], 1);
+    assert_eq!(result["status"], "complete");
+    let phase = &result["phases"][0];
+    let landing = &phase["operations"][0];
+    assert_eq!(landing["name"], "landing");
+    let sent = landing["counters"]["sent"].as_u64().unwrap();
+    // 20 sessions/s of one request for 5 s: about 100 requests (Poisson; 99.99% within 60..145).
+    assert!((60..=145).contains(&sent), "sent {sent}");
+    assert_eq!(landing["counters"]["ok"].as_u64().unwrap(), sent);
+    assert!(phase["schedule_hash"].as_str().unwrap().len() == 64);
+    assert!(out.stdout.contains("landing"), "{}", out.stdout);
+}
+
+#[test]
+fn wrong_answers_are_errors_even_when_fast() {
+    let _load = load_lock();
+    let demo = DemoProcess::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = url_config(&demo.url, "").replace("Demo Bank", "Some Other Bank");
+    let path = write_config(dir.path(), &config);
+    let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    // Until the verdict lands, a run that kept its schedule exits 0 whatever the answers were; the
+    // result must still count every answer as wrong.
+    out.assert_code(code::PASS);
+    let landing = &read_result(dir.path())["phases"][0]["operations"][0]["counters"];
+    assert_eq!(landing["ok"], 0);
+    assert!(landing["wrong_answer"].as_u64().unwrap() > 0, "{landing}");
+    assert!(
+        !landing["wrong_answer_examples"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_run_that_cannot_keep_its_schedule_is_invalid() {
+    let _load = load_lock();
+    // Every request takes 200 ms and only one may be in flight: most arrivals are dropped.
+    let demo = DemoProcess::start(&[("DEMO_DELAY_MS", "200")]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = url_config(&demo.url, "\n[generator]\nmax-in-flight = 1\n");
+    let path = write_config(dir.path(), &config);
+    let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    out.assert_code(code::INVALID_RUN);
+    assert!(out.stderr.contains("invalid run"), "{}", out.stderr);
+    let phase = &read_result(dir.path())["phases"][0];
+    assert!(phase["counters"]["dropped"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn an_unwritable_out_dir_is_an_other_error() {
+    let _load = load_lock();
+    let demo = DemoProcess::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), &url_config(&demo.url, ""));
+    // A regular file where the out-dir should be.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(&blocker)
+        .output();
+    out.assert_code(code::OTHER_ERROR);
+    assert!(
+        out.stderr.contains("failed to write the result"),
+        "{}",
+        out.stderr
+    );
+}

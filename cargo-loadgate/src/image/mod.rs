@@ -13,6 +13,6 @@ pub use cargo::{
 pub use elf::{ElfLinkage, elf_linkage};
 pub use pack::{
     ImageRef, LABEL, LABEL_BINARY_SHA256, PackedImage, Packing, binary_dockerfile,
-    binary_image_tag, build_dockerfile, inspect_local_image, pack_bin, parse_ldd,
+    binary_image_tag, build_dockerfile, inspect_local_image, pack_bin, pack_binary, parse_ldd,
     repository_component, sha256_hex, tar_of,
 };

@@ -168,8 +168,8 @@ pub fn tar_of(entries: &[(String, Vec<u8>, u32)]) -> Result<Vec<u8>, TargetError
 }
 
 /// Builds the crate's binary and packs it into a `FROM scratch` image, reusing the image when the
-/// binary is unchanged. The static build (`+crt-static`) is tried first; when it fails or the result
-/// is not static, the host build is packed with its `ldd` libraries (a [`BootEvent::DynamicFallback`]).
+/// binary is unchanged. The static build (`+crt-static`) is tried first; when it fails, the host
+/// build is packed instead (with its `ldd` libraries, announced by [`BootEvent::DynamicFallback`]).
 pub async fn pack_bin(
     docker: &Docker,
     package: &PackageRef,
@@ -185,31 +185,9 @@ pub async fn pack_bin(
     events(BootEvent::Building {
         what: format!("{bin} (release, static, {triple})"),
     });
-    let mode = BuildMode::Static {
-        triple: triple.clone(),
-    };
-    let (binary, bytes, packing) = match cargo_build(package, bin, &mode, &on_line).await {
-        Ok(path) => {
-            let bytes = read(&path).await?;
-            match elf_linkage(&bytes) {
-                ElfLinkage::Static => (path, bytes, Packing::Static),
-                ElfLinkage::Dynamic { interpreter } => {
-                    events(BootEvent::DynamicFallback {
-                        reason: format!(
-                            "the +crt-static build still needs {interpreter} (RUSTFLAGS set?)"
-                        ),
-                    });
-                    (path, bytes, Packing::WithLibraries)
-                }
-                ElfLinkage::NotElf => {
-                    return Err(TargetError::Build {
-                        command: format!("pack {}", path.display()),
-                        status: "not an ELF executable".into(),
-                        stderr_tail: vec![],
-                    });
-                }
-            }
-        }
+    let mode = BuildMode::Static { triple };
+    let binary = match cargo_build(package, bin, &mode, &on_line).await {
+        Ok(path) => path,
         Err(TargetError::Build {
             status,
             stderr_tail,
@@ -222,9 +200,7 @@ pub async fn pack_bin(
             events(BootEvent::Building {
                 what: format!("{bin} (release)"),
             });
-            let path = cargo_build(package, bin, &BuildMode::Host, &on_line).await?;
-            let bytes = read(&path).await?;
-            (path, bytes, Packing::WithLibraries)
+            cargo_build(package, bin, &BuildMode::Host, &on_line).await?
         }
         Err(e) => return Err(e),
     };
@@ -232,6 +208,40 @@ pub async fn pack_bin(
         artifact: binary.display().to_string(),
         reused: false,
     });
+    pack_binary(docker, &binary, bin, events).await
+}
+
+/// Packs an executable into a `FROM scratch` image tagged `loadgate/<bin>:<sha256 prefix>`, or
+/// reuses that image when it exists. A static executable goes in alone; a dynamic one (it has a
+/// `PT_INTERP`) goes in with the libraries and loader `ldd` lists, announced by
+/// [`BootEvent::DynamicFallback`].
+pub async fn pack_binary(
+    docker: &Docker,
+    binary: &Path,
+    bin: &str,
+    events: &dyn Fn(BootEvent),
+) -> Result<PackedImage, TargetError> {
+    let bytes = read(binary).await?;
+    let packing = match elf_linkage(&bytes) {
+        ElfLinkage::Static => Packing::Static,
+        ElfLinkage::Dynamic { interpreter } => {
+            events(BootEvent::DynamicFallback {
+                reason: format!(
+                    "{} is not static (it needs {interpreter})",
+                    binary.display()
+                ),
+            });
+            Packing::WithLibraries
+        }
+        ElfLinkage::NotElf => {
+            return Err(TargetError::Build {
+                command: format!("pack {}", binary.display()),
+                status: "not an ELF executable".into(),
+                stderr_tail: vec![],
+            });
+        }
+    };
+    let binary = binary.to_owned();
     let sha = sha256_hex(&bytes);
     let tag = binary_image_tag(bin, &sha);
     if let Some(image) = find_image(docker, &tag).await? {

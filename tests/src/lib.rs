@@ -336,3 +336,28 @@ pub fn load_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Validates a run result against the checked-in schema (`docs/schema/run-result-v1.json`) and
+/// panics with every violation when it does not conform.
+pub fn assert_matches_result_schema(result: &serde_json::Value) {
+    let path = workspace_root().join("docs/schema/run-result-v1.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read the schema"))
+            .expect("the schema is JSON");
+    let errors = schema_errors(&schema, result);
+    assert!(
+        errors.is_empty(),
+        "result.json does not match {}:\n{}",
+        path.display(),
+        errors.join("\n")
+    );
+}
+
+/// Every violation of `schema` by `instance`, as `path: message` lines.
+pub fn schema_errors(schema: &serde_json::Value, instance: &serde_json::Value) -> Vec<String> {
+    let validator = jsonschema::validator_for(schema).expect("the schema compiles");
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}

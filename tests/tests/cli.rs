@@ -1,7 +1,10 @@
 //! The command line as a user meets it: help, config errors, exit codes — driving the real binary.
 //! None of these tests needs a Docker engine: targets are URL targets on loopback.
 
-use loadgate_tests::{DemoProcess, LoadgateCommand, load_lock, read_result};
+use loadgate_tests::{
+    DemoProcess, LoadgateCommand, assert_matches_result_schema, load_lock, read_result,
+    schema_errors,
+};
 use std::path::Path;
 
 /// Exit codes from `cli::ExitCode`, restated here on purpose: a renumbering must break this test.
@@ -35,6 +38,11 @@ entry = "landing"
 name = "landing"
 request = {{ path = "/" }}
 expect = {{ status = 200, body-contains = "Demo Bank" }}
+
+# These tests check behaviour, not pacing, on machines that may be busy; the test of an invalid run
+# sets its own limits.
+[generator]
+max-lag = "250ms"
 {extra}
 "#
     )
@@ -149,6 +157,7 @@ fn a_run_against_a_url_passes_and_writes_what_it_measured() {
         .output();
     out.assert_code(code::PASS);
     let result = read_result(dir.path());
+    assert_matches_result_schema(&result);
     assert_eq!(result["format_version"], 1);
     assert_eq!(result["status"], "complete");
     let phase = &result["phases"][0];
@@ -194,7 +203,7 @@ fn a_run_that_cannot_keep_its_schedule_is_invalid() {
     // Every request takes 200 ms and only one may be in flight: most arrivals are dropped.
     let demo = DemoProcess::start(&[("DEMO_DELAY_MS", "200")]);
     let dir = tempfile::tempdir().unwrap();
-    let config = url_config(&demo.url, "\n[generator]\nmax-in-flight = 1\n");
+    let config = url_config(&demo.url, "max-in-flight = 1\n");
     let path = write_config(dir.path(), &config);
     let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
         .arg_path(&path)
@@ -227,4 +236,17 @@ fn an_unwritable_out_dir_is_an_other_error() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn the_result_schema_is_not_vacuous() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(!schema_errors(&schema, &serde_json::json!({})).is_empty());
+    assert!(!schema_errors(&schema, &serde_json::json!({"format_version": 2})).is_empty());
 }

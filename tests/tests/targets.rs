@@ -2,8 +2,8 @@
 //! answer and grow under a leak, and finding nothing left afterwards — also after SIGINT and SIGTERM.
 
 use loadgate_tests::{
-    LoadgateCommand, RunGuard, containers_with_label, demo_manifest, docker_or_skip, load_lock,
-    process_alive, read_result, unique_run_id, wait_until,
+    LoadgateCommand, RunGuard, assert_matches_result_schema, containers_with_label, demo_manifest,
+    docker_or_skip, load_lock, process_alive, read_result, unique_run_id, wait_until,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -41,6 +41,7 @@ fn run_demo(kind: &str, run_id: &str, out_dir: &std::path::Path) -> loadgate_tes
 /// Checks what every leak run must show: the service answered, RSS grew by roughly what it was told
 /// to retain, and the figures are the ones the run measured.
 fn assert_answered_and_grew(result: &serde_json::Value) {
+    assert_matches_result_schema(result);
     assert_eq!(result["status"], "complete", "{result:#}");
     let phase = &result["phases"][0];
     let ok: u64 = phase["operations"]

@@ -2,7 +2,27 @@
 //!
 //! This release has the result format; the stores and the lookup come with the comparison.
 
+mod dir;
+mod error;
+mod fingerprint;
+mod git;
+mod lookup;
+mod note;
+mod notes;
 mod result;
+mod store;
+
+pub use dir::DirStore;
+pub use error::{BaselineError, short};
+pub use fingerprint::{Fingerprint, cpuset_len, fingerprint};
+pub use git::{FALLBACK_EMAIL, FALLBACK_NAME};
+pub use lookup::{
+    Candidate, DEFAULT_SEARCH_LIMIT, Lookup, Mismatch, Wanted, default_base_ref, lookup,
+    merge_base, resolve_commit,
+};
+pub use note::{NOTE_FORMAT_VERSION, StoredEntry, StoredNote};
+pub use notes::{MAX_SAVE_ATTEMPTS, NotesStore};
+pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};
 
 pub use result::{
     Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,

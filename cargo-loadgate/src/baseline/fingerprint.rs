@@ -1,0 +1,243 @@
+//! The environment fingerprint: the figures that must be equal for two runs' numbers to be
+//! compared at all (CPU model, cores, resource limits, engine and tool versions).
+//!
+//! The kernel release is recorded in every result but left out of the fingerprint: hosted CI
+//! runner images update it every few weeks, and refusing every baseline after each image update
+//! would leave the gate without baselines most of the time. Which cores the target was pinned to
+//! enters as a count, not as core ids, since the same machine class pins different ids.
+
+use super::error::BaselineError;
+use super::result::{Environment, hex_sha256};
+use crate::target::TargetInfo;
+use serde::{Deserialize, Serialize};
+
+/// What must match between a baseline's environment and this run's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// The CPU model (`model name` of /proc/cpuinfo).
+    pub cpu_model: String,
+    /// Cores available to the generator's process.
+    pub cores: usize,
+    /// The target's CPU limit in cores (container targets).
+    pub cpus_limit: Option<f64>,
+    /// The target's memory limit in bytes (container targets).
+    pub memory_limit_bytes: Option<u64>,
+    /// How many cores the target was pinned to, when it was pinned.
+    pub pinned_cores: Option<usize>,
+    /// The Docker engine's version (container targets).
+    pub engine_version: Option<String>,
+    /// The version of cargo-loadgate that measured.
+    pub tool_version: String,
+}
+
+/// The fingerprint of a run in `environment` against `target`, measured by loadgate `tool_version`.
+pub fn fingerprint(
+    environment: &Environment,
+    target: Option<&TargetInfo>,
+    tool_version: &str,
+) -> Fingerprint {
+    let cpuset = target
+        .and_then(|t| t.cpuset.as_deref())
+        .or(environment.target_cpuset.as_deref());
+    Fingerprint {
+        cpu_model: environment.cpu_model.clone(),
+        cores: environment.cores,
+        cpus_limit: target.and_then(|t| t.cpus),
+        memory_limit_bytes: target.and_then(|t| t.memory_bytes),
+        pinned_cores: cpuset.and_then(cpuset_len),
+        engine_version: environment.engine_version.clone(),
+        tool_version: tool_version.to_owned(),
+    }
+}
+
+/// The number of cores in a cpuset list such as `0-1,4`; `None` when it does not parse.
+pub fn cpuset_len(list: &str) -> Option<usize> {
+    let mut n = 0usize;
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (
+                    a.trim().parse::<usize>().ok()?,
+                    b.trim().parse::<usize>().ok()?,
+                );
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+#[derive(Deserialize)]
+struct ResultView {
+    environment: EnvironmentView,
+    target: Option<TargetView>,
+    tool: ToolView,
+}
+
+#[derive(Deserialize)]
+struct EnvironmentView {
+    cpu_model: String,
+    cores: usize,
+    engine_version: Option<String>,
+    target_cpuset: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TargetView {
+    cpus: Option<f64>,
+    memory_bytes: Option<u64>,
+    cpuset: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ToolView {
+    version: String,
+}
+
+impl Fingerprint {
+    /// Reads the fingerprint of a run result in its JSON form.
+    pub fn from_result_json(result: &serde_json::Value) -> Result<Self, BaselineError> {
+        let view = ResultView::deserialize(result).map_err(|e| BaselineError::NotSavable {
+            reason: format!("the result has no readable environment: {e}"),
+        })?;
+        let cpuset = view
+            .target
+            .as_ref()
+            .and_then(|t| t.cpuset.as_deref())
+            .or(view.environment.target_cpuset.as_deref());
+        Ok(Self {
+            cpu_model: view.environment.cpu_model,
+            cores: view.environment.cores,
+            cpus_limit: view.target.as_ref().and_then(|t| t.cpus),
+            memory_limit_bytes: view.target.as_ref().and_then(|t| t.memory_bytes),
+            pinned_cores: cpuset.and_then(cpuset_len),
+            engine_version: view.environment.engine_version,
+            tool_version: view.tool.version,
+        })
+    }
+
+    /// A stable short key: the first 16 hex digits of the sha256 of the fingerprint's JSON.
+    pub fn key(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        hex_sha256(json.as_bytes())[..16].to_owned()
+    }
+
+    /// What differs between `self` (the baseline's) and `other` (this run's), one phrase each,
+    /// e.g. ``CPU model `Intel Xeon 8370C` (baseline) vs `AMD EPYC 7763` (this run)``.
+    pub fn differences(&self, other: &Fingerprint) -> Vec<String> {
+        fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+            v.as_ref()
+                .map_or_else(|| "none".to_owned(), ToString::to_string)
+        }
+        let mut out = Vec::new();
+        let mut diff = |what: &str, base: String, head: String| {
+            if base != head {
+                out.push(format!("{what} `{base}` (baseline) vs `{head}` (this run)"));
+            }
+        };
+        diff("CPU model", self.cpu_model.clone(), other.cpu_model.clone());
+        diff("cores", self.cores.to_string(), other.cores.to_string());
+        diff("CPU limit", opt(&self.cpus_limit), opt(&other.cpus_limit));
+        diff(
+            "memory limit",
+            opt(&self.memory_limit_bytes),
+            opt(&other.memory_limit_bytes),
+        );
+        diff(
+            "pinned cores",
+            opt(&self.pinned_cores),
+            opt(&other.pinned_cores),
+        );
+        diff(
+            "engine version",
+            opt(&self.engine_version),
+            opt(&other.engine_version),
+        );
+        diff(
+            "cargo-loadgate version",
+            self.tool_version.clone(),
+            other.tool_version.clone(),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    pub(crate) fn sample() -> Fingerprint {
+        Fingerprint {
+            cpu_model: "Test CPU".to_owned(),
+            cores: 4,
+            cpus_limit: Some(1.0),
+            memory_limit_bytes: Some(512 << 20),
+            pinned_cores: None,
+            engine_version: Some("20.10.24".to_owned()),
+            tool_version: "0.1.0".to_owned(),
+        }
+    }
+
+    #[test_case("0", Some(1))]
+    #[test_case("0-1", Some(2))]
+    #[test_case("0-1,4", Some(3))]
+    #[test_case(" 2 , 5-7 ", Some(4))]
+    #[test_case("3-1", None; "reversed range")]
+    #[test_case("", None; "empty")]
+    #[test_case("a", None; "garbage")]
+    fn cpuset_lists_are_counted(list: &str, expected: Option<usize>) {
+        assert_eq!(cpuset_len(list), expected);
+    }
+
+    #[test]
+    fn key_is_stable_and_changes_with_any_field() {
+        let a = sample();
+        assert_eq!(a.key(), sample().key());
+        assert_eq!(a.key().len(), 16);
+        let mut b = sample();
+        b.tool_version = "0.2.0".to_owned();
+        assert_ne!(a.key(), b.key());
+    }
+
+    #[test]
+    fn differences_name_each_field_that_differs() {
+        let a = sample();
+        let mut b = sample();
+        b.cpu_model = "Other CPU".to_owned();
+        b.cpus_limit = None;
+        assert_eq!(
+            a.differences(&b),
+            vec![
+                "CPU model `Test CPU` (baseline) vs `Other CPU` (this run)".to_owned(),
+                "CPU limit `1` (baseline) vs `none` (this run)".to_owned(),
+            ]
+        );
+        assert!(a.differences(&sample()).is_empty());
+    }
+
+    #[test]
+    fn fingerprint_reads_from_result_json_like_from_the_types() {
+        let env = Environment {
+            cpu_model: "Test CPU".to_owned(),
+            cores: 4,
+            kernel: "6.1".to_owned(),
+            engine_version: Some("20.10.24".to_owned()),
+            generator_core: Some(3),
+            target_cpuset: Some("0-1".to_owned()),
+        };
+        let from_types = fingerprint(&env, None, "0.1.0");
+        let json = serde_json::json!({
+            "environment": env,
+            "target": null,
+            "tool": {"name": "cargo-loadgate", "version": "0.1.0"},
+        });
+        assert_eq!(Fingerprint::from_result_json(&json).unwrap(), from_types);
+        assert_eq!(from_types.pinned_cores, Some(2));
+        assert!(Fingerprint::from_result_json(&serde_json::json!({"tool": 1})).is_err());
+    }
+}

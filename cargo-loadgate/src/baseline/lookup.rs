@@ -1,0 +1,443 @@
+//! Finding the baseline of a change: the merge-base of HEAD and the base branch, then its
+//! first-parent ancestors up to a limit, taking the first stored result with the same config
+//! hash, schedule and environment fingerprint. Every candidate passed over is explained, so a
+//! missing baseline is never a mystery and a mismatched one is never silently compared.
+
+use super::error::{BaselineError, short};
+use super::fingerprint::Fingerprint;
+use super::git::Git;
+use super::note::StoredEntry;
+use super::result::RESULT_FORMAT_VERSION;
+use super::store::Store;
+use std::fmt;
+use std::path::Path;
+
+/// How many first-parent ancestors of the merge-base are searched by default (the merge-base
+/// included).
+pub const DEFAULT_SEARCH_LIMIT: usize = 50;
+
+/// What a baseline must match to be compared with this run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wanted {
+    /// This run's config hash: same workload, limits, phases and gate.
+    pub config_hash: String,
+    /// This run's environment.
+    pub fingerprint: Fingerprint,
+    /// When set, the baseline must have run a phase with this schedule hash (e.g. the first ramp
+    /// step, which the config fixes before anything runs).
+    pub schedule_hash: Option<String>,
+}
+
+/// Why a candidate commit's baseline was not used.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mismatch {
+    /// Nothing is stored for the commit.
+    NoBaseline,
+    /// Results are stored, but none with this run's config hash.
+    DifferentConfig {
+        /// The config hashes that are stored.
+        stored: Vec<String>,
+    },
+    /// The config matches but the baseline followed a different schedule.
+    DifferentSchedule,
+    /// The config matches but the environment differs.
+    DifferentEnvironment {
+        /// What differs, for the closest stored environment.
+        differences: Vec<String>,
+    },
+    /// The matching result was written in a newer result format than this build reads.
+    NewerFormat {
+        /// Its format version.
+        found: u64,
+    },
+}
+
+/// One commit searched, and why its baseline was not used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The commit (full id).
+    pub commit: String,
+    /// First-parent steps from the merge-base (0 is the merge-base).
+    pub distance: usize,
+    /// Why it was passed over.
+    pub mismatch: Mismatch,
+}
+
+impl fmt::Display for Candidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = short(&self.commit);
+        match &self.mismatch {
+            Mismatch::NoBaseline => write!(f, "no baseline stored for {at}"),
+            Mismatch::DifferentConfig { stored } => write!(
+                f,
+                "baseline at {at} was taken with a different workload (config hash {})",
+                stored
+                    .iter()
+                    .map(|h| h.get(..12).unwrap_or(h))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Mismatch::DifferentSchedule => write!(
+                f,
+                "baseline at {at} followed a different schedule with the same configuration"
+            ),
+            Mismatch::DifferentEnvironment { differences } => write!(
+                f,
+                "baseline at {at} was taken in a different environment: {}",
+                differences.join("; ")
+            ),
+            Mismatch::NewerFormat { found } => write!(
+                f,
+                "baseline at {at} was written in result format {found}, newer than {RESULT_FORMAT_VERSION}"
+            ),
+        }
+    }
+}
+
+/// What the search found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lookup {
+    /// A matching baseline.
+    Found {
+        /// The merge-base of HEAD and the base reference.
+        merge_base: String,
+        /// The commit the baseline belongs to.
+        commit: String,
+        /// First-parent steps from the merge-base.
+        distance: usize,
+        /// The stored result.
+        entry: Box<StoredEntry>,
+        /// The closer commits that were passed over, with the reason.
+        skipped: Vec<Candidate>,
+    },
+    /// No commit within the limit has a matching baseline.
+    NotFound {
+        /// The merge-base of HEAD and the base reference.
+        merge_base: String,
+        /// Every commit searched, with the reason it was passed over.
+        searched: Vec<Candidate>,
+    },
+}
+
+/// The full id of the commit `rev` names in `repo`.
+pub fn resolve_commit(repo: &Path, rev: &str) -> Result<String, BaselineError> {
+    Git::new(repo)
+        .commit_of(rev)?
+        .ok_or_else(|| BaselineError::UnknownRevision {
+            rev: rev.to_owned(),
+            repo: repo.to_path_buf(),
+        })
+}
+
+/// The base reference when none is given: `origin/HEAD` when it exists, else `main`.
+pub fn default_base_ref(repo: &Path) -> Result<String, BaselineError> {
+    let git = Git::new(repo);
+    for candidate in ["origin/HEAD", "main"] {
+        if git.commit_of(candidate)?.is_some() {
+            return Ok(candidate.to_owned());
+        }
+    }
+    Err(BaselineError::NoBaseRef {
+        repo: repo.to_path_buf(),
+    })
+}
+
+/// The merge-base of `head` and `base_ref` in `repo`.
+pub fn merge_base(repo: &Path, head: &str, base_ref: &str) -> Result<String, BaselineError> {
+    let git = Git::new(repo);
+    for rev in [head, base_ref] {
+        if git.commit_of(rev)?.is_none() {
+            return Err(BaselineError::UnknownRevision {
+                rev: rev.to_owned(),
+                repo: repo.to_path_buf(),
+            });
+        }
+    }
+    let out = git.output(&["merge-base", head, base_ref], &[], None)?;
+    match (out.success, out.code) {
+        (true, _) => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+        // Exit status 1 without output: the histories are unrelated.
+        (false, Some(1)) if out.stderr.is_empty() => Err(BaselineError::NoMergeBase {
+            head: head.to_owned(),
+            base_ref: base_ref.to_owned(),
+            repo: repo.to_path_buf(),
+        }),
+        _ => Err(git.failed(&["merge-base", head, base_ref], &out)),
+    }
+}
+
+/// Searches `store` for the baseline of `head`: the merge-base of `head` and `base_ref` (the
+/// [`default_base_ref`] when `None`), then its first-parent ancestors, `limit` commits in all.
+pub fn lookup(
+    repo: &Path,
+    head: &str,
+    base_ref: Option<&str>,
+    limit: usize,
+    store: &dyn Store,
+    wanted: &Wanted,
+) -> Result<Lookup, BaselineError> {
+    let base_ref = match base_ref {
+        Some(r) => r.to_owned(),
+        None => default_base_ref(repo)?,
+    };
+    let merge_base = merge_base(repo, head, &base_ref)?;
+    let count = format!("--max-count={}", limit.max(1));
+    let list = Git::new(repo).run(&["rev-list", "--first-parent", &count, &merge_base])?;
+    let mut searched = Vec::new();
+    for (distance, commit) in list.lines().map(str::trim).enumerate() {
+        match judge(store, commit, wanted)? {
+            Ok(entry) => {
+                return Ok(Lookup::Found {
+                    merge_base,
+                    commit: commit.to_owned(),
+                    distance,
+                    entry: Box::new(entry),
+                    skipped: searched,
+                });
+            }
+            Err(mismatch) => searched.push(Candidate {
+                commit: commit.to_owned(),
+                distance,
+                mismatch,
+            }),
+        }
+    }
+    Ok(Lookup::NotFound {
+        merge_base,
+        searched,
+    })
+}
+
+/// The matching entry stored for `commit`, or why there is none.
+fn judge(
+    store: &dyn Store,
+    commit: &str,
+    wanted: &Wanted,
+) -> Result<Result<StoredEntry, Mismatch>, BaselineError> {
+    let Some(note) = store.load(commit)? else {
+        return Ok(Err(Mismatch::NoBaseline));
+    };
+    let same_config: Vec<&StoredEntry> = note
+        .entries
+        .iter()
+        .filter(|e| e.config_hash == wanted.config_hash)
+        .collect();
+    if same_config.is_empty() {
+        let mut stored: Vec<String> = note.entries.iter().map(|e| e.config_hash.clone()).collect();
+        stored.dedup();
+        return Ok(Err(Mismatch::DifferentConfig { stored }));
+    }
+    let same_schedule: Vec<&StoredEntry> = same_config
+        .into_iter()
+        .filter(|e| {
+            wanted
+                .schedule_hash
+                .as_ref()
+                .is_none_or(|h| e.schedule_hashes.contains(h))
+        })
+        .collect();
+    if same_schedule.is_empty() {
+        return Ok(Err(Mismatch::DifferentSchedule));
+    }
+    let closest = same_schedule
+        .iter()
+        .min_by_key(|e| e.fingerprint.differences(&wanted.fingerprint).len())
+        .expect("not empty");
+    if closest.fingerprint != wanted.fingerprint {
+        return Ok(Err(Mismatch::DifferentEnvironment {
+            differences: closest.fingerprint.differences(&wanted.fingerprint),
+        }));
+    }
+    let found = closest.result_format_version();
+    if found > u64::from(RESULT_FORMAT_VERSION) {
+        return Ok(Err(Mismatch::NewerFormat { found }));
+    }
+    Ok(Ok((*closest).clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::DirStore;
+    use crate::baseline::git::testing::{commit, git, init};
+    use crate::baseline::note::testing::result;
+    use crate::baseline::notes::NotesStore;
+
+    fn save(store: &dyn Store, commit: &str, cpu: &str, config: &str) {
+        let entry = StoredEntry::from_result(&result(commit, cpu, config), false, 0).unwrap();
+        store.save(&entry).unwrap();
+    }
+
+    fn wanted(cpu: &str, config: &str) -> Wanted {
+        let r = result("0123456789abcdef0123456789abcdef01234567", cpu, config);
+        Wanted {
+            config_hash: config.to_owned(),
+            fingerprint: Fingerprint::from_result_json(&r).unwrap(),
+            schedule_hash: Some("s1".to_owned()),
+        }
+    }
+
+    /// main: m0 - m1 - m2 - m3(after the branch), feature: from m2, f1 - f2.
+    struct History {
+        dir: tempfile::TempDir,
+        m: Vec<String>,
+        f2: String,
+    }
+
+    fn history() -> History {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let mut m = vec![init(p)];
+        m.push(commit(p, "m1"));
+        m.push(commit(p, "m2"));
+        git(p, &["checkout", "-q", "-b", "feature"]);
+        commit(p, "f1");
+        let f2 = commit(p, "f2");
+        git(p, &["checkout", "-q", "main"]);
+        m.push(commit(p, "m3"));
+        git(p, &["checkout", "-q", "feature"]);
+        History { dir, m, f2 }
+    }
+
+    #[test]
+    fn lookup_goes_through_the_merge_base_and_explains_what_it_skipped() {
+        let h = history();
+        let store = NotesStore::new(h.dir.path(), "refs/notes/loadgate");
+        // The merge-base m2 has a result of another workload, m1 one of another machine, m0 a match.
+        save(&store, &h.m[2], "A", "other-config");
+        save(&store, &h.m[1], "B", "h");
+        save(&store, &h.m[0], "A", "h");
+        // A baseline for m3 (after the branch point) and for the feature's own commit are ignored.
+        save(&store, &h.m[3], "A", "h");
+        save(&store, &h.f2, "A", "h");
+        let found = lookup(
+            h.dir.path(),
+            "HEAD",
+            Some("main"),
+            10,
+            &store,
+            &wanted("A", "h"),
+        )
+        .unwrap();
+        let Lookup::Found {
+            merge_base,
+            commit,
+            distance,
+            entry,
+            skipped,
+        } = found
+        else {
+            panic!("{found:?}")
+        };
+        assert_eq!(merge_base, h.m[2]);
+        assert_eq!(commit, h.m[0]);
+        assert_eq!(distance, 2);
+        assert_eq!(entry.commit, h.m[0]);
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|c| c.to_string().replace(short(&c.commit), "<c>"))
+            .collect();
+        insta::assert_snapshot!(why.join("\n"), @r"
+        baseline at <c> was taken with a different workload (config hash other-config)
+        baseline at <c> was taken in a different environment: CPU model `B` (baseline) vs `A` (this run)
+        ");
+    }
+
+    #[test]
+    fn the_limit_bounds_the_search_and_every_candidate_is_explained() {
+        let h = history();
+        let store = DirStore::new(&h.dir.path().join("store"));
+        save(&store, &h.m[0], "A", "h");
+        let found = lookup(
+            h.dir.path(),
+            "HEAD",
+            Some("main"),
+            2,
+            &store,
+            &wanted("A", "h"),
+        )
+        .unwrap();
+        let Lookup::NotFound {
+            merge_base,
+            searched,
+        } = found
+        else {
+            panic!("{found:?}")
+        };
+        assert_eq!(merge_base, h.m[2]);
+        assert_eq!(
+            searched
+                .iter()
+                .map(|c| (c.commit.as_str(), c.distance))
+                .collect::<Vec<_>>(),
+            [(h.m[2].as_str(), 0), (h.m[1].as_str(), 1)]
+        );
+        assert!(searched.iter().all(|c| c.mismatch == Mismatch::NoBaseline));
+        assert_eq!(
+            searched[0].to_string(),
+            format!("no baseline stored for {}", short(&h.m[2]))
+        );
+    }
+
+    #[test]
+    fn a_different_schedule_is_explained() {
+        let h = history();
+        let store = DirStore::new(&h.dir.path().join("store"));
+        save(&store, &h.m[2], "A", "h");
+        let mut w = wanted("A", "h");
+        w.schedule_hash = Some("s2".to_owned());
+        let found = lookup(h.dir.path(), "HEAD", Some("main"), 1, &store, &w).unwrap();
+        let Lookup::NotFound { searched, .. } = found else {
+            panic!("{found:?}")
+        };
+        assert_eq!(searched[0].mismatch, Mismatch::DifferentSchedule);
+    }
+
+    #[test]
+    fn the_default_base_ref_is_origin_head_else_main() {
+        let h = history();
+        assert_eq!(default_base_ref(h.dir.path()).unwrap(), "main");
+        git(
+            h.dir.path(),
+            &["update-ref", "refs/remotes/origin/main", &h.m[1]],
+        );
+        git(
+            h.dir.path(),
+            &[
+                "symbolic-ref",
+                "refs/remotes/origin/HEAD",
+                "refs/remotes/origin/main",
+            ],
+        );
+        assert_eq!(default_base_ref(h.dir.path()).unwrap(), "origin/HEAD");
+        let store = DirStore::new(&h.dir.path().join("store"));
+        save(&store, &h.m[1], "A", "h");
+        let found = lookup(h.dir.path(), "HEAD", None, 5, &store, &wanted("A", "h")).unwrap();
+        assert!(
+            matches!(found, Lookup::Found { distance: 0, .. }),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn unknown_revisions_and_unrelated_histories_are_errors() {
+        let h = history();
+        let store = DirStore::new(&h.dir.path().join("store"));
+        let w = wanted("A", "h");
+        let err = lookup(h.dir.path(), "HEAD", Some("nope"), 5, &store, &w).unwrap_err();
+        assert!(
+            matches!(err, BaselineError::UnknownRevision { .. }),
+            "{err:?}"
+        );
+        git(h.dir.path(), &["checkout", "-q", "--orphan", "lonely"]);
+        commit(h.dir.path(), "unrelated");
+        let err = lookup(h.dir.path(), "HEAD", Some("main"), 5, &store, &w).unwrap_err();
+        assert!(matches!(err, BaselineError::NoMergeBase { .. }), "{err:?}");
+        let empty = tempfile::tempdir().unwrap();
+        git(empty.path(), &["init", "-q", "-b", "trunk"]);
+        assert!(matches!(
+            default_base_ref(empty.path()),
+            Err(BaselineError::NoBaseRef { .. })
+        ));
+    }
+}

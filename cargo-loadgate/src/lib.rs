@@ -5,6 +5,7 @@
 
 pub mod baseline;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod image;

@@ -1,0 +1,195 @@
+//! The figures of one run that the comparison reads, taken from a run result (typed, or JSON as
+//! stored in a baseline): the phase measured at the comparison's load point, the knee bracket,
+//! the soak's RSS series and the calibration figure.
+
+use crate::baseline::RunResult;
+use crate::measure::PhaseMeasurement;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The phase names searched, in order, for the phase measured at the comparison's load point
+/// when none is named: the soak, then the single steady phase of runs without a ramp.
+pub const COMPARED_PHASES: [&str; 2] = ["soak", "steady"];
+
+/// The capacity found by the ramp: the knee lies between the last offered load that held the SLO
+/// and the first that broke it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KneeBracket {
+    /// The highest session rate that held, per second; `None` when even the first step broke.
+    pub last_held_sessions_per_sec: Option<f64>,
+    /// The lowest session rate that broke, per second; `None` when every step held.
+    pub first_broke_sessions_per_sec: Option<f64>,
+}
+
+/// What the comparison reads of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFigures {
+    /// The commit measured, when known.
+    pub commit: Option<String>,
+    /// The phase measured at the comparison's load point (the soak), when the run has one.
+    pub phase: Option<PhaseMeasurement>,
+    /// The knee bracket, when the run had a ramp.
+    pub knee: Option<KneeBracket>,
+    /// The target's RSS over the compared phase: (seconds, bytes), in time order.
+    pub rss: Vec<(f64, f64)>,
+    /// The calibration figure (a fixed reference load's throughput on this machine), when measured.
+    pub calibration: Option<f64>,
+}
+
+/// Why a run result could not be read for comparison.
+#[derive(Debug, thiserror::Error)]
+pub enum FiguresError {
+    /// A phase is not a readable measurement.
+    #[error("phase {index} of the result is not readable")]
+    Phase {
+        /// Its index in `phases`.
+        index: usize,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The knee is present but not readable.
+    #[error("the knee of the result is not readable")]
+    Knee(#[source] serde_json::Error),
+    /// The typed result could not be turned into JSON.
+    #[error("the result could not be serialized")]
+    Serialize(#[source] serde_json::Error),
+}
+
+impl RunFigures {
+    /// Reads the figures of a typed run result; see [`RunFigures::from_json`].
+    pub fn from_result(result: &RunResult, phase: Option<&str>) -> Result<Self, FiguresError> {
+        let value = serde_json::to_value(result).map_err(FiguresError::Serialize)?;
+        Self::from_json(&value, phase)
+    }
+
+    /// Reads the figures of a run result in its JSON form. The compared phase is the one named
+    /// `phase`, else the first of [`COMPARED_PHASES`] present, else the last phase.
+    ///
+    /// The RSS series is the resource samples of the last `measured` seconds of the run when the
+    /// compared phase is the run's last phase (the soak ends a run; samples carry no phase), and
+    /// empty otherwise. The knee is read from `knee` and the calibration from `calibration`
+    /// (a number, or an object with a `figure`), both optional.
+    pub fn from_json(result: &Value, phase: Option<&str>) -> Result<Self, FiguresError> {
+        let phases = result["phases"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let names: Vec<&str> = phases
+            .iter()
+            .map(|p| p["name"].as_str().unwrap_or(""))
+            .collect();
+        let index = match phase {
+            Some(wanted) => names.iter().position(|n| *n == wanted),
+            None => COMPARED_PHASES
+                .iter()
+                .find_map(|c| names.iter().position(|n| n == c))
+                .or_else(|| phases.len().checked_sub(1)),
+        };
+        let measurement = match index {
+            Some(i) => Some(
+                PhaseMeasurement::deserialize(&phases[i])
+                    .map_err(|source| FiguresError::Phase { index: i, source })?,
+            ),
+            None => None,
+        };
+        let is_last = index.is_some_and(|i| i + 1 == phases.len());
+        let mut rss: Vec<(f64, f64)> = result["resources"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|s| Some((s["elapsed_s"].as_f64()?, s["rss_bytes"].as_f64()?)))
+            .collect();
+        match (&measurement, rss.last().copied()) {
+            (Some(m), Some((end, _))) if is_last => {
+                let from = end - m.measured.as_secs_f64();
+                rss.retain(|(t, _)| *t >= from);
+            }
+            _ => rss.clear(),
+        }
+        let knee = match &result["knee"] {
+            Value::Null => None,
+            k => Some(KneeBracket::deserialize(k).map_err(FiguresError::Knee)?),
+        };
+        let calibration = result["calibration"]
+            .as_f64()
+            .or_else(|| result["calibration"]["figure"].as_f64())
+            .filter(|c| c.is_finite() && *c > 0.0);
+        Ok(Self {
+            commit: result["git"]["commit"].as_str().map(str::to_owned),
+            phase: measurement,
+            knee,
+            rss,
+            calibration,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::PhaseRecorder;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn phase(name: &str) -> Value {
+        let r = PhaseRecorder::new(
+            &["a".to_owned()],
+            Duration::ZERO,
+            Duration::from_millis(100),
+            Duration::from_secs(1),
+        );
+        let m = r.finish(crate::measure::FinishInfo {
+            name: name.to_owned(),
+            seed: 1,
+            sessions_per_sec: 10.0,
+            arrivals_end: Duration::from_secs(3),
+            end: Duration::from_secs(3),
+            max_lag: Duration::from_millis(5),
+            max_drop_rate: 0.01,
+            generator_cpu: None,
+            generator_core: None,
+            stopped: None,
+        });
+        let mut v = serde_json::to_value(m).unwrap();
+        v["schedule_hash"] = "s".into();
+        v
+    }
+
+    #[test]
+    fn the_soak_is_preferred_and_rss_is_cut_to_its_span() {
+        let result = json!({
+            "git": {"commit": "abc", "dirty": false},
+            "phases": [phase("ramp-1"), phase("soak")],
+            "resources": (0..10).map(|i| json!({"elapsed_s": f64::from(i), "rss_bytes": 1000 * i}))
+                .collect::<Vec<_>>(),
+            "knee": {"last_held_sessions_per_sec": 40.0, "first_broke_sessions_per_sec": 50.0},
+            "calibration": {"figure": 1234.5},
+        });
+        let f = RunFigures::from_json(&result, None).unwrap();
+        assert_eq!(f.phase.as_ref().unwrap().name, "soak");
+        assert_eq!(f.commit.as_deref(), Some("abc"));
+        // The soak measured 3 s and ended the run: samples from 6 s to 9 s.
+        assert_eq!(f.rss.first(), Some(&(6.0, 6000.0)));
+        assert_eq!(f.rss.len(), 4);
+        assert_eq!(f.knee.unwrap().first_broke_sessions_per_sec, Some(50.0));
+        assert_eq!(f.calibration, Some(1234.5));
+    }
+
+    #[test]
+    fn a_named_phase_that_is_not_last_has_no_rss_and_missing_parts_are_none() {
+        let result = json!({
+            "phases": [phase("steady"), phase("other")],
+            "resources": [{"elapsed_s": 0.0, "rss_bytes": 1}],
+        });
+        let f = RunFigures::from_json(&result, None).unwrap();
+        assert_eq!(f.phase.as_ref().unwrap().name, "steady");
+        assert!(f.rss.is_empty());
+        assert_eq!((f.knee, f.calibration, f.commit), (None, None, None));
+        let none = RunFigures::from_json(&result, Some("soak")).unwrap();
+        assert!(none.phase.is_none());
+        let bad = json!({"phases": [{"name": "soak"}]});
+        assert!(matches!(
+            RunFigures::from_json(&bad, None),
+            Err(FiguresError::Phase { index: 0, .. })
+        ));
+    }
+}

@@ -18,7 +18,8 @@ mod timer;
 pub use affinity::{allowed_cores, generator_core, pin_current_thread, pinned_core, target_cores};
 pub use clock::{Clock, monotonic_now};
 pub use phase::{
-    EngineError, PhaseHooks, PhaseSpec, TargetAddr, WINDOW, WindowDecision, run_phase,
+    EngineError, MAX_CONNECTIONS, PhaseHooks, PhaseSpec, TargetAddr, WINDOW, WindowDecision,
+    run_phase,
 };
 pub use pool::{Answer, Pool, RequestBody};
 pub use signal::CancellationSignal;

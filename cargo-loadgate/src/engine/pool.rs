@@ -2,9 +2,17 @@
 //!
 //! Not reqwest: its pool, its URL handling and its `Send` futures cost about 1.5× the CPU per
 //! request (DESIGN §5). Here a connection is a `SendRequest` whose connection task runs on the
-//! engine's own thread. The pool opens connections on demand (never more than the requests in
-//! flight need), reuses idle ones last-in first-out, and discards a connection at its first
-//! error. There are no retries: a failed request is counted as failed.
+//! engine's own thread. The pool opens connections on demand up to a cap, reuses idle ones
+//! last-in first-out, and discards a connection at its first error. There are no retries: a
+//! failed request is counted as failed.
+//!
+//! Why a cap: without one, every request that finds all connections busy opens a new one. When
+//! the target stalls for a second at 2,000 req/s that is 2,000 connects at once, past nginx's
+//! default accept backlog (511): SYNs are dropped and retried a second later, and the measured
+//! latencies become the client's connect storm instead of the target's stall (seen in
+//! bench/engine.sh: p90 785 ms where the truth is ~1 ms). Above the cap a request waits for a
+//! connection, in order; its latency still counts from its intended send time, so the wait is
+//! measured, not hidden.
 
 use crate::measure::TransportErrorKind;
 use bytes::Bytes;
@@ -12,6 +20,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use tokio::task::AbortHandle;
@@ -41,11 +50,28 @@ impl Connection {
     }
 }
 
-#[derive(Default)]
+/// A request waiting for a connection gets one handed over (`Some`), or is told that a slot
+/// freed up and it may connect (`None`).
+type Waiter = tokio::sync::oneshot::Sender<Option<Connection>>;
+
 struct PoolState {
     idle: Vec<Connection>,
+    /// Connections established or being established.
     open: usize,
+    max_open: usize,
     opened_total: u64,
+    waiters: VecDeque<Waiter>,
+}
+
+impl PoolState {
+    /// Tells the first waiter still waiting that a slot is free.
+    fn free_slot(&mut self) {
+        while let Some(waiter) = self.waiters.pop_front() {
+            if waiter.send(None).is_ok() {
+                return;
+            }
+        }
+    }
 }
 
 /// Connections to one address. Cloning shares the pool. Single-threaded: the connection tasks
@@ -57,15 +83,22 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// An empty pool for `addr`.
-    pub fn new(addr: SocketAddr) -> Self {
+    /// An empty pool for `addr` that keeps at most `max_open` connections (at least one).
+    pub fn new(addr: SocketAddr, max_open: usize) -> Self {
+        let state = PoolState {
+            idle: Vec::new(),
+            open: 0,
+            max_open: max_open.max(1),
+            opened_total: 0,
+            waiters: VecDeque::new(),
+        };
         Self {
             addr,
-            state: Rc::new(RefCell::new(PoolState::default())),
+            state: Rc::new(RefCell::new(state)),
         }
     }
 
-    /// Connections open now (idle or busy).
+    /// Connections open now (idle, busy or being established).
     pub fn open(&self) -> usize {
         self.state.borrow().open
     }
@@ -75,7 +108,10 @@ impl Pool {
         self.state.borrow().opened_total
     }
 
+    /// Opens a connection in a slot already reserved (`open` counts it); the slot is freed when
+    /// the connect fails or the connection ends.
     async fn connect(&self) -> Result<Connection, TransportErrorKind> {
+        let guard = OpenGuard(Rc::clone(&self.state));
         let stream = tokio::net::TcpStream::connect(self.addr)
             .await
             .map_err(|_| TransportErrorKind::Connect)?;
@@ -86,13 +122,7 @@ impl Pool {
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|_| TransportErrorKind::Connect)?;
-        let state = Rc::clone(&self.state);
-        {
-            let mut s = state.borrow_mut();
-            s.open += 1;
-            s.opened_total += 1;
-        }
-        let guard = OpenGuard(state);
+        self.state.borrow_mut().opened_total += 1;
         let task = tokio::task::spawn_local(async move {
             let _guard = guard;
             let _ = conn.await;
@@ -103,31 +133,55 @@ impl Pool {
         })
     }
 
-    /// An idle connection ready for a request, or a new one.
+    /// An idle connection ready for a request, a new one when under the cap, or else the next
+    /// one checked in (in the order the requests asked).
     async fn checkout(&self) -> Result<Connection, TransportErrorKind> {
         loop {
             let idle = self.state.borrow_mut().idle.pop();
-            let Some(mut conn) = idle else { break };
-            if conn.sender.is_closed() {
-                conn.discard();
+            if let Some(conn) = idle {
+                if let Some(conn) = usable(conn).await {
+                    return Ok(conn);
+                }
                 continue;
             }
-            if conn.sender.ready().await.is_ok() {
+            let waiting = {
+                let mut state = self.state.borrow_mut();
+                if state.open < state.max_open {
+                    state.open += 1;
+                    None
+                } else {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    state.waiters.push_back(tx);
+                    Some(rx)
+                }
+            };
+            let Some(rx) = waiting else {
+                return self.connect().await;
+            };
+            if let Ok(Some(conn)) = rx.await
+                && let Some(conn) = usable(conn).await
+            {
                 return Ok(conn);
             }
-            // Closed while idle (the server's keep-alive timeout): nothing was sent on it, so
-            // taking another connection is not a retry of the request.
-            conn.discard();
+            // A slot freed up, or the connection handed over had closed: try again.
         }
-        self.connect().await
     }
 
-    fn checkin(&self, conn: Connection) {
+    fn checkin(&self, mut conn: Connection) {
         if conn.sender.is_closed() {
             conn.discard();
-        } else {
-            self.state.borrow_mut().idle.push(conn);
+            return;
         }
+        let mut state = self.state.borrow_mut();
+        while let Some(waiter) = state.waiters.pop_front() {
+            match waiter.send(Some(conn)) {
+                Ok(()) => return,
+                // That request gave up (timed out): offer the connection to the next one.
+                Err(Some(back)) => conn = back,
+                Err(None) => return,
+            }
+        }
+        state.idle.push(conn);
     }
 
     /// Sends `request` and reads the whole answer, all before `deadline`.
@@ -142,7 +196,8 @@ impl Pool {
     ) -> Result<Answer, TransportErrorKind> {
         let mut conn = match tokio::time::timeout_at(deadline, self.checkout()).await {
             Ok(conn) => conn?,
-            Err(_) => return Err(TransportErrorKind::Connect),
+            // Waiting for a free connection, or for the connect itself, took the whole timeout.
+            Err(_) => return Err(TransportErrorKind::Timeout),
         };
         let exchange = async {
             let response = conn.sender.send_request(request).await.map_err(classify)?;
@@ -186,7 +241,22 @@ impl Drop for OpenGuard {
     fn drop(&mut self) {
         let mut s = self.0.borrow_mut();
         s.open = s.open.saturating_sub(1);
+        s.free_slot();
     }
+}
+
+/// The connection if it can take a request now; a closed one is discarded. Nothing was sent on
+/// a connection found closed, so taking another one is not a retry of the request.
+async fn usable(mut conn: Connection) -> Option<Connection> {
+    if conn.sender.is_closed() {
+        conn.discard();
+        return None;
+    }
+    if conn.sender.ready().await.is_ok() {
+        return Some(conn);
+    }
+    conn.discard();
+    None
 }
 
 /// Sorts a hyper error into the transport error kinds the measurement counts.

@@ -90,6 +90,7 @@ struct State {
 #[derive(Clone)]
 pub struct PreciseTimer {
     clock: Clock,
+    grid: Duration,
     fd: Rc<AsyncFd<TimerFd>>,
     state: Rc<RefCell<State>>,
 }
@@ -98,6 +99,13 @@ impl PreciseTimer {
     /// A timer on `clock`. Must be created inside a tokio runtime with I/O enabled; call
     /// [`PreciseTimer::drive`] in a task of the same thread for sleeps to end.
     pub fn new(clock: Clock) -> std::io::Result<Self> {
+        Self::with_grid(clock, Duration::ZERO)
+    }
+
+    /// A timer whose wake-ups are rounded up to multiples of `grid`: sleeps due within one grid
+    /// step share one wake-up (one `timerfd_settime`, one `epoll_wait` return), at the price of
+    /// up to `grid` of lag. Zero means exact deadlines.
+    pub fn with_grid(clock: Clock, grid: Duration) -> std::io::Result<Self> {
         // SAFETY: `TimerFd` owns its descriptor and always returns that same one; it stays open
         // until the `AsyncFd` (which owns the `TimerFd`) is dropped.
         let fd = unsafe {
@@ -106,6 +114,7 @@ impl PreciseTimer {
         .map_err(|e| e.into_parts().1)?;
         Ok(Self {
             clock,
+            grid,
             fd: Rc::new(fd),
             state: Rc::new(RefCell::new(State {
                 heap: BinaryHeap::new(),
@@ -114,6 +123,16 @@ impl PreciseTimer {
                 armed: None,
             })),
         })
+    }
+
+    /// When the timerfd fires for `deadline`: the deadline rounded up to the timer's grid.
+    fn wake_for(&self, deadline: Duration) -> Duration {
+        let grid = self.grid.as_nanos();
+        if grid <= 1 {
+            return deadline;
+        }
+        let nanos = deadline.as_nanos().div_ceil(grid) * grid;
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
     /// The clock the deadlines are read on.
@@ -148,9 +167,10 @@ impl PreciseTimer {
                 state.wakers.insert(id, waker.clone());
             }
         }
-        if state.armed.is_none_or(|armed| deadline < armed) {
-            state.armed = Some(deadline);
-            self.fd.get_ref().arm(self.clock.absolute(deadline));
+        let wake = self.wake_for(deadline);
+        if state.armed.is_none_or(|armed| wake < armed) {
+            state.armed = Some(wake);
+            self.fd.get_ref().arm(self.clock.absolute(wake));
         }
         id
     }
@@ -179,7 +199,10 @@ impl PreciseTimer {
                     waker.wake();
                 }
             }
-            let next = state.heap.peek().map(|Reverse((deadline, _))| *deadline);
+            let next = state
+                .heap
+                .peek()
+                .map(|Reverse((deadline, _))| self.wake_for(*deadline));
             state.armed = next;
             if let Some(next) = next {
                 self.fd.get_ref().arm(self.clock.absolute(next));

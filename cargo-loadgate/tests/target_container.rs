@@ -43,7 +43,7 @@ async fn containers_of_run(run: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn container_boots_serves_samples_reuses_its_image_and_leaves_nothing() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("container_boots_serves_samples_reuses_its_image_and_leaves_nothing").await
     {
         return;
@@ -158,7 +158,7 @@ async fn container_boots_serves_samples_reuses_its_image_and_leaves_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_local_image_fails_fast_without_pulling() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("missing_local_image_fails_fast_without_pulling").await {
         return;
     }
@@ -185,7 +185,7 @@ async fn missing_local_image_fails_fast_without_pulling() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashing_container_fails_at_once_with_its_output() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("crashing_container_fails_at_once_with_its_output").await {
         return;
     }
@@ -222,7 +222,7 @@ async fn crashing_container_fails_at_once_with_its_output() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_ready_path_in_a_container_shows_the_log_tail() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("wrong_ready_path_in_a_container_shows_the_log_tail").await {
         return;
     }
@@ -250,7 +250,7 @@ async fn wrong_ready_path_in_a_container_shows_the_log_tail() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sweep_removes_a_leftover_container_of_a_run() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("sweep_removes_a_leftover_container_of_a_run").await {
         return;
     }
@@ -274,11 +274,11 @@ async fn sweep_removes_a_leftover_container_of_a_run() {
             .iter()
             .map(|c| c.id.clone())
             .collect::<Vec<_>>(),
-        [container_id.clone()]
+        std::slice::from_ref(&container_id)
     );
     assert_eq!(
         containers_of_run(&id).await,
-        [container_id.clone()],
+        std::slice::from_ref(&container_id),
         "dry run removes nothing"
     );
     let report = sweep(SweepScope::Run(id.clone()), false)
@@ -302,7 +302,7 @@ impl Drop for ImageGuard {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_binary_is_packed_with_its_libraries_and_runs() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("dynamic_binary_is_packed_with_its_libraries_and_runs").await {
         return;
     }
@@ -360,7 +360,7 @@ async fn dynamic_binary_is_packed_with_its_libraries_and_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dockerfile_is_built_labelled_and_reused() {
-    let _serial = serial();
+    let _serial = serial().await;
     if !docker_available("dockerfile_is_built_labelled_and_reused").await {
         return;
     }

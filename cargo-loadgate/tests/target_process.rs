@@ -13,7 +13,7 @@ use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn process_boots_serves_samples_and_leaves_nothing() {
-    let _serial = serial();
+    let _serial = serial().await;
     let id = run_id("process-boot");
     let events = Events::default();
     let req = demo_request(
@@ -97,7 +97,7 @@ async fn process_boots_serves_samples_and_leaves_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_during_boot_fails_at_once_with_the_log_tail() {
-    let _serial = serial();
+    let _serial = serial().await;
     let id = run_id("process-crash");
     let req = demo_request(
         TargetKind::Process,
@@ -127,7 +127,7 @@ async fn crash_during_boot_fails_at_once_with_the_log_tail() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_ready_path_times_out_with_the_log_tail_and_leaves_nothing() {
-    let _serial = serial();
+    let _serial = serial().await;
     let id = run_id("process-ready");
     let binary = demo_package()
         .target_directory
@@ -171,7 +171,7 @@ async fn wrong_ready_path_times_out_with_the_log_tail_and_leaves_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taken_port_is_port_in_use() {
-    let _serial = serial();
+    let _serial = serial().await;
     let id = run_id("process-port");
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
     let port = listener.local_addr().expect("addr").port();
@@ -206,7 +206,7 @@ async fn taken_port_is_port_in_use() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_target_is_killed() {
-    let _serial = serial();
+    let _serial = serial().await;
     let id = run_id("process-drop");
     let mut req = demo_request(
         TargetKind::Process,

@@ -14,14 +14,23 @@ use cargo_loadgate::{
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    sync::{Mutex, MutexGuard, OnceLock, PoisonError},
+    sync::{Mutex, OnceLock, PoisonError},
     time::Duration,
 };
 
 /// Tests of one binary run one at a time: they build with cargo, count processes and containers.
-pub fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+/// (A tokio mutex: each test has its own runtime, and the guard is held across awaits; it is not
+/// poisoned by a failing test.)
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Takes the serial lock in an async test.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
+/// Takes the serial lock in a sync test.
+pub fn serial_blocking() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.blocking_lock()
 }
 
 /// The workspace root (this crate's parent).

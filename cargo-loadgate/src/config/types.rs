@@ -89,7 +89,7 @@ pub enum TargetSource {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TargetKind {
-    /// In a container, through testcontainers.
+    /// In a container on the local Docker engine.
     Container,
     /// As a local child process on a loopback port.
     Process,

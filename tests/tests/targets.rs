@@ -51,6 +51,20 @@ fn assert_answered_and_grew(result: &serde_json::Value) {
         .map(|op| op["counters"]["ok"].as_u64().unwrap())
         .sum();
     assert!(ok > 100, "only {ok} correct answers");
+    // The demo's flow needs captures to work: the login token for /accounts, an account id for its
+    // transactions and transfers. Every answer must be correct and no session abandoned.
+    for op in phase["operations"].as_array().unwrap() {
+        let counters = &op["counters"];
+        assert_eq!(counters["ok"], counters["sent"], "{}: {counters}", op["name"]);
+    }
+    let transfers = phase["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|op| op["name"] == "transfer")
+        .expect("the demo workload has a transfer operation");
+    assert!(transfers["counters"]["ok"].as_u64().unwrap() > 0, "no transfer was made");
+    assert_eq!(phase["counters"]["sessions_abandoned"], 0);
     let samples = result["resources"].as_array().unwrap();
     assert!(samples.len() >= 4, "{} resource samples", samples.len());
     let first = samples.first().unwrap()["rss_bytes"].as_u64().unwrap();

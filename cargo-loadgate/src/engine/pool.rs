@@ -279,3 +279,95 @@ fn classify(err: hyper::Error) -> TransportErrorKind {
     }
     TransportErrorKind::Other
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_server::{Reply, TestServer};
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn requests_past_the_cap_wait_for_a_connection_instead_of_opening_one() {
+        let server = TestServer::start(|_| Reply {
+            delay: Duration::from_millis(100),
+            ..Reply::ok("ok")
+        });
+        let addr: SocketAddr = server
+            .url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("addr");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let local = tokio::task::LocalSet::new();
+        let (statuses, elapsed, opened) = local.block_on(&rt, async {
+            let pool = Pool::new(addr, 2);
+            let started = std::time::Instant::now();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut tasks = Vec::new();
+            for _ in 0..6 {
+                let pool = pool.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    let request = http::Request::builder()
+                        .uri("/")
+                        .header(http::header::HOST, "test")
+                        .body(Full::new(Bytes::new()))
+                        .expect("request");
+                    pool.send(request, deadline).await.map(|a| a.status)
+                }));
+            }
+            let mut statuses = Vec::new();
+            for t in tasks {
+                statuses.push(t.await.expect("task"));
+            }
+            (statuses, started.elapsed(), pool.opened_total())
+        });
+        assert_eq!(statuses, vec![Ok(200); 6]);
+        assert_eq!(opened, 2);
+        assert_eq!(server.connections(), 2);
+        // Three rounds of 100 ms on two connections.
+        assert!(elapsed >= Duration::from_millis(290), "{elapsed:?}");
+    }
+
+    #[test]
+    fn waiting_past_the_deadline_is_a_timeout() {
+        let server = TestServer::start(|_| Reply {
+            delay: Duration::from_millis(400),
+            ..Reply::ok("ok")
+        });
+        let addr: SocketAddr = server
+            .url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("addr");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let local = tokio::task::LocalSet::new();
+        let results = local.block_on(&rt, async {
+            let pool = Pool::new(addr, 1);
+            let deadline = Instant::now() + Duration::from_millis(200);
+            let send = |pool: Pool| async move {
+                let request = http::Request::builder()
+                    .uri("/")
+                    .header(http::header::HOST, "test")
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                pool.send(request, deadline).await.map(|a| a.status)
+            };
+            let a = tokio::task::spawn_local(send(pool.clone()));
+            let b = tokio::task::spawn_local(send(pool.clone()));
+            (a.await.expect("task"), b.await.expect("task"))
+        });
+        assert_eq!(
+            results,
+            (
+                Err(TransportErrorKind::Timeout),
+                Err(TransportErrorKind::Timeout)
+            )
+        );
+    }
+}

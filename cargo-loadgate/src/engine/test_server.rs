@@ -39,6 +39,7 @@ type Handler = Arc<dyn Fn(&Logged) -> Reply + Send + Sync>;
 pub(crate) struct TestServer {
     pub url: String,
     log: Arc<Mutex<Vec<Logged>>>,
+    connections: Arc<std::sync::atomic::AtomicU64>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -50,6 +51,8 @@ impl TestServer {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown, mut shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let server_log = Arc::clone(&log);
+        let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let accepted_count = Arc::clone(&connections);
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -65,6 +68,7 @@ impl TestServer {
                         _ = &mut shutdown_rx => break,
                         accepted = listener.accept() => {
                             let Ok((stream, _)) = accepted else { continue };
+                            accepted_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let handler = Arc::clone(&handler);
                             let log = Arc::clone(&server_log);
                             tokio::spawn(async move {
@@ -79,9 +83,15 @@ impl TestServer {
         Self {
             url: format!("http://{addr}"),
             log,
+            connections,
             shutdown: Some(shutdown),
             thread: Some(thread),
         }
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every request received so far, sorted.

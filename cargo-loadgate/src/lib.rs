@@ -10,5 +10,6 @@ pub mod config;
 pub mod engine;
 pub mod image;
 pub mod measure;
+pub mod plan;
 pub mod target;
 pub mod workload;

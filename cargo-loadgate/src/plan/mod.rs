@@ -1,0 +1,28 @@
+//! The phases: the capacity ramp with bisection to the knee, the soak sample with its slopes, and
+//! the abort conditions that keep every phase inside a safety envelope.
+//!
+//! It sits between config and engine in the flow: [`run_plan`] decides which phase runs next at
+//! which rate, a [`PhaseRunner`] from the shell runs it (the engine on its generator thread plus the
+//! resource sampler), and the plan judges what came back against the SLO. The judging and the
+//! records are pure; docs/phases.md describes the rules.
+
+mod abort;
+mod judge;
+mod ramp;
+mod run;
+mod soak;
+
+pub use abort::{AbortWatch, CONSECUTIVE_BAD_WINDOWS, abort_watch};
+pub use judge::{
+    StepJudgement, first_step_failures, format_latency, format_rate, judge_step, quantile_label,
+};
+pub use ramp::{
+    BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, render_step_table, sentence,
+};
+pub use run::{
+    MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
+    PlanOutcome, run_plan,
+};
+pub use soak::{
+    CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, leak_finding, soak_slopes,
+};

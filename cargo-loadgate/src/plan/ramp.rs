@@ -1,0 +1,367 @@
+//! The capacity ramp's records: one [`StepRecord`] per step or bisection point, and the
+//! [`RampOutcome`] with the knee and the one-sentence conclusion.
+
+use super::judge::{StepJudgement, format_latency, format_rate};
+use crate::measure::{PhaseMeasurement, millis};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Whether a record is a configured step or a bisection point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    /// One of `ramp.steps` (phase `ramp-50%`).
+    Step,
+    /// A bisection point between the last step that held and the first that broke (phase
+    /// `refine-1`, …).
+    Refine,
+}
+
+/// The figures of one operation class in a step. Latencies are measured from the intended send
+/// time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepOperation {
+    /// The operation's name.
+    pub name: String,
+    /// Requests sent in the measured part.
+    pub requests: u64,
+    /// Requests without a correct answer (wrong answers, HTTP and transport errors).
+    pub errors: u64,
+    /// Of those, answers that failed a check.
+    pub wrong_answers: u64,
+    /// Median latency.
+    #[serde(rename = "p50_ms", with = "millis")]
+    pub p50: Duration,
+    /// 95th percentile latency.
+    #[serde(rename = "p95_ms", with = "millis")]
+    pub p95: Duration,
+    /// 99th percentile latency.
+    #[serde(rename = "p99_ms", with = "millis")]
+    pub p99: Duration,
+    /// Largest latency.
+    #[serde(rename = "max_ms", with = "millis")]
+    pub max: Duration,
+}
+
+/// One step of the ramp or one bisection point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The phase's name in the run result, e.g. `ramp-50%` or `refine-1`.
+    pub phase: String,
+    /// A configured step or a bisection point.
+    pub kind: StepKind,
+    /// The offered load as a fraction of the workload's session rate.
+    pub fraction: f64,
+    /// The offered session arrival rate.
+    pub sessions_per_sec: f64,
+    /// The offered request rate the session rate implies (the user model's requests per
+    /// session × sessions per second).
+    pub offered_rate_per_sec: f64,
+    /// Requests sent per second of measured time.
+    pub achieved_rate_per_sec: f64,
+    /// The SLO's judgement; an invalid or aborted step never holds.
+    pub held: StepJudgement,
+    /// Whether the generator kept its schedule. An invalid step is neither held nor broken.
+    pub valid: bool,
+    /// Why the step is invalid, one reason per entry.
+    pub invalid_reasons: Vec<String>,
+    /// Why the step stopped early (an abort condition), if it did.
+    pub aborted: Option<String>,
+    /// Per operation class, in the workload's order.
+    pub operations: Vec<StepOperation>,
+    /// Pacing lag p99.
+    #[serde(rename = "lag_p99_ms", with = "millis")]
+    pub lag_p99: Duration,
+    /// Arrivals dropped at the in-flight cap.
+    pub dropped: u64,
+}
+
+impl StepRecord {
+    /// The record of a measured step. `judgement` is the SLO's; an invalid or aborted step is
+    /// marked as not holding here.
+    pub fn new(
+        kind: StepKind,
+        fraction: f64,
+        requests_per_session: f64,
+        m: &PhaseMeasurement,
+        mut judgement: StepJudgement,
+    ) -> Self {
+        let summary = m.summary();
+        let valid = m.validity.is_valid();
+        if !valid {
+            judgement.holds = false;
+        }
+        if let Some(reason) = &m.stopped {
+            judgement.holds = false;
+            judgement.reasons.push(format!("aborted: {reason}"));
+        }
+        Self {
+            phase: m.name.clone(),
+            kind,
+            fraction,
+            sessions_per_sec: m.sessions_per_sec,
+            offered_rate_per_sec: m.sessions_per_sec * requests_per_session,
+            achieved_rate_per_sec: summary.achieved_rate_per_sec,
+            held: judgement,
+            valid,
+            invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
+            aborted: m.stopped.clone(),
+            operations: m
+                .operations
+                .iter()
+                .map(|op| StepOperation {
+                    name: op.name.clone(),
+                    requests: op.counters.sent,
+                    errors: op.counters.errors(),
+                    wrong_answers: op.counters.wrong_answer,
+                    p50: op.latency.quantile(0.5),
+                    p95: op.latency.quantile(0.95),
+                    p99: op.latency.quantile(0.99),
+                    max: op.latency.max(),
+                })
+                .collect(),
+            lag_p99: summary.lag_p99,
+            dropped: summary.dropped,
+        }
+    }
+
+    /// Whether the step was valid and broke the SLO (or was aborted).
+    pub fn broke(&self) -> bool {
+        self.valid && !self.held.holds
+    }
+
+    /// Whether the step was valid and held.
+    pub fn holds(&self) -> bool {
+        self.valid && self.held.holds
+    }
+}
+
+/// A rate at which the SLO broke, with why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BreakPoint {
+    /// The phase that broke.
+    pub phase: String,
+    /// Its offered session rate.
+    pub sessions_per_sec: f64,
+    /// Its offered request rate.
+    pub offered_rate_per_sec: f64,
+    /// Why it broke.
+    pub reasons: Vec<String>,
+}
+
+impl BreakPoint {
+    fn of(record: &StepRecord) -> Self {
+        Self {
+            phase: record.phase.clone(),
+            sessions_per_sec: record.sessions_per_sec,
+            offered_rate_per_sec: record.offered_rate_per_sec,
+            reasons: record.held.reasons.clone(),
+        }
+    }
+}
+
+/// What the ramp found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RampOutcome {
+    /// Every step and bisection point, in the order they ran.
+    pub steps: Vec<StepRecord>,
+    /// The knee: the highest offered request rate that held, below the first step that broke.
+    pub knee_rate_per_sec: Option<f64>,
+    /// The knee as a session rate (what the soak and the baseline's comparison use).
+    pub knee_sessions_per_sec: Option<f64>,
+    /// The first configured step that broke.
+    pub first_break: Option<BreakPoint>,
+    /// The lowest rate that broke above the knee (bisection included): the knee lies between
+    /// `knee_rate_per_sec` and this.
+    pub lowest_break: Option<BreakPoint>,
+    /// The conclusion in one sentence with numbers.
+    pub sentence: String,
+    /// Operations whose error rate was past the SLO's at the first step while their latency held:
+    /// a bug, not a capacity limit. Their error rate is not judged at later steps.
+    pub failing_from_first_step: Vec<String>,
+    /// Whether every step the ramp ran was valid. An invalid step stops the ramp.
+    pub valid: bool,
+}
+
+impl RampOutcome {
+    /// The outcome of `steps` (in the order they ran): the knee, the breaks, the sentence.
+    pub fn conclude(steps: Vec<StepRecord>, failing_from_first_step: Vec<String>) -> Self {
+        let valid = steps.iter().all(|s| s.valid);
+        let first_break = steps
+            .iter()
+            .find(|s| s.kind == StepKind::Step && s.broke())
+            .map(BreakPoint::of);
+        // Past the first break (with keep-going) a step that holds is noise: the knee stays below.
+        let ceiling = first_break
+            .as_ref()
+            .map_or(f64::INFINITY, |b| b.sessions_per_sec);
+        let knee = steps
+            .iter()
+            .filter(|s| s.holds() && s.sessions_per_sec < ceiling)
+            .max_by(|a, b| a.sessions_per_sec.total_cmp(&b.sessions_per_sec));
+        let floor = knee.map_or(f64::NEG_INFINITY, |k| k.sessions_per_sec);
+        let lowest_break = steps
+            .iter()
+            .filter(|s| s.broke() && s.sessions_per_sec > floor)
+            .min_by(|a, b| a.sessions_per_sec.total_cmp(&b.sessions_per_sec))
+            .map(BreakPoint::of);
+        let mut outcome = Self {
+            knee_rate_per_sec: knee.map(|k| k.offered_rate_per_sec),
+            knee_sessions_per_sec: knee.map(|k| k.sessions_per_sec),
+            first_break,
+            lowest_break,
+            sentence: String::new(),
+            failing_from_first_step,
+            valid,
+            steps,
+        };
+        outcome.sentence = sentence(&outcome);
+        outcome
+    }
+}
+
+/// `<rate> req/s`.
+fn req_s(rate: f64) -> String {
+    format!("{} req/s", format_rate(rate))
+}
+
+/// The ramp's conclusion in one sentence, e.g. "held through 400 req/s; broke at 600 req/s:
+/// `login` p99 340 ms > 200 ms".
+pub fn sentence(outcome: &RampOutcome) -> String {
+    let held = outcome
+        .knee_rate_per_sec
+        .map(|k| format!("held through {}", req_s(k)));
+    let mut text = if let Some(invalid) = outcome.steps.iter().find(|s| !s.valid) {
+        let before = held.map_or_else(
+            || "nothing held before it".to_owned(),
+            |h| format!("{h} before it"),
+        );
+        format!(
+            "invalid: the ramp stopped at `{}` ({} offered) because the generator could not keep its schedule ({}); {before}",
+            invalid.phase,
+            req_s(invalid.offered_rate_per_sec),
+            invalid.invalid_reasons.join("; ")
+        )
+    } else {
+        match (held, &outcome.lowest_break) {
+            (Some(held), Some(b)) => format!(
+                "{held}; broke at {}: {}",
+                req_s(b.offered_rate_per_sec),
+                b.reasons.join("; ")
+            ),
+            (Some(held), None) => {
+                format!("{held}, the highest step; nothing broke, so the knee lies above it")
+            }
+            (None, Some(b)) => format!(
+                "nothing held: even {} broke: {}",
+                req_s(b.offered_rate_per_sec),
+                b.reasons.join("; ")
+            ),
+            (None, None) => "nothing was measured".to_owned(),
+        }
+    };
+    if !outcome.failing_from_first_step.is_empty() {
+        let first = outcome.steps.first();
+        let described: Vec<String> = outcome
+            .failing_from_first_step
+            .iter()
+            .map(|name| {
+                let op = first.and_then(|s| s.operations.iter().find(|op| &op.name == name));
+                match (op, first) {
+                    (Some(op), Some(step)) if op.requests > 0 => format!(
+                        "`{name}` ({:.1}% errors at {})",
+                        op.errors as f64 * 100.0 / op.requests as f64,
+                        req_s(step.offered_rate_per_sec)
+                    ),
+                    _ => format!("`{name}`"),
+                }
+            })
+            .collect();
+        text.push_str(&format!(
+            "; failing from the first step: {}",
+            described.join(", ")
+        ));
+    }
+    text
+}
+
+/// The ramp as a table for the terminal: per step and operation, the offered and achieved
+/// rates, latency percentiles from the intended send time, errors, pacing lag, drops and the
+/// result.
+pub fn render_step_table(outcome: &RampOutcome) -> String {
+    let headers = [
+        "phase",
+        "offered",
+        "achieved",
+        "operation",
+        "requests",
+        "p50",
+        "p95",
+        "p99",
+        "max",
+        "errors",
+        "lag p99",
+        "dropped",
+        "result",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for step in &outcome.steps {
+        let result = if !step.valid {
+            "invalid"
+        } else if step.aborted.is_some() {
+            "aborted"
+        } else if step.held.holds {
+            "held"
+        } else {
+            "broke"
+        };
+        for (i, op) in step.operations.iter().enumerate() {
+            let first = i == 0;
+            let step_cell = |text: String| if first { text } else { String::new() };
+            rows.push(vec![
+                step_cell(step.phase.clone()),
+                step_cell(format_rate(step.offered_rate_per_sec)),
+                step_cell(format_rate(step.achieved_rate_per_sec)),
+                op.name.clone(),
+                op.requests.to_string(),
+                format_latency(op.p50),
+                format_latency(op.p95),
+                format_latency(op.p99),
+                format_latency(op.max),
+                op.errors.to_string(),
+                step_cell(format_latency(step.lag_p99)),
+                step_cell(step.dropped.to_string()),
+                step_cell(result.to_owned()),
+            ]);
+        }
+    }
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // Text columns align left, figures right.
+    let left = |col: usize| matches!(col, 0 | 3 | 12);
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(col, cell)| {
+                let pad = " ".repeat(widths[col] - cell.chars().count());
+                if left(col) {
+                    format!("{cell}{pad}")
+                } else {
+                    format!("{pad}{cell}")
+                }
+            })
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = String::from("rates in req/s; latency from the intended send time\n");
+    out.push_str(&line(&headers.map(str::to_owned)));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    out
+}

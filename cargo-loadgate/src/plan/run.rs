@@ -1,0 +1,887 @@
+//! The plan's driver: the ramp's steps, the bisection to the knee, then the soak sample, each
+//! phase run through a [`PhaseRunner`] the shell provides (the engine on its generator thread and
+//! the resource sampler in the CLI, a fake in tests).
+
+use super::abort::abort_watch;
+use super::judge::{first_step_failures, judge_step};
+use super::ramp::{RampOutcome, StepKind, StepRecord};
+use super::soak::{CapacitySource, SoakOutcome, leak_finding, soak_slopes};
+use crate::compare::slope::BootstrapOptions;
+use crate::config::LoadgateConfig;
+use crate::engine::{PhaseSpec, WindowDecision};
+use crate::measure::{PhaseMeasurement, Window};
+use crate::target::ResourceSample;
+use crate::workload::{ModelError, analyze};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::time::Duration;
+
+/// When even the first step breaks and bisection has found nothing that holds, it goes on
+/// halving the rate at most this many more times (down to 1/64 of where it stood) before
+/// concluding that nothing holds.
+pub const MAX_EXTRA_DOWNWARD: u32 = 6;
+
+/// The abort hook of one phase, to be installed as the engine's `PhaseHooks::on_window`. It is
+/// `Send` so the shell can move it to the generator's thread.
+pub type OnWindow = Box<dyn Fn(&Window) -> WindowDecision + Send + 'static>;
+
+/// What the shell returns for one phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseRun {
+    /// What the engine measured.
+    pub measurement: PhaseMeasurement,
+    /// The target's resource samples taken during the measured part of the phase (after its
+    /// warm-up, until arrivals ended), in order; their time origin does not matter. Empty when the
+    /// target is not sampled. Only the soak uses them.
+    pub resources: Vec<ResourceSample>,
+}
+
+/// Runs one phase. The shell implements it with `run_phase_on_generator_thread` (installing
+/// `on_window` as `PhaseHooks::on_window`) and the resource sampler; tests implement it with a
+/// fake service.
+pub trait PhaseRunner {
+    /// Why a phase could not run at all (failures of single requests are measured, not errors).
+    type Error: std::error::Error + 'static;
+
+    /// Runs `spec`, asking `on_window` after every closed window of the measured part whether to
+    /// go on; a `Stop` ends arrivals and is recorded in the measurement's `stopped`.
+    fn run(
+        &mut self,
+        spec: PhaseSpec,
+        on_window: OnWindow,
+    ) -> impl Future<Output = Result<PhaseRun, Self::Error>>;
+}
+
+/// Choices of the run that are not in the config.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanOptions {
+    /// Run every configured step even after one broke (`--keep-going`).
+    pub keep_going: bool,
+    /// The baseline's knee in sessions per second, when a baseline was found: the soak runs at
+    /// `soak.at` of it, so head and base soak at the same offered load.
+    pub baseline_knee_sessions_per_sec: Option<f64>,
+}
+
+/// What the phases found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanOutcome {
+    /// The capacity ramp.
+    pub ramp: RampOutcome,
+    /// The soak sample, when it ran.
+    pub soak: Option<SoakOutcome>,
+    /// Why the soak did not run, when it did not.
+    pub soak_skipped: Option<String>,
+    /// Whether every phase that ran was valid; an invalid run exits with `INVALID_RUN`.
+    pub valid: bool,
+}
+
+/// What the plan reports as it goes, so the shell can write the result and print a line after
+/// every phase.
+#[derive(Debug)]
+pub enum PlanEvent {
+    /// A phase is about to run.
+    PhaseStarting {
+        /// The spec it runs with.
+        spec: PhaseSpec,
+        /// The offered request rate.
+        offered_rate_per_sec: f64,
+    },
+    /// A step or bisection point was measured and judged.
+    StepDone {
+        /// Its record.
+        record: Box<StepRecord>,
+        /// What it measured, for the run result's phases.
+        measurement: Box<PhaseMeasurement>,
+    },
+    /// The ramp and its bisection are over.
+    RampDone {
+        /// What they found.
+        outcome: Box<RampOutcome>,
+    },
+    /// The soak sample was measured.
+    SoakDone {
+        /// What it found.
+        outcome: Box<SoakOutcome>,
+        /// What it measured, for the run result's phases.
+        measurement: Box<PhaseMeasurement>,
+    },
+    /// The soak sample will not run.
+    SoakSkipped {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why the plan could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError<E: std::error::Error + 'static> {
+    /// The user model's request rate cannot be computed.
+    #[error("cannot compute the request rate of the user model")]
+    Model(#[source] ModelError),
+    /// A phase could not run at all. What ran before it is kept in `partial`.
+    #[error("phase `{phase}` could not run")]
+    Phase {
+        /// The phase.
+        phase: String,
+        /// The outcome of the phases before it.
+        partial: Box<PlanOutcome>,
+        /// The shell's error.
+        #[source]
+        source: E,
+    },
+}
+
+/// `ramp-25%`, `ramp-12.5%`.
+fn step_name(fraction: f64) -> String {
+    let percent = format!("{:.2}", fraction * 100.0);
+    let trimmed = percent.trim_end_matches('0').trim_end_matches('.');
+    format!("ramp-{trimmed}%")
+}
+
+struct Driver<'a, R: PhaseRunner> {
+    config: &'a LoadgateConfig,
+    runner: &'a mut R,
+    observer: &'a mut dyn FnMut(PlanEvent),
+    requests_per_session: f64,
+    steps: Vec<StepRecord>,
+    failing: Vec<String>,
+}
+
+impl<R: PhaseRunner> Driver<'_, R> {
+    fn spec(&self, name: String, sessions_per_sec: f64, duration: Duration) -> PhaseSpec {
+        PhaseSpec {
+            name,
+            sessions_per_sec,
+            duration,
+            warmup: self.config.ramp.warmup,
+            seed: self.config.workload.seed,
+        }
+    }
+
+    async fn run(&mut self, spec: PhaseSpec) -> Result<PhaseRun, (String, R::Error)> {
+        (self.observer)(PlanEvent::PhaseStarting {
+            offered_rate_per_sec: spec.sessions_per_sec * self.requests_per_session,
+            spec: spec.clone(),
+        });
+        let watch = Box::new(abort_watch(&self.config.abort, spec.warmup));
+        let name = spec.name.clone();
+        self.runner.run(spec, watch).await.map_err(|e| (name, e))
+    }
+
+    /// Runs and judges one step; returns its record (also kept and reported).
+    async fn step(
+        &mut self,
+        kind: StepKind,
+        name: String,
+        sessions_per_sec: f64,
+    ) -> Result<StepRecord, (String, R::Error)> {
+        let spec = self.spec(name, sessions_per_sec, self.config.ramp.hold);
+        let run = self.run(spec).await?;
+        let m = run.measurement;
+        if self.steps.is_empty() && m.validity.is_valid() {
+            self.failing = first_step_failures(&m, &self.config.slo);
+        }
+        let judgement = judge_step(&m, &self.config.slo, &self.failing);
+        let fraction = sessions_per_sec / self.config.workload.sessions_per_sec;
+        let record = StepRecord::new(kind, fraction, self.requests_per_session, &m, judgement);
+        self.steps.push(record.clone());
+        (self.observer)(PlanEvent::StepDone {
+            record: Box::new(record.clone()),
+            measurement: Box::new(m),
+        });
+        Ok(record)
+    }
+
+    fn ramp_outcome(&self) -> RampOutcome {
+        RampOutcome::conclude(self.steps.clone(), self.failing.clone())
+    }
+
+    /// The configured steps, then bisection; stops at the first invalid phase.
+    async fn ramp(&mut self, keep_going: bool) -> Result<(), (String, R::Error)> {
+        let rate = self.config.workload.sessions_per_sec;
+        let mut held: Option<f64> = None;
+        let mut broke: Option<f64> = None;
+        for &fraction in &self.config.ramp.steps {
+            let record = self
+                .step(StepKind::Step, step_name(fraction), fraction * rate)
+                .await?;
+            if !record.valid {
+                return Ok(());
+            }
+            if record.holds() {
+                if broke.is_none() {
+                    held = Some(record.sessions_per_sec);
+                }
+            } else {
+                broke.get_or_insert(record.sessions_per_sec);
+                if !keep_going {
+                    break;
+                }
+            }
+        }
+        let Some(mut hi) = broke else {
+            return Ok(());
+        };
+        // Below this many sessions per second a step sends fewer requests than the SLO needs to
+        // judge anything, so halving further proves nothing.
+        let hold = self.config.ramp.hold.as_secs_f64();
+        let min_rate = self.config.slo.min_requests as f64 / (hold * self.requests_per_session);
+        let mut lo = held;
+        let mut iteration = 0;
+        loop {
+            let budget = if lo.is_none() {
+                self.config.ramp.refine + MAX_EXTRA_DOWNWARD
+            } else {
+                self.config.ramp.refine
+            };
+            if iteration >= budget {
+                return Ok(());
+            }
+            let mid = (lo.unwrap_or(0.0) + hi) / 2.0;
+            if lo.is_none() && mid < min_rate {
+                return Ok(());
+            }
+            iteration += 1;
+            let record = self
+                .step(StepKind::Refine, format!("refine-{iteration}"), mid)
+                .await?;
+            if !record.valid {
+                return Ok(());
+            }
+            if record.holds() {
+                lo = Some(mid);
+            } else {
+                hi = mid;
+            }
+        }
+    }
+
+    async fn soak(
+        &mut self,
+        ramp: &RampOutcome,
+        baseline_knee: Option<f64>,
+    ) -> Result<Result<(SoakOutcome, PhaseMeasurement), String>, (String, R::Error)> {
+        let soak = &self.config.soak;
+        if soak.duration.is_zero() {
+            return Ok(Err("soak.duration is 0".to_owned()));
+        }
+        if !ramp.valid {
+            return Ok(Err("the ramp was invalid".to_owned()));
+        }
+        let (capacity, capacity_from) = match (baseline_knee, ramp.knee_sessions_per_sec) {
+            (Some(k), _) if k > 0.0 && k.is_finite() => (k, CapacitySource::Baseline),
+            (_, Some(k)) => (k, CapacitySource::ThisRun),
+            _ => {
+                return Ok(Err(
+                    "no capacity to soak at: nothing held and no baseline knee was given"
+                        .to_owned(),
+                ));
+            }
+        };
+        let at = soak.at * capacity;
+        let spec = self.spec("soak".to_owned(), at, soak.duration);
+        let run = self.run(spec).await?;
+        let m = run.measurement;
+        let slopes = soak_slopes(
+            &m.windows.windows,
+            &run.resources,
+            &BootstrapOptions::default(),
+        );
+        let outcome = SoakOutcome {
+            phase: m.name.clone(),
+            capacity_sessions_per_sec: capacity,
+            capacity_from,
+            at_sessions_per_sec: at,
+            offered_rate_per_sec: at * self.requests_per_session,
+            achieved_rate_per_sec: m.summary().achieved_rate_per_sec,
+            leak: leak_finding(&slopes, &self.config.gate),
+            slopes,
+            aborted: m.stopped.clone(),
+            valid: m.validity.is_valid(),
+            invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
+            windows: m.windows.windows.iter().filter(|w| w.completed > 0).count(),
+            samples: run.resources.len(),
+        };
+        Ok(Ok((outcome, m)))
+    }
+}
+
+/// Runs the phases: the ramp's steps (each `ramp.hold` after a `ramp.warmup` at `step ×
+/// workload.sessions-per-sec`), stopping after the first that breaks unless `keep_going`; then
+/// `ramp.refine` bisection points between the last step that held and the first that broke
+/// (between zero and the first step when even it broke, halving further until something holds
+/// or a step would be too small to judge); then the soak at `soak.at` × capacity (the baseline's
+/// knee when given, else this run's). An invalid phase stops the ramp and skips the soak.
+///
+/// Every phase gets the abort watch of `[abort]`. `observer` hears of every phase as it starts
+/// and ends. A phase the runner cannot run ends the plan with [`PlanError::Phase`], carrying the
+/// outcome of what ran before.
+pub async fn run_plan<R: PhaseRunner>(
+    config: &LoadgateConfig,
+    runner: &mut R,
+    options: &PlanOptions,
+    observer: &mut dyn FnMut(PlanEvent),
+) -> Result<PlanOutcome, PlanError<R::Error>> {
+    let analysis = analyze(&config.workload).map_err(PlanError::Model)?;
+    let mut driver = Driver {
+        config,
+        runner,
+        observer,
+        requests_per_session: analysis.requests_per_session,
+        steps: Vec::new(),
+        failing: Vec::new(),
+    };
+    let failed = |driver: &Driver<'_, R>, phase: String, source: R::Error, soak_skipped: &str| {
+        let ramp = driver.ramp_outcome();
+        PlanError::Phase {
+            phase,
+            partial: Box::new(PlanOutcome {
+                valid: false,
+                ramp,
+                soak: None,
+                soak_skipped: Some(soak_skipped.to_owned()),
+            }),
+            source,
+        }
+    };
+    if let Err((phase, source)) = driver.ramp(options.keep_going).await {
+        return Err(failed(&driver, phase, source, "the ramp did not finish"));
+    }
+    let ramp = driver.ramp_outcome();
+    (driver.observer)(PlanEvent::RampDone {
+        outcome: Box::new(ramp.clone()),
+    });
+    let soak = match driver
+        .soak(&ramp, options.baseline_knee_sessions_per_sec)
+        .await
+    {
+        Ok(soak) => soak,
+        Err((phase, source)) => {
+            return Err(failed(&driver, phase, source, "the soak could not run"));
+        }
+    };
+    let (soak, soak_skipped) = match soak {
+        Ok((outcome, measurement)) => {
+            (driver.observer)(PlanEvent::SoakDone {
+                outcome: Box::new(outcome.clone()),
+                measurement: Box::new(measurement),
+            });
+            (Some(outcome), None)
+        }
+        Err(reason) => {
+            (driver.observer)(PlanEvent::SoakSkipped {
+                reason: reason.clone(),
+            });
+            (None, Some(reason))
+        }
+    };
+    Ok(PlanOutcome {
+        valid: ramp.valid && soak.as_ref().is_none_or(|s| s.valid),
+        ramp,
+        soak,
+        soak_skipped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse_config_str;
+    use crate::measure::{FinishInfo, Outcome, PhaseRecorder};
+    use indoc::indoc;
+    use std::path::Path;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Two classes; a session sends `home`, then `login` with probability 0.5: 1.5 requests per
+    /// session, so 100 sessions/s offer 150 req/s.
+    const CONFIG: &str = indoc! {r#"
+        [target]
+        url = "http://127.0.0.1:9"
+
+        [slo]
+        p99 = "200ms"
+        error-rate = "1%"
+        min-requests = 20
+
+        [workload]
+        seed = 7
+        sessions-per-sec = 100
+
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "login", p = 0.5, think = "1s" }]
+
+        [[workload.operation]]
+        name = "login"
+        request = { method = "POST", path = "/login" }
+
+        [ramp]
+        steps = ["25%", "50%", "100%", "150%"]
+        hold = "4s"
+        warmup = "1s"
+        refine = 3
+
+        [soak]
+        duration = "20s"
+        at = "60%"
+    "#};
+
+    fn config(extra: &str) -> LoadgateConfig {
+        parse_config_str(
+            &format!("{CONFIG}{extra}"),
+            Path::new("loadgate.toml"),
+            None,
+            "default",
+        )
+        .expect("the test config is valid")
+    }
+
+    /// A service with capacity `capacity` req/s: below it every request takes 20 ms, above it p99
+    /// explodes (a queue that grows for the whole step).
+    struct FakeService {
+        capacity: f64,
+        /// Steps offering more than this many req/s cannot be kept by the generator.
+        invalid_above: f64,
+        /// Every this many `login` answers, one is wrong, at any load.
+        login_wrong_every: Option<u64>,
+        /// RSS growth in bytes per second during a soak.
+        leak_bytes_per_sec: f64,
+        /// The error returned instead of running a phase with this name.
+        fail_phase: Option<String>,
+        specs: Vec<PhaseSpec>,
+    }
+
+    impl FakeService {
+        fn new(capacity: f64) -> Self {
+            Self {
+                capacity,
+                invalid_above: f64::INFINITY,
+                login_wrong_every: None,
+                leak_bytes_per_sec: 0.0,
+                fail_phase: None,
+                specs: Vec::new(),
+            }
+        }
+
+        fn latency(&self, rate: f64, i: u64) -> Duration {
+            let jitter = Duration::from_micros(i % 10 * 1_000);
+            if rate <= self.capacity {
+                15 * MS + jitter
+            } else {
+                let over = rate / self.capacity - 1.0;
+                Duration::from_secs_f64(0.25 + 4.0 * over) + jitter
+            }
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the fake refused phase `{0}`")]
+    struct FakeError(String);
+
+    impl PhaseRunner for FakeService {
+        type Error = FakeError;
+
+        async fn run(
+            &mut self,
+            spec: PhaseSpec,
+            on_window: OnWindow,
+        ) -> Result<PhaseRun, FakeError> {
+            self.specs.push(spec.clone());
+            if self.fail_phase.as_deref() == Some(spec.name.as_str()) {
+                return Err(FakeError(spec.name));
+            }
+            let rate = spec.sessions_per_sec * 1.5;
+            let names = ["home".to_owned(), "login".to_owned()];
+            let mut r = PhaseRecorder::new(&names, spec.warmup, 200 * MS, Duration::from_secs(1));
+            let total = spec.warmup + spec.duration;
+            let gap = Duration::from_secs_f64(1.0 / rate);
+            // Every request's send and answer, fed to the recorder in time order as the engine does.
+            enum Event {
+                Sent(usize, Duration, Duration),
+                Done(usize, Duration, Duration, Outcome),
+            }
+            let mut events: Vec<(Duration, Event)> = Vec::new();
+            let mut t = Duration::ZERO;
+            let mut i = 0u64;
+            while t < total {
+                // Two of three requests are `home`, one is `login`.
+                let op = usize::from(i % 3 == 2);
+                let lag = if rate > self.invalid_above {
+                    50 * MS
+                } else {
+                    Duration::ZERO
+                };
+                let wrong = op == 1
+                    && self
+                        .login_wrong_every
+                        .is_some_and(|n| (i / 3).is_multiple_of(n));
+                let outcome = if wrong {
+                    Outcome::WrongAnswer("expected status 200, got 401".into())
+                } else {
+                    Outcome::Ok
+                };
+                let done = t + lag + self.latency(rate, i);
+                events.push((t + lag, Event::Sent(op, t, t + lag)));
+                events.push((done, Event::Done(op, t, t + lag, outcome)));
+                t += gap;
+                i += 1;
+            }
+            events.sort_by_key(|(at, _)| *at);
+            let mut stopped = None;
+            let mut arrivals_end = total;
+            let mut next_tick = Duration::from_secs(1);
+            let mut end = Duration::ZERO;
+            for (at, event) in events {
+                // The engine asks the hook while arrivals run, once a second.
+                if stopped.is_none() && at >= next_tick && at < total {
+                    if let Some(w) = r.roll_to(at)
+                        && let WindowDecision::Stop(reason) = on_window(&w)
+                    {
+                        stopped = Some(reason);
+                        arrivals_end = at;
+                    }
+                    // On the whole-second grid, as the engine ticks.
+                    while next_tick <= at {
+                        next_tick += Duration::from_secs(1);
+                    }
+                }
+                match event {
+                    Event::Sent(op, intended, sent) if intended < arrivals_end => {
+                        r.arrival(intended);
+                        r.sent(op, intended, sent);
+                    }
+                    Event::Done(op, intended, sent, outcome) if intended < arrivals_end => {
+                        r.completed(op, intended, sent, at, &outcome);
+                    }
+                    _ => continue,
+                }
+                end = at;
+            }
+            let measurement = r.finish(FinishInfo {
+                name: spec.name.clone(),
+                seed: spec.seed,
+                sessions_per_sec: spec.sessions_per_sec,
+                arrivals_end,
+                end,
+                max_lag: 10 * MS,
+                max_drop_rate: 0.01,
+                generator_cpu: None,
+                generator_core: None,
+                stopped,
+            });
+            let resources = (0..spec.duration.as_secs())
+                .map(|s| ResourceSample {
+                    elapsed_s: 30.0 + s as f64,
+                    cpu_seconds: s as f64 * 0.2,
+                    rss_bytes: (40 << 20)
+                        + (self.leak_bytes_per_sec * s as f64) as u64
+                        + (s % 3) * 8192,
+                    threads: 4,
+                    fds: 9,
+                })
+                .collect();
+            Ok(PhaseRun {
+                measurement,
+                resources,
+            })
+        }
+    }
+
+    fn plan(
+        config: &LoadgateConfig,
+        fake: &mut FakeService,
+        options: &PlanOptions,
+    ) -> (Result<PlanOutcome, PlanError<FakeError>>, Vec<String>) {
+        let mut events = Vec::new();
+        let mut observer = |e: PlanEvent| {
+            events.push(match e {
+                PlanEvent::PhaseStarting { spec, .. } => format!("start {}", spec.name),
+                PlanEvent::StepDone { record, .. } => format!("step {}", record.phase),
+                PlanEvent::RampDone { .. } => "ramp done".to_owned(),
+                PlanEvent::SoakDone { .. } => "soak done".to_owned(),
+                PlanEvent::SoakSkipped { reason } => format!("soak skipped: {reason}"),
+            })
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let outcome = rt.block_on(run_plan(config, fake, options, &mut observer));
+        (outcome, events)
+    }
+
+    fn knee_of(capacity: f64) -> (PlanOutcome, Vec<String>) {
+        let mut fake = FakeService::new(capacity);
+        let (outcome, events) = plan(&config(""), &mut fake, &PlanOptions::default());
+        (outcome.expect("the fake runs every phase"), events)
+    }
+
+    #[test]
+    fn knee_lands_within_refine_resolution_of_capacity() {
+        // 100% = 150 req/s holds, 150% = 225 breaks; 3 bisections leave a bracket of 75/8 req/s.
+        let (outcome, events) = knee_of(200.0);
+        let ramp = &outcome.ramp;
+        let knee = ramp.knee_rate_per_sec.expect("a knee");
+        let upper = ramp
+            .lowest_break
+            .as_ref()
+            .expect("a break")
+            .offered_rate_per_sec;
+        assert!(knee <= 200.0 && upper > 200.0, "{knee} .. {upper}");
+        assert!(upper - knee <= 75.0 / 8.0 + 1e-9, "{knee} .. {upper}");
+        assert!(ramp.valid && outcome.valid);
+        let phases: Vec<&str> = ramp.steps.iter().map(|s| s.phase.as_str()).collect();
+        assert_eq!(
+            phases,
+            [
+                "ramp-25%",
+                "ramp-50%",
+                "ramp-100%",
+                "ramp-150%",
+                "refine-1",
+                "refine-2",
+                "refine-3"
+            ]
+        );
+        assert_eq!(events.first().map(String::as_str), Some("start ramp-25%"));
+        assert_eq!(events.last().map(String::as_str), Some("soak done"));
+        assert!(events.contains(&"ramp done".to_owned()));
+    }
+
+    #[test]
+    fn halving_capacity_halves_the_knee() {
+        let (full, _) = knee_of(200.0);
+        let (half, _) = knee_of(100.0);
+        let ratio =
+            half.ramp.knee_rate_per_sec.expect("knee") / full.ramp.knee_rate_per_sec.expect("knee");
+        assert!((0.4..=0.6).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn first_step_breaking_bisects_downward_to_a_knee() {
+        // 25% = 37.5 req/s already breaks a 20 req/s service.
+        let (outcome, _) = knee_of(20.0);
+        let ramp = &outcome.ramp;
+        assert_eq!(
+            ramp.first_break.as_ref().map(|b| b.phase.as_str()),
+            Some("ramp-25%")
+        );
+        let knee = ramp.knee_rate_per_sec.expect("a knee below the first step");
+        assert!((10.0..=20.0).contains(&knee), "{knee}");
+        assert!(
+            ramp.steps
+                .iter()
+                .all(|s| s.kind == StepKind::Refine || s.phase == "ramp-25%")
+        );
+    }
+
+    #[test]
+    fn nothing_holding_says_so_and_skips_the_soak() {
+        // A service that breaks at any rate a step can judge (20 requests in 4 s = 5 req/s).
+        let (outcome, events) = knee_of(0.5);
+        let ramp = &outcome.ramp;
+        assert_eq!(ramp.knee_rate_per_sec, None);
+        assert!(
+            ramp.sentence.starts_with("nothing held: even "),
+            "{}",
+            ramp.sentence
+        );
+        let lowest = ramp
+            .steps
+            .iter()
+            .map(|s| s.offered_rate_per_sec)
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            lowest >= 5.0,
+            "halving stops where a step can still be judged: {lowest}"
+        );
+        assert!(outcome.soak.is_none());
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some(
+                "soak skipped: no capacity to soak at: nothing held and no baseline knee was given"
+            )
+        );
+    }
+
+    #[test]
+    fn an_invalid_step_stops_the_ramp_and_the_run_is_invalid() {
+        let mut fake = FakeService::new(1_000.0);
+        fake.invalid_above = 100.0;
+        let (outcome, _) = plan(&config(""), &mut fake, &PlanOptions::default());
+        let outcome = outcome.expect("runs");
+        let ramp = &outcome.ramp;
+        assert!(!ramp.valid && !outcome.valid);
+        assert_eq!(ramp.steps.len(), 3, "stops at ramp-100%");
+        assert!(!ramp.steps[2].valid && !ramp.steps[2].held.holds);
+        assert_eq!(ramp.first_break, None, "an invalid step is not a break");
+        assert_eq!(ramp.knee_rate_per_sec, Some(75.0));
+        assert_eq!(
+            outcome.soak_skipped.as_deref(),
+            Some("the ramp was invalid")
+        );
+        insta::assert_snapshot!(ramp.sentence, @"invalid: the ramp stopped at `ramp-100%` (150 req/s offered) because the generator could not keep its schedule (pacing lag p99 50.015 ms exceeds the limit of 10.000 ms); held through 75.0 req/s before it");
+    }
+
+    #[test]
+    fn errors_at_the_first_step_are_failing_from_the_first_step() {
+        let mut fake = FakeService::new(200.0);
+        fake.login_wrong_every = Some(4);
+        let (outcome, _) = plan(&config(""), &mut fake, &PlanOptions::default());
+        let ramp = outcome.expect("runs").ramp;
+        assert_eq!(ramp.failing_from_first_step, vec!["login".to_owned()]);
+        let knee = ramp
+            .knee_rate_per_sec
+            .expect("a bug does not hide the capacity");
+        assert!(knee > 150.0 && knee <= 200.0, "{knee}");
+        let first = &ramp.steps[0].operations[1];
+        assert!(
+            (0.2..0.3).contains(&(first.errors as f64 / first.requests as f64)),
+            "{first:?}"
+        );
+        assert!(
+            ramp.sentence
+                .contains("; failing from the first step: `login` (2")
+                && ramp.sentence.ends_with("% errors at 37.5 req/s)"),
+            "{}",
+            ramp.sentence
+        );
+    }
+
+    #[test]
+    fn keep_going_runs_every_step() {
+        let mut fake = FakeService::new(100.0);
+        let options = PlanOptions {
+            keep_going: true,
+            ..PlanOptions::default()
+        };
+        let (outcome, _) = plan(&config(""), &mut fake, &options);
+        let ramp = outcome.expect("runs").ramp;
+        let steps: Vec<&str> = ramp
+            .steps
+            .iter()
+            .filter(|s| s.kind == StepKind::Step)
+            .map(|s| s.phase.as_str())
+            .collect();
+        assert_eq!(steps, ["ramp-25%", "ramp-50%", "ramp-100%", "ramp-150%"]);
+        assert_eq!(
+            ramp.first_break.as_ref().map(|b| b.phase.as_str()),
+            Some("ramp-100%")
+        );
+        let knee = ramp.knee_rate_per_sec.expect("knee");
+        assert!(knee > 75.0 && knee <= 100.0, "{knee}");
+    }
+
+    #[test]
+    fn a_ramp_that_never_breaks_has_its_last_step_as_knee() {
+        let (outcome, _) = knee_of(10_000.0);
+        let ramp = &outcome.ramp;
+        assert_eq!(ramp.knee_rate_per_sec, Some(225.0));
+        assert_eq!(ramp.steps.len(), 4, "nothing to bisect");
+        insta::assert_snapshot!(ramp.sentence, @"held through 225 req/s, the highest step; nothing broke, so the knee lies above it");
+    }
+
+    #[test]
+    fn the_soak_runs_at_the_baseline_knee_when_given() {
+        let mut fake = FakeService::new(200.0);
+        fake.leak_bytes_per_sec = 64.0 * 1024.0;
+        let options = PlanOptions {
+            baseline_knee_sessions_per_sec: Some(50.0),
+            ..PlanOptions::default()
+        };
+        let (outcome, _) = plan(&config(""), &mut fake, &options);
+        let soak = outcome.expect("runs").soak.expect("soak ran");
+        assert_eq!(soak.capacity_from, CapacitySource::Baseline);
+        assert_eq!(soak.at_sessions_per_sec, 30.0);
+        assert_eq!(soak.offered_rate_per_sec, 45.0);
+        let spec = fake.specs.last().expect("soak spec");
+        assert_eq!(
+            (spec.name.as_str(), spec.duration),
+            ("soak", Duration::from_secs(20))
+        );
+        let rss = soak.slopes.rss_bytes_per_sec.expect("samples");
+        assert!(
+            rss.low > 0.0 && (rss.estimate / (64.0 * 1024.0) - 1.0).abs() < 0.25,
+            "{rss:?}"
+        );
+        assert!(soak.leak.is_some(), "64 KiB/s is past 2 MiB/min");
+        let p99 = soak.slopes.p99_seconds_per_sec.expect("windows");
+        assert!(p99.contains(0.0), "{p99:?}");
+    }
+
+    #[test]
+    fn the_soak_uses_this_runs_knee_without_a_baseline() {
+        let (outcome, _) = knee_of(200.0);
+        let soak = outcome.soak.expect("soak ran");
+        assert_eq!(soak.capacity_from, CapacitySource::ThisRun);
+        let knee = outcome.ramp.knee_sessions_per_sec.expect("knee");
+        assert!((soak.at_sessions_per_sec - 0.6 * knee).abs() < 1e-9);
+        assert_eq!(soak.leak, None);
+    }
+
+    #[test]
+    fn an_overloaded_step_is_aborted_and_kept() {
+        // A tight envelope: p99 above 500 ms for two windows stops the phase; 75 req/s against
+        // a capacity of 70 takes about 540 ms.
+        let cfg = config("[abort]\np99 = \"500ms\"\n");
+        let mut fake = FakeService::new(70.0);
+        let (outcome, _) = plan(&cfg, &mut fake, &PlanOptions::default());
+        let ramp = outcome.expect("runs").ramp;
+        let broke = ramp
+            .steps
+            .iter()
+            .find(|s| s.phase == "ramp-50%")
+            .expect("ran");
+        let reason = broke.aborted.as_deref().expect("aborted");
+        assert!(
+            reason.ends_with("in 2 consecutive windows (abort limits)"),
+            "{reason}"
+        );
+        assert!(broke.broke() && broke.operations[0].requests > 0);
+    }
+
+    #[test]
+    fn a_phase_that_cannot_run_keeps_what_ran_before() {
+        let mut fake = FakeService::new(200.0);
+        fake.fail_phase = Some("ramp-100%".into());
+        let (outcome, _) = plan(&config(""), &mut fake, &PlanOptions::default());
+        match outcome {
+            Err(PlanError::Phase { phase, partial, .. }) => {
+                assert_eq!(phase, "ramp-100%");
+                assert_eq!(partial.ramp.steps.len(), 2);
+                assert!(!partial.valid);
+            }
+            other => panic!("expected a phase error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sentence_and_step_table_read_well() {
+        let (outcome, _) = knee_of(200.0);
+        let ramp = &outcome.ramp;
+        insta::assert_snapshot!(ramp.sentence, @"held through 197 req/s; broke at 206 req/s: `home` p99 384 ms > 200 ms; `login` p99 384 ms > 200 ms");
+        insta::assert_snapshot!(render_step_table_for_test(ramp));
+    }
+
+    fn render_step_table_for_test(ramp: &RampOutcome) -> String {
+        super::super::ramp::render_step_table(ramp)
+    }
+
+    #[test]
+    fn step_names_trim_their_percentages() {
+        assert_eq!(step_name(0.25), "ramp-25%");
+        assert_eq!(step_name(0.125), "ramp-12.5%");
+        assert_eq!(step_name(1.5), "ramp-150%");
+    }
+
+    #[test]
+    fn outcome_round_trips_through_json() {
+        let (outcome, _) = knee_of(200.0);
+        let json = serde_json::to_string(&outcome).expect("serializes");
+        let back: PlanOutcome = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back.ramp.knee_rate_per_sec, outcome.ramp.knee_rate_per_sec);
+        assert_eq!(back.ramp.steps.len(), outcome.ramp.steps.len());
+        assert_eq!(back.soak.map(|s| s.slopes), outcome.soak.map(|s| s.slopes));
+    }
+}

@@ -22,7 +22,7 @@ fn run_demo(kind: &str, run_id: &str, out_dir: &std::path::Path) -> loadgate_tes
     LoadgateCommand::new([
         "run",
         "--profile",
-        "quick",
+        "e2e",
         "--target",
         kind,
         "--manifest-path",
@@ -43,40 +43,68 @@ fn run_demo(kind: &str, run_id: &str, out_dir: &std::path::Path) -> loadgate_tes
 fn assert_answered_and_grew(result: &serde_json::Value) {
     assert_matches_result_schema(result);
     assert_eq!(result["status"], "complete", "{result:#}");
-    let phase = &result["phases"][0];
-    let ok: u64 = phase["operations"]
-        .as_array()
-        .unwrap()
+    assert_eq!(result["valid"], true);
+    let phases = result["phases"].as_array().unwrap();
+    assert!(
+        phases.len() >= 2,
+        "the quick plan runs ramp steps and a soak"
+    );
+    // The demo's flow needs captures to work: the login token for /accounts, an account id for its
+    // transactions and transfers. Every answer of every phase must be correct, no session abandoned.
+    for phase in phases {
+        for op in phase["operations"].as_array().unwrap() {
+            let counters = &op["counters"];
+            assert_eq!(
+                counters["ok"], counters["sent"],
+                "{} {}: {counters}",
+                phase["name"], op["name"]
+            );
+        }
+        assert_eq!(
+            phase["counters"]["sessions_abandoned"], 0,
+            "{}",
+            phase["name"]
+        );
+    }
+    let ok: u64 = phases
         .iter()
+        .flat_map(|p| p["operations"].as_array().unwrap())
         .map(|op| op["counters"]["ok"].as_u64().unwrap())
         .sum();
     assert!(ok > 100, "only {ok} correct answers");
-    // The demo's flow needs captures to work: the login token for /accounts, an account id for its
-    // transactions and transfers. Every answer must be correct and no session abandoned.
-    for op in phase["operations"].as_array().unwrap() {
-        let counters = &op["counters"];
-        assert_eq!(counters["ok"], counters["sent"], "{}: {counters}", op["name"]);
-    }
-    let transfers = phase["operations"]
+    let soak = phases
+        .iter()
+        .find(|p| p["name"] == "soak")
+        .expect("a soak phase");
+    let transfers = soak["operations"]
         .as_array()
         .unwrap()
         .iter()
         .find(|op| op["name"] == "transfer")
         .expect("the demo workload has a transfer operation");
-    assert!(transfers["counters"]["ok"].as_u64().unwrap() > 0, "no transfer was made");
-    assert_eq!(phase["counters"]["sessions_abandoned"], 0);
+    assert!(
+        transfers["counters"]["ok"].as_u64().unwrap() > 0,
+        "no transfer was made"
+    );
+
     let samples = result["resources"].as_array().unwrap();
     assert!(samples.len() >= 4, "{} resource samples", samples.len());
     let first = samples.first().unwrap()["rss_bytes"].as_u64().unwrap();
     let last = samples.last().unwrap()["rss_bytes"].as_u64().unwrap();
     // Every request retains LEAK_BYTES; at least half of that must show in RSS.
-    let sent: u64 = phase["requests_total"].as_u64().unwrap();
+    let sent: u64 = phases
+        .iter()
+        .map(|p| p["requests_total"].as_u64().unwrap())
+        .sum();
     let expected = sent * LEAK_BYTES;
     assert!(
         last > first + expected / 2,
         "RSS grew {} bytes over {sent} requests leaking {LEAK_BYTES} each",
         last.saturating_sub(first)
     );
+    // The soak's RSS slope sees the leak: its whole interval lies above zero.
+    let rss_slope = &result["soak"]["slopes"]["rss_bytes_per_sec"];
+    assert!(rss_slope["low"].as_f64().unwrap() > 0.0, "{rss_slope}");
 }
 
 #[test]

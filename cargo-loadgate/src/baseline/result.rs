@@ -5,6 +5,7 @@
 
 use crate::config::LoadgateConfig;
 use crate::measure::PhaseMeasurement;
+use crate::plan::{RampOutcome, SoakOutcome};
 use crate::target::{ResourceSample, TargetExit, TargetInfo};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -40,7 +41,15 @@ pub struct RunResult {
     pub target: Option<TargetInfo>,
     /// How the target ended, once it has.
     pub target_exit: Option<TargetExit>,
-    /// The phases run so far, in order.
+    /// The capacity ramp: its steps so far while running, then its knee and sentence.
+    pub ramp: Option<RampOutcome>,
+    /// The soak sample with its slopes, once it ran.
+    pub soak: Option<SoakOutcome>,
+    /// Why the soak did not run, when it did not.
+    pub soak_skipped: Option<String>,
+    /// Whether every phase kept its schedule; `None` until the run is over.
+    pub valid: Option<bool>,
+    /// Every phase run so far, in order, with its full measurement.
     pub phases: Vec<PhaseRecord>,
     /// The target's resources, sampled once a second over the whole run.
     pub resources: Vec<ResourceSample>,

@@ -82,6 +82,9 @@ pub struct RunOpts {
     /// Where results are written [default: target/loadgate/ of the workspace].
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// Run every ramp step instead of stopping after the first that breaks.
+    #[arg(long)]
+    pub keep_going: bool,
 }
 
 /// `cargo loadgate check`.

@@ -6,16 +6,22 @@ use crate::baseline::{
     Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
     config_hash, write_json_atomic,
 };
+use crate::compare::SlopeEstimate;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadOpts, LoadgateConfig, TargetKind, TargetSource,
     WorkloadConfig, format_duration,
 };
 use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
 use crate::measure::{PhaseMeasurement, Progress};
-use crate::target::{BootEvent, BootRequest, RunningTarget, TargetError};
+use crate::plan::{
+    CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
+    PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_bytes_per_sec, format_rate,
+    render_step_table, run_plan,
+};
+use crate::target::{BootEvent, BootRequest, ResourceSampler, TargetError};
 use crate::workload::Schedule;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the target's resources are sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -172,45 +178,119 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         environment: Environment::detect(engine_version, generator_core, target_cpuset),
         target: Some(info),
         target_exit: None,
+        ramp: None,
+        soak: None,
+        soak_skipped: None,
+        valid: None,
         phases: Vec::new(),
         resources: Vec::new(),
     };
     write_result(&result_path, &result)?;
 
     let sampler = target.start_sampler(SAMPLE_EVERY);
-    let outcome = drive(&target, &config, generator_core).await;
+    let sampler_started = Instant::now();
+    let mut runner = GeneratorRunner {
+        base_url: target.base_url().to_owned(),
+        config: &config,
+        core: generator_core,
+        sampler: &sampler,
+        sampler_started,
+    };
+    let options = PlanOptions {
+        keep_going: opts.keep_going,
+        baseline_knee_sessions_per_sec: None,
+    };
+    let mut steps: Vec<StepRecord> = Vec::new();
+    let mut failing: Option<Vec<String>> = None;
+    let mut write_error: Option<RunError> = None;
+    let planned = {
+        let mut observe = |event: PlanEvent| {
+            match event {
+                PlanEvent::PhaseStarting {
+                    spec,
+                    offered_rate_per_sec,
+                } => eprintln!(
+                    "     Running {}: {:.1} sessions/s ≈ {} for {} after a {} warm-up",
+                    spec.name,
+                    spec.sessions_per_sec,
+                    format_rate(offered_rate_per_sec),
+                    format_duration(spec.duration),
+                    format_duration(spec.warmup)
+                ),
+                PlanEvent::StepDone {
+                    record,
+                    measurement,
+                } => {
+                    eprintln!("        {}", step_line(&record));
+                    if failing.is_none() {
+                        failing = Some(first_step_failures(&measurement, &config.slo));
+                    }
+                    steps.push((*record).clone());
+                    result.ramp = Some(RampOutcome::conclude(
+                        steps.clone(),
+                        failing.clone().unwrap_or_default(),
+                    ));
+                    result
+                        .phases
+                        .push(phase_record(&config.workload, *measurement));
+                }
+                PlanEvent::RampDone { outcome } => {
+                    eprintln!("        Ramp {}", outcome.sentence);
+                    result.ramp = Some(*outcome);
+                }
+                PlanEvent::SoakDone {
+                    outcome,
+                    measurement,
+                } => {
+                    result
+                        .phases
+                        .push(phase_record(&config.workload, *measurement));
+                    result.soak = Some(*outcome);
+                }
+                PlanEvent::SoakSkipped { reason } => {
+                    eprintln!("        Soak skipped: {reason}");
+                    result.soak_skipped = Some(reason);
+                }
+            }
+            result.resources = sampler.snapshot();
+            if let Err(e) = write_result(&result_path, &result) {
+                write_error.get_or_insert(e);
+            }
+        };
+        run_plan(&config, &mut runner, &options, &mut observe).await
+    };
     result.resources = sampler.stop().await;
     let alive = target.check_alive().await;
     let exit = target.shutdown().await;
     if let Ok(exit) = &exit {
         result.target_exit = Some(exit.clone());
     }
+    if let Some(e) = write_error {
+        return Err(e);
+    }
 
-    let measurement = match outcome {
-        Ok(m) => m,
-        Err(e) => {
+    let outcome = match planned {
+        Ok(outcome) => outcome,
+        Err(PlanError::Model(e)) => {
             write_result(&result_path, &result)?;
-            return Err(e);
+            return Err(RunError::Usage {
+                message: format!("the workload model is unusable: {e}"),
+            });
+        }
+        Err(PlanError::Phase {
+            phase,
+            partial,
+            source,
+        }) => {
+            result.ramp = Some(partial.ramp);
+            result.soak = partial.soak;
+            result.status = RunStatus::TargetFailed;
+            write_result(&result_path, &result)?;
+            let _ = phase;
+            return Err(source);
         }
     };
-    let schedule_hash = Schedule::new(
-        &config.workload,
-        measurement.sessions_per_sec,
-        measurement.warmup + measurement.measured,
-        measurement.seed,
-    )
-    .hash();
-    let valid = measurement.validity.is_valid();
-    let reasons: Vec<String> = measurement
-        .validity
-        .reasons
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    result.phases.push(PhaseRecord {
-        schedule_hash,
-        measurement,
-    });
+    result.valid = Some(outcome.valid);
     if let Err(crash) = alive {
         result.status = RunStatus::TargetFailed;
         write_result(&result_path, &result)?;
@@ -219,11 +299,26 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     result.status = RunStatus::Complete;
     write_result(&result_path, &result)?;
 
-    print!("{}", render_summary(&result, &config));
+    print!("{}", render_summary(&result, &outcome));
     println!("result: {}", result_path.display());
-    if valid {
+    if outcome.valid {
         Ok(ExitCode::PASS)
     } else {
+        let reasons: Vec<String> = result
+            .phases
+            .iter()
+            .filter(|p| !p.measurement.validity.is_valid())
+            .map(|p| {
+                let why: Vec<String> = p
+                    .measurement
+                    .validity
+                    .reasons
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                format!("{}: {}", p.measurement.name, why.join(", "))
+            })
+            .collect();
         eprintln!(
             "error: invalid run: the generator could not keep its schedule ({})",
             reasons.join("; ")
@@ -235,48 +330,83 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     }
 }
 
-/// Runs the phases against the ready target. Until the ramp lands (the phases issue) this is one
-/// steady phase at the workload's configured rate.
-async fn drive(
-    target: &RunningTarget,
-    config: &LoadgateConfig,
-    generator_core: Option<usize>,
-) -> Result<PhaseMeasurement, RunError> {
-    let duration = if config.soak.duration.is_zero() {
-        config.ramp.hold
-    } else {
-        config.soak.duration
-    };
-    let spec = PhaseSpec {
-        name: "steady".to_owned(),
-        sessions_per_sec: config.workload.sessions_per_sec,
-        duration,
-        warmup: config.ramp.warmup,
-        seed: config.workload.seed,
-    };
-    eprintln!(
-        "     Running phase `{}`: {} sessions/s for {} after a {} warm-up",
-        spec.name,
-        config.workload.sessions_per_sec,
-        format_duration(spec.duration),
-        format_duration(spec.warmup)
-    );
-    let slo_latency = config
-        .slo
-        .latency
-        .iter()
-        .map(|l| l.limit)
-        .max()
-        .unwrap_or(Duration::from_millis(200));
-    run_phase_on_generator_thread(
-        target.base_url().to_owned(),
-        config.workload.clone(),
-        config.generator.clone(),
-        slo_latency,
-        spec,
-        generator_core,
+/// Records a finished phase with the hash of the schedule it followed.
+fn phase_record(workload: &WorkloadConfig, measurement: PhaseMeasurement) -> PhaseRecord {
+    let schedule_hash = Schedule::new(
+        workload,
+        measurement.sessions_per_sec,
+        measurement.warmup + measurement.measured,
+        measurement.seed,
     )
-    .await
+    .hash();
+    PhaseRecord {
+        schedule_hash,
+        measurement,
+    }
+}
+
+/// One line per finished ramp step: offered and achieved rate, and whether it held and why not.
+fn step_line(record: &StepRecord) -> String {
+    let verdict = if !record.valid {
+        format!("INVALID ({})", record.invalid_reasons.join("; "))
+    } else if record.held.holds {
+        "held".to_owned()
+    } else {
+        format!("broke: {}", record.held.reasons.join("; "))
+    };
+    format!(
+        "{}: offered {}, achieved {}: {verdict}",
+        record.phase,
+        format_rate(record.offered_rate_per_sec),
+        format_rate(record.achieved_rate_per_sec)
+    )
+}
+
+/// Runs the plan's phases on the generator thread and hands each the target's resource samples of
+/// its measured part.
+struct GeneratorRunner<'a> {
+    base_url: String,
+    config: &'a LoadgateConfig,
+    core: Option<usize>,
+    sampler: &'a ResourceSampler,
+    sampler_started: Instant,
+}
+
+impl PhaseRunner for GeneratorRunner<'_> {
+    type Error = RunError;
+
+    async fn run(&mut self, spec: PhaseSpec, on_window: OnWindow) -> Result<PhaseRun, RunError> {
+        let from = self.sampler_started.elapsed().as_secs_f64() + spec.warmup.as_secs_f64();
+        let slo_latency = self
+            .config
+            .slo
+            .latency
+            .iter()
+            .map(|l| l.limit)
+            .max()
+            .unwrap_or(Duration::from_millis(200));
+        let measurement = run_phase_on_generator_thread(
+            self.base_url.clone(),
+            self.config.workload.clone(),
+            self.config.generator.clone(),
+            slo_latency,
+            spec,
+            self.core,
+            on_window,
+        )
+        .await?;
+        let to = self.sampler_started.elapsed().as_secs_f64();
+        let resources = self
+            .sampler
+            .snapshot()
+            .into_iter()
+            .filter(|s| s.elapsed_s >= from && s.elapsed_s <= to)
+            .collect();
+        Ok(PhaseRun {
+            measurement,
+            resources,
+        })
+    }
 }
 
 /// Runs one phase on a thread of its own with a current-thread runtime, pinned to the generator's
@@ -289,6 +419,7 @@ pub async fn run_phase_on_generator_thread(
     slo_latency: Duration,
     spec: PhaseSpec,
     core: Option<usize>,
+    on_window: OnWindow,
 ) -> Result<PhaseMeasurement, RunError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let phase = spec.name.clone();
@@ -312,7 +443,7 @@ pub async fn run_phase_on_generator_thread(
             let progress = |p: &Progress| print_progress(p);
             let hooks = PhaseHooks {
                 progress: &progress,
-                ..PhaseHooks::default()
+                on_window: &*on_window,
             };
             let outcome = runtime.block_on(crate::engine::run_phase(
                 &base_url,
@@ -427,84 +558,114 @@ fn print_progress(p: &Progress) {
     );
 }
 
-/// The summary printed at the end of a run: per phase and operation, the percentiles measured from
-/// the intended send time, then the generator's health and the target's resources.
-pub fn render_summary(result: &RunResult, config: &LoadgateConfig) -> String {
+/// The summary printed at the end of a run: the ramp's step table and sentence, the soak's
+/// percentiles per operation (from the intended send time) and its slopes, and the generator's health.
+pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
     let mut out = String::new();
-    for phase in &result.phases {
-        let summary = phase.measurement.summary();
+    out.push('\n');
+    out.push_str(&render_step_table(&outcome.ramp));
+    out.push_str(&format!("ramp: {}\n", outcome.ramp.sentence));
+    if let Some(soak) = &outcome.soak {
         out.push_str(&format!(
-            "\nphase {}: offered {} sessions/s, measured {} (latency from the intended send time, ms)\n",
-            summary.name,
-            phase.measurement.sessions_per_sec,
-            format_duration(phase.measurement.measured)
+            "\nsoak at {:.0}% of {} capacity: offered {} req/s, achieved {} req/s over {} windows\n",
+            if soak.capacity_sessions_per_sec > 0.0 {
+                soak.at_sessions_per_sec / soak.capacity_sessions_per_sec * 100.0
+            } else {
+                0.0
+            },
+            match soak.capacity_from {
+                CapacitySource::Baseline => "the baseline's",
+                CapacitySource::ThisRun => "this run's",
+            },
+            format_rate(soak.offered_rate_per_sec),
+            format_rate(soak.achieved_rate_per_sec),
+            soak.windows
         ));
-        let rows: Vec<Vec<String>> = summary
-            .operations
+        if let Some(phase) = result
+            .phases
             .iter()
-            .chain(std::iter::once(&summary.total))
-            .map(|op| {
-                vec![
-                    op.name.clone(),
-                    op.requests.to_string(),
-                    op.errors.to_string(),
-                    ms(op.p50),
-                    ms(op.p90),
-                    ms(op.p99),
-                    ms(op.p999),
-                    ms(op.max),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "operation",
-                "requests",
-                "errors",
-                "p50",
-                "p90",
-                "p99",
-                "p99.9",
-                "max",
-            ],
-            &rows,
-        ));
-        out.push_str(&format!(
-            "achieved {:.1} req/s; goodput {} of {} within {}; pacing lag p99 {} ms, max {} ms; dropped {} ({:.2}%){}\n",
-            summary.achieved_rate_per_sec,
-            summary.total.goodput,
-            summary.total.requests,
-            config
-                .slo
-                .latency
+            .find(|p| p.measurement.name == soak.phase)
+        {
+            let summary = phase.measurement.summary();
+            let rows: Vec<Vec<String>> = summary
+                .operations
                 .iter()
-                .map(|l| format_duration(l.limit))
-                .max()
-                .unwrap_or_default(),
-            ms(summary.lag_p99),
-            ms(summary.lag_max),
-            summary.dropped,
-            summary.drop_rate * 100.0,
-            summary
-                .cpu_us_per_request
-                .map(|us| format!("; generator {us:.1} µs CPU per request"))
-                .unwrap_or_default()
-        ));
-        if !summary.valid {
-            out.push_str("INVALID: the generator did not keep its schedule\n");
+                .chain(std::iter::once(&summary.total))
+                .map(|op| {
+                    vec![
+                        op.name.clone(),
+                        op.requests.to_string(),
+                        op.errors.to_string(),
+                        ms(op.p50),
+                        ms(op.p90),
+                        ms(op.p99),
+                        ms(op.p999),
+                        ms(op.max),
+                    ]
+                })
+                .collect();
+            out.push_str(&table(
+                &[
+                    "operation",
+                    "requests",
+                    "errors",
+                    "p50 ms",
+                    "p90 ms",
+                    "p99 ms",
+                    "p99.9 ms",
+                    "max ms",
+                ],
+                &rows,
+            ));
+            out.push_str(&format!(
+                "goodput {} of {}; pacing lag p99 {} ms, max {} ms; dropped {} ({:.2}%){}\n",
+                summary.total.goodput,
+                summary.total.requests,
+                ms(summary.lag_p99),
+                ms(summary.lag_max),
+                summary.dropped,
+                summary.drop_rate * 100.0,
+                summary
+                    .cpu_us_per_request
+                    .map(|us| format!("; generator {us:.1} µs CPU per request"))
+                    .unwrap_or_default()
+            ));
         }
-    }
-    if let (Some(first), Some(last)) = (result.resources.first(), result.resources.last()) {
-        out.push_str(&format!(
-            "target resources over {:.0}s: RSS {:.1} → {:.1} MiB, CPU {:.2}s, threads {}, fds {}\n",
-            last.elapsed_s - first.elapsed_s,
-            first.rss_bytes as f64 / 1048576.0,
-            last.rss_bytes as f64 / 1048576.0,
-            last.cpu_seconds - first.cpu_seconds,
-            last.threads,
-            last.fds
+        let slope =
+            |name: &str, value: Option<&SlopeEstimate>, fmt: &dyn Fn(f64) -> String| match value {
+                Some(v) => format!(
+                    "  {name:<8} {} per s (95% interval {} to {})\n",
+                    fmt(v.estimate),
+                    fmt(v.low),
+                    fmt(v.high)
+                ),
+                None => format!("  {name:<8} too few points for a slope\n"),
+            };
+        out.push_str("slopes over the soak:\n");
+        out.push_str(&slope(
+            "RSS",
+            soak.slopes.rss_bytes_per_sec.as_ref(),
+            &|v| format_bytes_per_sec(v).trim_end_matches("/s").to_owned(),
         ));
+        out.push_str(&slope(
+            "p99",
+            soak.slopes.p99_seconds_per_sec.as_ref(),
+            &|v| format!("{:.3} ms", v * 1e3),
+        ));
+        out.push_str(&slope(
+            "threads",
+            soak.slopes.threads_per_sec.as_ref(),
+            &|v| format!("{v:.3}"),
+        ));
+        out.push_str(&slope("fds", soak.slopes.fds_per_sec.as_ref(), &|v| {
+            format!("{v:.3}")
+        }));
+        if let Some(leak) = &soak.leak {
+            out.push_str(&format!("LEAK: {leak}\n"));
+        }
+    } else if let Some(reason) = &outcome.soak_skipped {
+        out.push_str(&format!("soak skipped: {reason}\n"));
     }
     out
 }

@@ -54,9 +54,13 @@ pub struct StepRecord {
     pub fraction: f64,
     /// The offered session arrival rate.
     pub sessions_per_sec: f64,
-    /// The offered request rate the session rate implies (the user model's requests per
-    /// session × sessions per second).
+    /// The request rate actually offered in the measured part: requests that came due (sent or
+    /// dropped) per second. Sessions accumulate over their length, so a short step offers less
+    /// than the model's steady state; the knee is stated in this measured rate, never the model's.
     pub offered_rate_per_sec: f64,
+    /// The steady-state request rate the session rate implies (the user model's requests per
+    /// session × sessions per second).
+    pub model_rate_per_sec: f64,
     /// Requests sent per second of measured time.
     pub achieved_rate_per_sec: f64,
     /// The SLO's judgement; an invalid or aborted step never holds.
@@ -100,7 +104,12 @@ impl StepRecord {
             kind,
             fraction,
             sessions_per_sec: m.sessions_per_sec,
-            offered_rate_per_sec: m.sessions_per_sec * requests_per_session,
+            offered_rate_per_sec: if m.measured.is_zero() {
+                0.0
+            } else {
+                m.counters.arrivals as f64 / m.measured.as_secs_f64()
+            },
+            model_rate_per_sec: m.sessions_per_sec * requests_per_session,
             achieved_rate_per_sec: summary.achieved_rate_per_sec,
             held: judgement,
             valid,

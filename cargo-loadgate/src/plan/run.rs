@@ -292,7 +292,12 @@ impl<R: PhaseRunner> Driver<'_, R> {
             capacity_sessions_per_sec: capacity,
             capacity_from,
             at_sessions_per_sec: at,
-            offered_rate_per_sec: at * self.requests_per_session,
+            offered_rate_per_sec: if m.measured.is_zero() {
+                0.0
+            } else {
+                m.counters.arrivals as f64 / m.measured.as_secs_f64()
+            },
+            model_rate_per_sec: at * self.requests_per_session,
             achieved_rate_per_sec: m.summary().achieved_rate_per_sec,
             leak: leak_finding(&slopes, &self.config.gate),
             slopes,

@@ -42,8 +42,12 @@ pub struct SoakOutcome {
     pub capacity_from: CapacitySource,
     /// The offered session rate: `soak.at` × capacity.
     pub at_sessions_per_sec: f64,
-    /// The offered request rate that session rate implies.
+    /// The request rate actually offered in the measured part: requests that came due (sent or
+    /// dropped) per second.
     pub offered_rate_per_sec: f64,
+    /// The steady-state request rate the session rate implies (the model's requests per session ×
+    /// sessions per second); the measured `offered_rate_per_sec` approaches it as sessions accumulate.
+    pub model_rate_per_sec: f64,
     /// Requests sent per second of measured time.
     pub achieved_rate_per_sec: f64,
     /// The slopes over the measured part.

@@ -217,6 +217,14 @@ impl ResourceSampler {
         }
     }
 
+    /// Every sample taken so far, oldest first; sampling goes on.
+    pub fn snapshot(&self) -> Vec<ResourceSample> {
+        self.samples
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The most recent sample, if any was taken yet.
     pub fn latest(&self) -> Option<ResourceSample> {
         self.samples

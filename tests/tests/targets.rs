@@ -186,7 +186,8 @@ fn signal_mid_run(kind: &str, signal: Signal, expected: i32) {
                 if let Some(rest) = line.split("(pid ").nth(1) {
                     pid = rest.trim_end_matches(')').parse::<i32>().ok();
                 }
-                let sending = line.contains(" sent, ");
+                // A finished ramp step prints `ramp-10%: offered …`; by then result.json holds it.
+                let sending = line.contains("ramp-") && line.contains(": offered");
                 seen.push(line);
                 if sending {
                     break true;
@@ -197,7 +198,7 @@ fn signal_mid_run(kind: &str, signal: Signal, expected: i32) {
     };
     assert!(
         started,
-        "the run never started sending:\n{}",
+        "the run never finished a step:\n{}",
         seen.join("\n")
     );
     let pid = pid.unwrap_or_else(|| panic!("no target pid printed:\n{}", seen.join("\n")));
@@ -228,6 +229,12 @@ fn signal_mid_run(kind: &str, signal: Signal, expected: i32) {
     );
     let left = containers_with_label(&format!("loadgate.run={run_id}"));
     assert!(left.is_empty(), "containers left after {signal}: {left:?}");
+    // What was measured before the signal is kept: a valid result with the finished steps.
+    let result = read_result(dir.path());
+    assert_matches_result_schema(&result);
+    assert_eq!(result["status"], "running");
+    assert!(!result["phases"].as_array().unwrap().is_empty());
+    assert!(!result["ramp"]["steps"].as_array().unwrap().is_empty());
 }
 
 #[test]

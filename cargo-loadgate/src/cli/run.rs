@@ -205,6 +205,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let mut write_error: Option<RunError> = None;
     let planned = {
         let mut observe = |event: PlanEvent| {
+            let mut announce: Option<String> = None;
             match event {
                 PlanEvent::PhaseStarting {
                     spec,
@@ -221,7 +222,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                     record,
                     measurement,
                 } => {
-                    eprintln!("        {}", step_line(&record));
+                    announce = Some(format!("        {}", step_line(&record)));
                     if failing.is_none() {
                         failing = Some(first_step_failures(&measurement, &config.slo));
                     }
@@ -235,7 +236,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                         .push(phase_record(&config.workload, *measurement));
                 }
                 PlanEvent::RampDone { outcome } => {
-                    eprintln!("        Ramp {}", outcome.sentence);
+                    announce = Some(format!("        Ramp {}", outcome.sentence));
                     result.ramp = Some(*outcome);
                 }
                 PlanEvent::SoakDone {
@@ -255,6 +256,10 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
             result.resources = sampler.snapshot();
             if let Err(e) = write_result(&result_path, &result) {
                 write_error.get_or_insert(e);
+            }
+            // Printed only once the result on disk holds what the line reports.
+            if let Some(line) = announce {
+                eprintln!("{line}");
             }
         };
         run_plan(&config, &mut runner, &options, &mut observe).await

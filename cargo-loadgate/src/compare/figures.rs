@@ -2,6 +2,7 @@
 //! stored in a baseline): the phase measured at the comparison's load point, the knee bracket,
 //! the soak's RSS series and the calibration figure.
 
+use super::slope::{DEFAULT_CONFIDENCE, SlopeEstimate};
 use crate::baseline::RunResult;
 use crate::measure::PhaseMeasurement;
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,9 @@ use serde_json::Value;
 /// The phase names searched, in order, for the phase measured at the comparison's load point
 /// when none is named: the soak, then the single steady phase of runs without a ramp.
 pub const COMPARED_PHASES: [&str; 2] = ["soak", "steady"];
+
+/// The confidence of the soak's stored slope intervals (the plan uses the slope defaults).
+pub const RSS_SLOPE_CONFIDENCE: f64 = DEFAULT_CONFIDENCE;
 
 /// The capacity found by the ramp: the knee lies between the last offered load that held the SLO
 /// and the first that broke it.
@@ -30,8 +34,12 @@ pub struct RunFigures {
     pub phase: Option<PhaseMeasurement>,
     /// The knee bracket, when the run had a ramp.
     pub knee: Option<KneeBracket>,
-    /// The target's RSS over the compared phase: (seconds, bytes), in time order.
+    /// The target's RSS over the compared phase: (seconds, bytes), in time order. Used when
+    /// `rss_slope` is absent.
     pub rss: Vec<(f64, f64)>,
+    /// The soak's RSS slope in bytes per second with its interval at
+    /// [`RSS_SLOPE_CONFIDENCE`], as the plan computed it over exactly the soak's samples.
+    pub rss_slope: Option<SlopeEstimate>,
     /// The calibration figure (a fixed reference load's throughput on this machine), when measured.
     pub calibration: Option<f64>,
 }
@@ -48,9 +56,9 @@ pub enum FiguresError {
         #[source]
         source: serde_json::Error,
     },
-    /// The knee is present but not readable.
-    #[error("the knee of the result is not readable")]
-    Knee(#[source] serde_json::Error),
+    /// The soak's RSS slope is present but not readable.
+    #[error("the soak's RSS slope in the result is not readable")]
+    Slope(#[source] serde_json::Error),
     /// The typed result could not be turned into JSON.
     #[error("the result could not be serialized")]
     Serialize(#[source] serde_json::Error),
@@ -63,20 +71,26 @@ impl RunFigures {
         Self::from_json(&value, phase)
     }
 
-    /// Reads the figures of a run result in its JSON form. The compared phase is the one named
-    /// `phase`, else the first of [`COMPARED_PHASES`] present, else the last phase.
+    /// Reads the figures of a run result in its JSON form.
     ///
-    /// The RSS series is the resource samples of the last `measured` seconds of the run when the
-    /// compared phase is the run's last phase (the soak ends a run; samples carry no phase), and
-    /// empty otherwise. The knee is read from `knee` and the calibration from `calibration`
-    /// (a number, or an object with a `figure`), both optional.
+    /// The compared phase is the one named `phase`, else the one `soak.phase` names, else the
+    /// first of [`COMPARED_PHASES`] present, else the last phase. The knee bracket is
+    /// `ramp.knee_sessions_per_sec` (last held) and `ramp.lowest_break.sessions_per_sec` (first
+    /// broke). The RSS slope is `soak.slopes.rss_bytes_per_sec`; the raw RSS series is the
+    /// resource samples of the last `measured` seconds of the run when the compared phase is the
+    /// run's last phase (samples carry no phase), and empty otherwise. The calibration is read
+    /// from `calibration` (a number, or an object with a `figure`) when present.
     pub fn from_json(result: &Value, phase: Option<&str>) -> Result<Self, FiguresError> {
-        let phases = result["phases"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let phases = result["phases"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let names: Vec<&str> = phases
             .iter()
             .map(|p| p["name"].as_str().unwrap_or(""))
             .collect();
-        let index = match phase {
+        let soak_phase = result["soak"]["phase"].as_str();
+        let index = match phase.or(soak_phase) {
             Some(wanted) => names.iter().position(|n| *n == wanted),
             None => COMPARED_PHASES
                 .iter()
@@ -105,9 +119,14 @@ impl RunFigures {
             }
             _ => rss.clear(),
         }
-        let knee = match &result["knee"] {
+        let ramp = &result["ramp"];
+        let knee = (!ramp.is_null()).then(|| KneeBracket {
+            last_held_sessions_per_sec: ramp["knee_sessions_per_sec"].as_f64(),
+            first_broke_sessions_per_sec: ramp["lowest_break"]["sessions_per_sec"].as_f64(),
+        });
+        let rss_slope = match &result["soak"]["slopes"]["rss_bytes_per_sec"] {
             Value::Null => None,
-            k => Some(KneeBracket::deserialize(k).map_err(FiguresError::Knee)?),
+            v => Some(SlopeEstimate::deserialize(v).map_err(FiguresError::Slope)?),
         };
         let calibration = result["calibration"]
             .as_f64()
@@ -118,6 +137,7 @@ impl RunFigures {
             phase: measurement,
             knee,
             rss,
+            rss_slope,
             calibration,
         })
     }
@@ -161,7 +181,8 @@ mod tests {
             "phases": [phase("ramp-1"), phase("soak")],
             "resources": (0..10).map(|i| json!({"elapsed_s": f64::from(i), "rss_bytes": 1000 * i}))
                 .collect::<Vec<_>>(),
-            "knee": {"last_held_sessions_per_sec": 40.0, "first_broke_sessions_per_sec": 50.0},
+            "ramp": {"knee_sessions_per_sec": 40.0, "lowest_break": {"sessions_per_sec": 50.0}},
+            "soak": {"phase": "soak", "slopes": {"rss_bytes_per_sec": {"estimate": 1.0, "low": 0.5, "high": 1.5}}},
             "calibration": {"figure": 1234.5},
         });
         let f = RunFigures::from_json(&result, None).unwrap();
@@ -170,7 +191,14 @@ mod tests {
         // The soak measured 3 s and ended the run: samples from 6 s to 9 s.
         assert_eq!(f.rss.first(), Some(&(6.0, 6000.0)));
         assert_eq!(f.rss.len(), 4);
-        assert_eq!(f.knee.unwrap().first_broke_sessions_per_sec, Some(50.0));
+        assert_eq!(
+            f.knee,
+            Some(KneeBracket {
+                last_held_sessions_per_sec: Some(40.0),
+                first_broke_sessions_per_sec: Some(50.0)
+            })
+        );
+        assert_eq!(f.rss_slope.map(|s| s.high), Some(1.5));
         assert_eq!(f.calibration, Some(1234.5));
     }
 
@@ -184,6 +212,7 @@ mod tests {
         assert_eq!(f.phase.as_ref().unwrap().name, "steady");
         assert!(f.rss.is_empty());
         assert_eq!((f.knee, f.calibration, f.commit), (None, None, None));
+        assert_eq!(f.rss_slope, None);
         let none = RunFigures::from_json(&result, Some("soak")).unwrap();
         assert!(none.phase.is_none());
         let bad = json!({"phases": [{"name": "soak"}]});

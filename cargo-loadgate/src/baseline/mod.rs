@@ -25,6 +25,6 @@ pub use notes::{MAX_SAVE_ATTEMPTS, NotesStore};
 pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};
 
 pub use result::{
-    Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
-    config_hash, hex_sha256, write_json_atomic,
+    BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
+    ToolInfo, config_hash, hex_sha256, write_json_atomic,
 };

@@ -3,6 +3,7 @@
 //! It is written to the out-dir after every phase (atomically), so an interrupted run keeps what it
 //! measured. Its schema is checked in at `docs/schema/run-result-v1.json` and validated in tests.
 
+use crate::compare::{Comparison, Verdict};
 use crate::config::LoadgateConfig;
 use crate::measure::PhaseMeasurement;
 use crate::plan::{RampOutcome, SoakOutcome};
@@ -49,10 +50,27 @@ pub struct RunResult {
     pub soak_skipped: Option<String>,
     /// Whether every phase kept its schedule; `None` until the run is over.
     pub valid: Option<bool>,
+    /// The stored run this one was compared with, when one matched.
+    pub baseline: Option<BaselineRef>,
+    /// The comparison with the baseline, metric by metric.
+    pub comparison: Option<Comparison>,
+    /// The decision: pass, regression, inconclusive or no baseline, with the rule that fired.
+    pub verdict: Option<Verdict>,
     /// Every phase run so far, in order, with its full measurement.
     pub phases: Vec<PhaseRecord>,
     /// The target's resources, sampled once a second over the whole run.
     pub resources: Vec<ResourceSample>,
+}
+
+/// The baseline a run was compared with.
+#[derive(Clone, Debug, Serialize)]
+pub struct BaselineRef {
+    /// The commit whose stored result is the baseline.
+    pub commit: String,
+    /// First-parent steps from the merge-base to it.
+    pub distance: usize,
+    /// Where it was found.
+    pub store: String,
 }
 
 /// One phase of the run with the hash of the schedule it followed.

@@ -6,6 +6,7 @@ mod attack;
 mod check;
 mod clean;
 mod exit;
+mod gate;
 mod opts;
 mod render;
 mod run;

@@ -85,6 +85,26 @@ pub struct RunOpts {
     /// Run every ramp step instead of stopping after the first that breaks.
     #[arg(long)]
     pub keep_going: bool,
+    /// Where baselines are kept: `notes` (git notes under refs/notes/loadgate), `notes:REF`, or
+    /// `dir:PATH`.
+    #[arg(long, value_name = "STORE", default_value = "notes")]
+    pub baseline_store: String,
+    /// The branch the change will merge into; the baseline is searched from the merge-base with it
+    /// [default: origin/HEAD, else main].
+    #[arg(long, value_name = "REF")]
+    pub base_ref: Option<String>,
+    /// Store this run as the baseline of HEAD (on release branches).
+    #[arg(long)]
+    pub save_baseline: bool,
+    /// Allow `--save-baseline` from a work tree with uncommitted changes.
+    #[arg(long, requires = "save_baseline")]
+    pub allow_dirty: bool,
+    /// Exit 12 when no baseline matches this run.
+    #[arg(long)]
+    pub require_baseline: bool,
+    /// Exit 11 when the comparison cannot decide.
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
 }
 
 /// `cargo loadgate check`.

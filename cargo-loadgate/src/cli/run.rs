@@ -1,10 +1,11 @@
 //! `cargo loadgate run`: find the config, boot the target, drive the workload, sample resources,
 //! write the result after every phase, tear the target down on every path.
 
+use super::gate::{self, Baseline, GateOptions};
 use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::table};
 use crate::baseline::{
-    Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
-    config_hash, write_json_atomic,
+    BaselineError, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
+    ToolInfo, config_hash, fingerprint, short, write_json_atomic,
 };
 use crate::compare::SlopeEstimate;
 use crate::config::{
@@ -53,6 +54,9 @@ pub enum RunError {
         #[source]
         source: EngineError,
     },
+    /// The baseline could not be searched (with `--require-baseline`) or stored.
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
     /// The result could not be written.
     #[error("failed to write the result to {}", path.display())]
     Write {
@@ -70,6 +74,7 @@ impl RunError {
         match self {
             RunError::Config(_) | RunError::Usage { .. } => ExitCode::USAGE,
             RunError::Target(e) => e.exit_code(),
+            RunError::Baseline(e) => e.exit_code(),
             RunError::Engine {
                 source: EngineError::InvalidUrl { .. },
                 ..
@@ -82,6 +87,7 @@ impl RunError {
     pub fn hint(&self) -> Option<String> {
         match self {
             RunError::Target(e) => e.hint(),
+            RunError::Baseline(e) => e.hint(),
             _ => None,
         }
     }
@@ -182,10 +188,55 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         soak: None,
         soak_skipped: None,
         valid: None,
+        baseline: None,
+        comparison: None,
+        verdict: None,
         phases: Vec::new(),
         resources: Vec::new(),
     };
     write_result(&result_path, &result)?;
+
+    let gate_options = GateOptions {
+        store: opts.baseline_store.clone(),
+        base_ref: opts.base_ref.clone(),
+        allow_dirty: opts.allow_dirty,
+        require_baseline: opts.require_baseline,
+    };
+    let repo = result.git.as_ref().map(|_| git_dir.clone());
+    let head = result.git.as_ref().map(|g| g.commit.clone());
+    let fp = fingerprint(
+        &result.environment,
+        result.target.as_ref(),
+        env!("CARGO_PKG_VERSION"),
+    );
+    let baseline = match gate::find(
+        repo.as_deref(),
+        head.as_deref(),
+        &gate_options,
+        &result.config_hash,
+        fp,
+    ) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = target.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    match &baseline {
+        Baseline::Found { reference, .. } => {
+            eprintln!(
+                "    Baseline {} ({} step(s) from the merge-base, {})",
+                short(&reference.commit),
+                reference.distance,
+                reference.store
+            );
+            result.baseline = Some(reference.clone());
+        }
+        Baseline::Missing { explanations } => eprintln!(
+            "    Baseline none: {}",
+            explanations.first().map(String::as_str).unwrap_or("")
+        ),
+    }
 
     let sampler = target.start_sampler(SAMPLE_EVERY);
     let sampler_started = Instant::now();
@@ -198,7 +249,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     };
     let options = PlanOptions {
         keep_going: opts.keep_going,
-        baseline_knee_sessions_per_sec: None,
+        baseline_knee_sessions_per_sec: baseline.knee_sessions_per_sec(),
     };
     let mut steps: Vec<StepRecord> = Vec::new();
     let mut failing: Option<Vec<String>> = None;
@@ -302,12 +353,33 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         return Err(crash.into());
     }
     result.status = RunStatus::Complete;
+    let (comparison, verdict) = gate::decide(&baseline, &result, &config.gate);
+    result.comparison = comparison;
+    result.verdict = Some(verdict.clone());
     write_result(&result_path, &result)?;
 
     print!("{}", render_summary(&result, &outcome));
+    print!(
+        "{}",
+        gate::render_verdict(&baseline, result.comparison.as_ref(), &verdict)
+    );
     println!("result: {}", result_path.display());
+    if opts.save_baseline {
+        match (&repo, outcome.valid) {
+            (Some(repo), true) => {
+                let saved = gate::save(repo, &gate_options, &result)?;
+                eprintln!("       Saved baseline in {saved}");
+            }
+            (None, _) => {
+                return Err(RunError::Usage {
+                    message: "--save-baseline needs a git repository with a commit\nhint: commit the package first".to_owned(),
+                });
+            }
+            (_, false) => eprintln!("     Warning not saving an invalid run as a baseline"),
+        }
+    }
     if outcome.valid {
-        Ok(ExitCode::PASS)
+        Ok(verdict.exit_code(opts.fail_on_inconclusive, opts.require_baseline))
     } else {
         let reasons: Vec<String> = result
             .phases

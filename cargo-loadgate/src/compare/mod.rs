@@ -13,7 +13,8 @@ pub use figures::{COMPARED_PHASES, FiguresError, KneeBracket, RSS_SLOPE_CONFIDEN
 pub use verdict::{
     CALIBRATION_TOLERANCE, CompareOptions, Comparison, DEFAULT_ALPHA, DETECTION_POWER,
     LOAD_TOLERANCE, MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS, Metric, MetricComparison,
-    Outcome, Scale, Verdict, VerdictOutcome, compare, compare_with, format_change, metric_name,
+    Outcome, Scale, Verdict, VerdictOutcome, compare, compare_with, format_change,
+    format_threshold, metric_name,
 };
 
 pub use slope::{

@@ -836,7 +836,8 @@ pub fn format_change(m: &MetricComparison, value: Option<f64>) -> String {
     }
 }
 
-fn format_threshold(m: &MetricComparison) -> String {
+/// The metric's threshold on its own scale, for people: `+10.0%`, `0.50 pp`, `2.00 MiB/min`.
+pub fn format_threshold(m: &MetricComparison) -> String {
     match m.metric {
         Metric::ErrorRate => format!("{:.2} pp", m.threshold * 100.0),
         Metric::RssSlope => format!("{:.2} MiB/min", m.threshold * 60.0 / (1024.0 * 1024.0)),

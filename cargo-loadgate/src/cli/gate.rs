@@ -1,0 +1,234 @@
+//! The gate around a run: find the baseline of the commit the branch started from before the plan
+//! runs (so the soak runs at the baseline's load point), compare and decide after it, and store the
+//! run as a baseline when asked.
+
+use super::render::table;
+use crate::baseline::{
+    BaselineError, BaselineRef, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, RunResult, StoreSpec,
+    StoredEntry, Wanted, lookup, short,
+};
+use crate::compare::{
+    Comparison, Outcome, RunFigures, Verdict, VerdictOutcome, compare, format_change,
+    format_threshold, metric_name,
+};
+use crate::config::GateConfig;
+use std::path::Path;
+
+/// Where the gate's options come from (a part of `RunOpts`).
+#[derive(Clone, Debug)]
+pub struct GateOptions {
+    /// `--baseline-store`: `notes`, `notes:REF` or `dir:PATH`.
+    pub store: String,
+    /// `--base-ref`: the branch the pull request targets.
+    pub base_ref: Option<String>,
+    /// `--allow-dirty`.
+    pub allow_dirty: bool,
+    /// `--require-baseline`.
+    pub require_baseline: bool,
+}
+
+/// What the lookup found before the run.
+pub enum Baseline {
+    /// A stored result that matches this run's config and environment.
+    Found {
+        /// Where it is.
+        reference: BaselineRef,
+        /// What was stored.
+        entry: Box<StoredEntry>,
+    },
+    /// None: each line says why a candidate was passed over, or why no search was possible.
+    Missing {
+        /// The explanations, for the verdict and for people.
+        explanations: Vec<String>,
+    },
+}
+
+impl Baseline {
+    /// The knee of the baseline in sessions per second, where the head's soak should run.
+    pub fn knee_sessions_per_sec(&self) -> Option<f64> {
+        match self {
+            Baseline::Found { entry, .. } => entry.result["ramp"]["knee_sessions_per_sec"].as_f64(),
+            Baseline::Missing { .. } => None,
+        }
+    }
+}
+
+/// Looks for the baseline of `head` in the configured store. A failing search is an error only
+/// when a baseline is required; otherwise it becomes the explanation of a missing baseline.
+pub fn find(
+    repo: Option<&Path>,
+    head: Option<&str>,
+    options: &GateOptions,
+    config_hash: &str,
+    fingerprint: Fingerprint,
+) -> Result<Baseline, BaselineError> {
+    let (Some(repo), Some(head)) = (repo, head) else {
+        return Ok(Baseline::Missing {
+            explanations: vec!["the package is not in a git repository with a commit".to_owned()],
+        });
+    };
+    let spec = StoreSpec::parse(&options.store)?;
+    let store = spec.open(repo);
+    let wanted = Wanted {
+        config_hash: config_hash.to_owned(),
+        fingerprint,
+        schedule_hash: None,
+    };
+    let found = lookup(
+        repo,
+        head,
+        options.base_ref.as_deref(),
+        DEFAULT_SEARCH_LIMIT,
+        store.as_ref(),
+        &wanted,
+    );
+    match found {
+        Ok(Lookup::Found {
+            commit,
+            distance,
+            entry,
+            ..
+        }) => Ok(Baseline::Found {
+            reference: BaselineRef {
+                commit,
+                distance,
+                store: store.describe(),
+            },
+            entry,
+        }),
+        Ok(Lookup::NotFound {
+            merge_base,
+            searched,
+        }) => {
+            let mut explanations = vec![format!(
+                "searched {} commit(s) from the merge-base {} in {}",
+                searched.len(),
+                short(&merge_base),
+                store.describe()
+            )];
+            explanations.extend(searched.iter().map(ToString::to_string));
+            Ok(Baseline::Missing { explanations })
+        }
+        Err(e) if options.require_baseline => Err(e),
+        Err(e) => Ok(Baseline::Missing {
+            explanations: vec![format!("no baseline could be searched: {e}")],
+        }),
+    }
+}
+
+/// Compares the finished run with the baseline and returns the comparison (when there was one to
+/// make) and the verdict.
+pub fn decide(
+    baseline: &Baseline,
+    head: &RunResult,
+    gate: &GateConfig,
+) -> (Option<Comparison>, Verdict) {
+    let entry = match baseline {
+        Baseline::Found { entry, .. } => entry,
+        Baseline::Missing { explanations } => {
+            return (None, Verdict::no_baseline(explanations.clone()));
+        }
+    };
+    let figures = RunFigures::from_json(&entry.result, None)
+        .map_err(|e| format!("the baseline's figures cannot be read: {e}"))
+        .and_then(|base| {
+            RunFigures::from_result(head, None)
+                .map(|head| (base, head))
+                .map_err(|e| format!("this run's figures cannot be read: {e}"))
+        });
+    match figures {
+        Ok((base, head)) => {
+            let comparison = compare(&base, &head, gate);
+            let verdict = comparison.verdict.clone();
+            (Some(comparison), verdict)
+        }
+        Err(reason) => (
+            None,
+            Verdict {
+                outcome: VerdictOutcome::Inconclusive,
+                rule_fired: reason,
+                metrics: Vec::new(),
+                warnings: Vec::new(),
+            },
+        ),
+    }
+}
+
+/// Stores `result` as the baseline of its commit.
+pub fn save(
+    repo: &Path,
+    options: &GateOptions,
+    result: &RunResult,
+) -> Result<String, BaselineError> {
+    // Serializing our own result cannot fail (no non-string map keys); a `null` would be refused
+    // by `from_result` as not savable anyway.
+    let value = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
+    let entry = StoredEntry::from_result(&value, options.allow_dirty, now_ms())?;
+    let store = StoreSpec::parse(&options.store)?.open(repo);
+    store.save(&entry)?;
+    Ok(format!("{} for {}", store.describe(), short(&entry.commit)))
+}
+
+/// The verdict for people: the decision first, the rule that fired, then a table of the checks.
+pub fn render_verdict(
+    baseline: &Baseline,
+    comparison: Option<&Comparison>,
+    verdict: &Verdict,
+) -> String {
+    let mut out = String::new();
+    let word = match verdict.outcome {
+        VerdictOutcome::Pass => "PASS",
+        VerdictOutcome::Regression => "REGRESSION",
+        VerdictOutcome::Inconclusive => "INCONCLUSIVE",
+        VerdictOutcome::NoBaseline => "NO BASELINE",
+    };
+    out.push_str(&format!("\nverdict: {word}: {}\n", verdict.rule_fired));
+    match baseline {
+        Baseline::Found { reference, .. } => out.push_str(&format!(
+            "baseline: {} ({} first-parent step(s) from the merge-base, {})\n",
+            short(&reference.commit),
+            reference.distance,
+            reference.store
+        )),
+        Baseline::Missing { explanations } => {
+            for line in explanations {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    }
+    if let Some(comparison) = comparison {
+        let rows: Vec<Vec<String>> = comparison
+            .metrics
+            .iter()
+            .map(|m| {
+                vec![
+                    metric_name(m),
+                    format_change(m, m.estimate),
+                    format!("{} … {}", format_change(m, m.low), format_change(m, m.high)),
+                    format_threshold(m),
+                    match m.outcome {
+                        Outcome::Regression => "regression",
+                        Outcome::Pass => "pass",
+                        Outcome::Inconclusive => "inconclusive",
+                        Outcome::Improvement => "improvement",
+                    }
+                    .to_owned(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["check", "change", "interval", "threshold", "outcome"],
+            &rows,
+        ));
+    }
+    for warning in &verdict.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,146 @@
+//! The gate in a temporary git repository: no baseline (12 when required), saving one on the base
+//! commit, an A/A comparison that cannot decide on a tiny sample (11 when asked to fail on it), and a
+//! real slowdown (10). Targets are demo services started by the test, given with `--url`, so the
+//! config (and its hash) stays the same from run to run.
+
+use loadgate_tests::{
+    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, read_result,
+};
+use std::path::Path;
+use std::process::Command;
+
+const PASS: i32 = 0;
+const REGRESSION: i32 = 10;
+const INCONCLUSIVE: i32 = 11;
+const NO_BASELINE: i32 = 12;
+
+const CONFIG: &str = r#"[target]
+ready = { http = "/health", timeout = "5s" }
+
+[workload]
+seed = 11
+sessions-per-sec = 20
+entry = "landing"
+
+[[workload.operation]]
+name = "landing"
+request = { path = "/" }
+expect = { status = 200, body-contains = "Demo Bank" }
+
+# Behaviour, not pacing, is under test on a possibly busy machine.
+[generator]
+max-lag = "250ms"
+"#;
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .status()
+        .expect("run git");
+    assert!(status.success(), "git {args:?} failed");
+}
+
+fn run(repo: &Path, out: &Path, url: &str, extra: &[&str]) -> RunOutput {
+    LoadgateCommand::new([
+        "run",
+        "--profile",
+        "quick",
+        "--config",
+        "loadgate.toml",
+        "--url",
+        url,
+    ])
+    .args(["--out-dir"])
+    .arg_path(out)
+    .args(extra)
+    .current_dir(repo)
+    .output()
+}
+
+#[test]
+fn the_gate_finds_saves_and_compares_baselines_by_commit() {
+    let _load = load_lock();
+    let repo = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("loadgate.toml"), CONFIG).unwrap();
+    git(repo.path(), &["add", "loadgate.toml"]);
+    git(repo.path(), &["commit", "-q", "-m", "service"]);
+
+    let demo = DemoProcess::start(&[]);
+
+    // Nothing stored yet: a run that requires a baseline says so with its own code.
+    let first = run(repo.path(), out.path(), &demo.url, &["--require-baseline"]);
+    first.assert_code(NO_BASELINE);
+    assert!(
+        first.stdout.contains("verdict: NO BASELINE"),
+        "{}",
+        first.stdout
+    );
+
+    // The release branch stores the run for HEAD in git notes.
+    let save = run(repo.path(), out.path(), &demo.url, &["--save-baseline"]);
+    save.assert_code(PASS);
+    assert!(save.stderr.contains("Saved baseline"), "{}", save.stderr);
+    let notes = Command::new("git")
+        .args(["notes", "--ref", "loadgate", "list"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(
+        !notes.stdout.is_empty(),
+        "no note under refs/notes/loadgate"
+    );
+
+    // A branch off main with a change that does not touch the service.
+    git(repo.path(), &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(repo.path().join("NOTES.md"), "docs only\n").unwrap();
+    git(repo.path(), &["add", "NOTES.md"]);
+    git(repo.path(), &["commit", "-q", "-m", "docs"]);
+
+    // Same service, a tiny sample: the comparison cannot show p99 within 10%, so it is inconclusive,
+    // never a regression; asked to fail on that, the gate exits 11.
+    let same = run(
+        repo.path(),
+        out.path(),
+        &demo.url,
+        &["--fail-on-inconclusive"],
+    );
+    same.assert_code(INCONCLUSIVE);
+    let result = read_result(out.path());
+    assert_eq!(
+        result["verdict"]["outcome"], "inconclusive",
+        "{}",
+        result["verdict"]
+    );
+    assert!(result["baseline"]["commit"].as_str().unwrap().len() == 40);
+    let soak_rate = result["soak"]["at_sessions_per_sec"].as_f64().unwrap();
+    let base_knee = result["ramp"]["knee_sessions_per_sec"].as_f64().unwrap();
+    assert!(soak_rate > 0.0 && base_knee > 0.0);
+
+    // The same branch against a service made 30 ms slower per request: a regression.
+    drop(demo);
+    let slow = DemoProcess::start(&[("DEMO_DELAY_MS", "30")]);
+    let regressed = run(repo.path(), out.path(), &slow.url, &[]);
+    regressed.assert_code(REGRESSION);
+    assert!(
+        regressed.stdout.contains("verdict: REGRESSION"),
+        "{}",
+        regressed.stdout
+    );
+    let result = read_result(out.path());
+    assert_matches_result_schema(&result);
+    assert_eq!(result["verdict"]["outcome"], "regression");
+    let p50 = result["comparison"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "p50" && m["operation"].is_null())
+        .expect("a p50 check over all operations");
+    assert_eq!(p50["outcome"], "regression", "{p50}");
+}

@@ -96,6 +96,18 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         !notes.stdout.is_empty(),
         "no note under refs/notes/loadgate"
     );
+    std::fs::copy(out.path().join("result.json"), out.path().join("base.json")).unwrap();
+    let list = LoadgateCommand::new(["baseline", "list"])
+        .current_dir(repo.path())
+        .output();
+    list.assert_code(PASS);
+    assert!(list.stdout.contains("1 environment(s)"), "{}", list.stdout);
+    let show = LoadgateCommand::new(["baseline", "show", "main", "--json"])
+        .current_dir(repo.path())
+        .output();
+    show.assert_code(PASS);
+    let note: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(note["entries"].as_array().unwrap().len(), 1);
 
     // A branch off main with a change that does not touch the service.
     git(repo.path(), &["checkout", "-q", "-b", "feature"]);
@@ -143,4 +155,17 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         .find(|m| m["metric"] == "p50" && m["operation"].is_null())
         .expect("a p50 check over all operations");
     assert_eq!(p50["outcome"], "regression", "{p50}");
+
+    // The same decision offline, from the two result files.
+    let offline = LoadgateCommand::new(["compare", "--config", "loadgate.toml"])
+        .arg_path(out.path().join("base.json"))
+        .arg_path(out.path().join("result.json"))
+        .current_dir(repo.path())
+        .output();
+    offline.assert_code(REGRESSION);
+    assert!(
+        offline.stdout.contains("verdict: REGRESSION"),
+        "{}",
+        offline.stdout
+    );
 }

@@ -169,9 +169,25 @@ pub fn save(
     Ok(format!("{} for {}", store.describe(), short(&entry.commit)))
 }
 
-/// The verdict for people: the decision first, the rule that fired, then a table of the checks.
+/// What to say under the verdict about the baseline: which one was used, or why there was none.
+pub fn baseline_lines(baseline: &Baseline) -> Vec<String> {
+    match baseline {
+        Baseline::Found { reference, .. } => vec![format!(
+            "baseline: {} ({} first-parent step(s) from the merge-base, {})",
+            short(&reference.commit),
+            reference.distance,
+            reference.store
+        )],
+        Baseline::Missing { explanations } => {
+            explanations.iter().map(|l| format!("  {l}")).collect()
+        }
+    }
+}
+
+/// The verdict for people: the decision first, the rule that fired, what it was compared with,
+/// then a table of the checks.
 pub fn render_verdict(
-    baseline: &Baseline,
+    about: &[String],
     comparison: Option<&Comparison>,
     verdict: &Verdict,
 ) -> String {
@@ -183,18 +199,9 @@ pub fn render_verdict(
         VerdictOutcome::NoBaseline => "NO BASELINE",
     };
     out.push_str(&format!("\nverdict: {word}: {}\n", verdict.rule_fired));
-    match baseline {
-        Baseline::Found { reference, .. } => out.push_str(&format!(
-            "baseline: {} ({} first-parent step(s) from the merge-base, {})\n",
-            short(&reference.commit),
-            reference.distance,
-            reference.store
-        )),
-        Baseline::Missing { explanations } => {
-            for line in explanations {
-                out.push_str(&format!("  {line}\n"));
-            }
-        }
+    for line in about {
+        out.push_str(line);
+        out.push('\n');
     }
     if let Some(comparison) = comparison {
         let rows: Vec<Vec<String>> = comparison

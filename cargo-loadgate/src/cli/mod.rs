@@ -3,6 +3,7 @@
 //! This is the only module that prints. Each command lives in its own file and returns an exit code.
 
 mod attack;
+mod baseline_cmd;
 mod check;
 mod clean;
 mod exit;
@@ -38,6 +39,8 @@ pub fn main() -> i32 {
         Command::Check(check) => check::run(check),
         Command::Clean(clean) => clean::run(clean),
         Command::Attack(attack) => attack::run(attack),
+        Command::Baseline(baseline) => baseline_cmd::run(baseline),
+        Command::Compare(compare) => baseline_cmd::compare_files(compare),
     }
 }
 

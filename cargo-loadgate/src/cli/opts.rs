@@ -31,6 +31,60 @@ pub enum Command {
     Clean(CleanOpts),
     /// Ad-hoc fixed-rate open-loop load against a URL, for people and benchmarks.
     Attack(Box<AttackOpts>),
+    /// Store, show and list baselines.
+    Baseline(BaselineOpts),
+    /// Compare two run results offline with the same verdict logic as `run`.
+    Compare(CompareOpts),
+}
+
+/// `cargo loadgate baseline`.
+#[derive(Debug, Args)]
+pub struct BaselineOpts {
+    /// Where baselines are kept: `notes`, `notes:REF` or `dir:PATH`.
+    #[arg(long, value_name = "STORE", default_value = "notes", global = true)]
+    pub baseline_store: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: BaselineCommand,
+}
+
+/// The `baseline` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Store a run result (`result.json`) as the baseline of its commit.
+    Save {
+        /// The result to store.
+        #[arg(long, value_name = "RESULT.json")]
+        from: PathBuf,
+        /// Allow a result measured from a work tree with uncommitted changes.
+        #[arg(long)]
+        allow_dirty: bool,
+    },
+    /// Show the baselines stored for a commit (one per environment).
+    Show {
+        /// The commit [default: HEAD].
+        rev: Option<String>,
+        /// Print the stored document as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the commits that have a baseline.
+    List,
+}
+
+/// `cargo loadgate compare`.
+#[derive(Debug, Args)]
+pub struct CompareOpts {
+    /// The baseline's result.json.
+    pub base: PathBuf,
+    /// The result.json to judge.
+    pub head: PathBuf,
+    /// Where the `[gate]` thresholds come from.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// Exit 11 when the comparison cannot decide.
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
 }
 
 /// How the configuration is found: like cargo, or a standalone file.

@@ -361,7 +361,11 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     print!("{}", render_summary(&result, &outcome));
     print!(
         "{}",
-        gate::render_verdict(&baseline, result.comparison.as_ref(), &verdict)
+        gate::render_verdict(
+            &gate::baseline_lines(&baseline),
+            result.comparison.as_ref(),
+            &verdict
+        )
     );
     println!("result: {}", result_path.display());
     if opts.save_baseline {

@@ -1,0 +1,178 @@
+//! `cargo loadgate baseline save|show|list` and `cargo loadgate compare BASE.json HEAD.json`: the
+//! stores and the verdict without running anything.
+
+use super::{
+    BaselineCommand, BaselineOpts, CompareOpts, ExitCode,
+    gate::render_verdict,
+    render::{render_error, table},
+};
+use crate::baseline::{BaselineError, StoreSpec, StoredEntry, resolve_commit, short};
+use crate::compare::{RunFigures, compare};
+use crate::config::LoadOpts;
+use std::path::{Path, PathBuf};
+
+/// Runs `cargo loadgate baseline …` and returns the exit code.
+pub fn run(opts: &BaselineOpts) -> i32 {
+    match run_inner(opts) {
+        Ok(()) => ExitCode::PASS,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            if let Some(hint) = e.hint() {
+                eprintln!("hint: {hint}");
+            }
+            e.exit_code()
+        }
+    }
+}
+
+fn run_inner(opts: &BaselineOpts) -> Result<(), BaselineError> {
+    let repo = repo_root()?;
+    let store = StoreSpec::parse(&opts.baseline_store)?.open(&repo);
+    match &opts.command {
+        BaselineCommand::List => {
+            let commits = store.list()?;
+            if commits.is_empty() {
+                println!("no baselines in {}", store.describe());
+            }
+            for commit in commits {
+                let entries = store.load(&commit)?.map_or(0, |n| n.entries.len());
+                println!("{commit}  {entries} environment(s)");
+            }
+        }
+        BaselineCommand::Show { rev, json } => {
+            let commit = resolve_commit(&repo, rev.as_deref().unwrap_or("HEAD"))?;
+            match store.load(&commit)? {
+                None => println!("no baseline for {} in {}", short(&commit), store.describe()),
+                Some(note) if *json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&note).unwrap_or_default()
+                    );
+                }
+                Some(note) => {
+                    println!("baseline for {} in {}", short(&commit), store.describe());
+                    let rows: Vec<Vec<String>> = note.entries.iter().map(entry_row).collect();
+                    print!(
+                        "{}",
+                        table(
+                            &[
+                                "environment",
+                                "config",
+                                "profile",
+                                "knee req/s",
+                                "saved (unix ms)"
+                            ],
+                            &rows
+                        )
+                    );
+                }
+            }
+        }
+        BaselineCommand::Save { from, allow_dirty } => {
+            let text = std::fs::read_to_string(from).map_err(|source| BaselineError::Io {
+                action: "read",
+                path: from.clone(),
+                source,
+            })?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| BaselineError::Corrupt {
+                    commit: String::new(),
+                    location: from.display().to_string(),
+                    detail: e.to_string(),
+                })?;
+            let entry = StoredEntry::from_result(&value, *allow_dirty, now_ms())?;
+            store.save(&entry)?;
+            println!(
+                "saved the baseline of {} in {}",
+                short(&entry.commit),
+                store.describe()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn entry_row(entry: &StoredEntry) -> Vec<String> {
+    vec![
+        entry.fingerprint_key.clone(),
+        entry.config_hash.chars().take(12).collect(),
+        entry.result["profile"].as_str().unwrap_or("?").to_owned(),
+        entry.result["ramp"]["knee_rate_per_sec"]
+            .as_f64()
+            .map_or_else(|| "none".to_owned(), |k| format!("{k:.1}")),
+        entry.saved_at_unix_ms.to_string(),
+    ]
+}
+
+/// Runs `cargo loadgate compare BASE.json HEAD.json` and returns the exit code of the verdict.
+pub fn compare_files(opts: &CompareOpts) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config = match crate::config::load(&LoadOpts {
+        manifest_path: opts.config.manifest_path.clone(),
+        package: opts.config.package.clone(),
+        config: opts.config.config.clone(),
+        profile: opts.config.profile.clone(),
+        cwd,
+    }) {
+        Ok(config) => config,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::USAGE;
+        }
+    };
+    let read = |path: &Path| -> Result<RunFigures, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a run result: {e}", path.display()))?;
+        RunFigures::from_json(&value, None).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let (base, head) = match (read(&opts.base), read(&opts.head)) {
+        (Ok(b), Ok(h)) => (b, h),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::USAGE;
+        }
+    };
+    let comparison = compare(&base, &head, &config.gate);
+    let verdict = comparison.verdict.clone();
+    let about = vec![format!(
+        "base: {} ({}), head: {} ({})",
+        opts.base.display(),
+        comparison.base_commit.as_deref().map_or("no commit", short),
+        opts.head.display(),
+        comparison.head_commit.as_deref().map_or("no commit", short),
+    )];
+    print!("{}", render_verdict(&about, Some(&comparison), &verdict));
+    verdict.exit_code(opts.fail_on_inconclusive, false)
+}
+
+fn repo_root() -> Result<PathBuf, BaselineError> {
+    let cwd = std::env::current_dir().map_err(|source| BaselineError::Io {
+        action: "read",
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(&cwd)
+        .output()
+        .map_err(|source| BaselineError::Io {
+            action: "run git in",
+            path: cwd.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(BaselineError::UnknownRevision {
+            rev: "HEAD".to_owned(),
+            repo: cwd,
+        });
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -194,12 +194,12 @@ impl Pool {
         request: http::Request<RequestBody>,
         deadline: Instant,
     ) -> Result<Answer, TransportErrorKind> {
-        let mut conn = match tokio::time::timeout_at(deadline, self.checkout()).await {
-            Ok(conn) => conn?,
-            // Waiting for a free connection, or for the connect itself, took the whole timeout.
-            Err(_) => return Err(TransportErrorKind::Timeout),
-        };
+        // One timer for the wait, the connect and the exchange: each tokio timer registration
+        // costs a lock of the time driver, and one whose deadline is the earliest pending an
+        // eventfd write to unpark the driver.
+        let mut leased: Option<Connection> = None;
         let exchange = async {
+            let conn = leased.insert(self.checkout().await?);
             let response = conn.sender.send_request(request).await.map_err(classify)?;
             let status = response.status().as_u16();
             let body = response
@@ -210,18 +210,22 @@ impl Pool {
                 .to_bytes();
             Ok(Answer { status, body })
         };
-        match tokio::time::timeout_at(deadline, exchange).await {
-            Ok(Ok(answer)) => {
+        let result = match tokio::time::timeout_at(deadline, exchange).await {
+            Ok(result) => result,
+            // Waiting for a free connection, the connect or the answer took the whole timeout.
+            Err(_) => Err(TransportErrorKind::Timeout),
+        };
+        match (result, leased) {
+            (Ok(answer), Some(conn)) => {
                 self.checkin(conn);
                 Ok(answer)
             }
-            Ok(Err(kind)) => {
-                conn.discard();
+            (Ok(answer), None) => Ok(answer),
+            (Err(kind), conn) => {
+                if let Some(conn) = conn {
+                    conn.discard();
+                }
                 Err(kind)
-            }
-            Err(_) => {
-                conn.discard();
-                Err(TransportErrorKind::Timeout)
             }
         }
     }

@@ -186,7 +186,6 @@ impl PreciseTimer {
             let Ok(mut guard) = self.fd.readable().await else {
                 return;
             };
-            self.fd.get_ref().drain();
             guard.clear_ready();
             let now = self.clock.now();
             let mut state = self.state.borrow_mut();
@@ -204,8 +203,12 @@ impl PreciseTimer {
                 .peek()
                 .map(|Reverse((deadline, _))| self.wake_for(*deadline));
             state.armed = next;
-            if let Some(next) = next {
-                self.fd.get_ref().arm(self.clock.absolute(next));
+            match next {
+                // Re-arming resets the expiry count, so the descriptor stops being readable
+                // without a `read`: one syscall per wake-up instead of two. The next expiry
+                // wakes the epoll set again (tokio registers it edge-triggered).
+                Some(next) => self.fd.get_ref().arm(self.clock.absolute(next)),
+                None => self.fd.get_ref().drain(),
             }
         }
     }

@@ -11,5 +11,6 @@ pub mod engine;
 pub mod image;
 pub mod measure;
 pub mod plan;
+pub mod report;
 pub mod target;
 pub mod workload;

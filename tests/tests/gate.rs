@@ -32,6 +32,12 @@ expect = { status = 200, body-contains = "Demo Bank" }
 max-lag = "250ms"
 "#;
 
+/// Parses the run's JUnit report with an independent JUnit parser.
+fn junit(out: &Path) -> junit_parser::TestSuites {
+    let file = std::fs::File::open(out.join("junit.xml")).expect("junit.xml written");
+    junit_parser::from_reader(std::io::BufReader::new(file)).expect("junit.xml parses")
+}
+
 fn git(repo: &Path, args: &[&str]) {
     let status = Command::new("git")
         .args(args)
@@ -131,6 +137,26 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         result["verdict"]
     );
     assert!(result["baseline"]["commit"].as_str().unwrap().len() == 40);
+    let report = junit(out.path());
+    assert_eq!(report.failures, 0, "an A/A comparison failed a check");
+    assert!(
+        report.skipped > 0,
+        "inconclusive checks are reported as skipped"
+    );
+    let soak_suite = report
+        .suites
+        .iter()
+        .find(|s| s.name == "soak")
+        .expect("a soak testsuite");
+    assert_eq!(
+        soak_suite
+            .properties
+            .hashmap
+            .get("head_commit")
+            .map(String::len),
+        Some(40)
+    );
+    assert!(soak_suite.properties.hashmap.contains_key("base_commit"));
     let soak_rate = result["soak"]["at_sessions_per_sec"].as_f64().unwrap();
     let base_knee = result["ramp"]["knee_sessions_per_sec"].as_f64().unwrap();
     assert!(soak_rate > 0.0 && base_knee > 0.0);
@@ -155,6 +181,25 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         .find(|m| m["metric"] == "p50" && m["operation"].is_null())
         .expect("a p50 check over all operations");
     assert_eq!(p50["outcome"], "regression", "{p50}");
+
+    let report = junit(out.path());
+    let failed: Vec<&junit_parser::TestCase> = report
+        .suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .filter(|c| c.status.is_failure())
+        .collect();
+    assert!(!failed.is_empty(), "the regression is not a JUnit failure");
+    let junit_parser::TestStatus::Failure(failure) = &failed[0].status else {
+        unreachable!("filtered on failures")
+    };
+    for part in ["base ", "head ", "change ", "interval ", "threshold"] {
+        assert!(
+            failure.message.contains(part),
+            "{part} missing in {}",
+            failure.message
+        );
+    }
 
     // The same decision offline, from the two result files.
     let offline = LoadgateCommand::new(["compare", "--config", "loadgate.toml"])

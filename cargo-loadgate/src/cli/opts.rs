@@ -159,6 +159,9 @@ pub struct RunOpts {
     /// Exit 11 when the comparison cannot decide.
     #[arg(long)]
     pub fail_on_inconclusive: bool,
+    /// Where to write the JUnit XML report [default: junit.xml in the out-dir].
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 /// `cargo loadgate check`.

@@ -358,6 +358,15 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     result.verdict = Some(verdict.clone());
     write_result(&result_path, &result)?;
 
+    let junit_path = opts
+        .junit
+        .as_ref()
+        .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p));
+    crate::report::write_junit(&junit_path, &result).map_err(|source| RunError::Write {
+        path: junit_path.clone(),
+        source,
+    })?;
+
     print!("{}", render_summary(&result, &outcome));
     print!(
         "{}",
@@ -368,6 +377,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         )
     );
     println!("result: {}", result_path.display());
+    println!("junit: {}", junit_path.display());
     if opts.save_baseline {
         match (&repo, outcome.valid) {
             (Some(repo), true) => {

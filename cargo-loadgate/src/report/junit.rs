@@ -1,0 +1,164 @@
+//! JUnit XML for CI systems: one testsuite per phase, one testcase per gate check.
+//!
+//! A regression is a `failure` whose message carries base, head, change, interval and threshold; an
+//! inconclusive check is `skipped` with the reason; a phase that could not keep its schedule is an
+//! `error`. Properties hold the commits, the profile and the environment. The XML is written with
+//! nextest's `quick-junit`, which escapes markup and drops characters XML cannot carry.
+
+use crate::baseline::RunResult;
+use crate::compare::{
+    Metric, MetricComparison, Outcome, VerdictOutcome, format_change, format_threshold, metric_name,
+};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use std::path::Path;
+
+/// Builds the JUnit report of a finished (or interrupted) run.
+pub fn junit_report(result: &RunResult) -> Report {
+    let mut report = Report::new("cargo-loadgate");
+    let properties = properties(result);
+
+    let mut generator = TestSuite::new("generator");
+    generator.add_properties(properties.clone());
+    for phase in &result.phases {
+        let m = &phase.measurement;
+        let name = format!("{} kept its schedule", m.name);
+        let case = if m.validity.is_valid() {
+            TestCase::new(name, TestCaseStatus::success())
+        } else {
+            let reasons: Vec<String> = m.validity.reasons.iter().map(ToString::to_string).collect();
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_message(format!("invalid phase: {}", reasons.join("; ")))
+                .set_type("invalid-run");
+            TestCase::new(name, status)
+        };
+        generator.add_test_case(with_class(case, "generator"));
+    }
+    report.add_test_suite(generator);
+
+    let mut ramp = TestSuite::new("ramp");
+    ramp.add_properties(properties.clone());
+    let mut soak = TestSuite::new("soak");
+    soak.add_properties(properties);
+    if let Some(outcome) = &result.ramp {
+        ramp.add_test_case(with_class(
+            TestCase::new(
+                "capacity found",
+                match outcome.knee_rate_per_sec {
+                    Some(_) => TestCaseStatus::success(),
+                    None => {
+                        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                        s.set_message(outcome.sentence.clone())
+                            .set_type("no-capacity");
+                        s
+                    }
+                },
+            ),
+            "ramp",
+        ));
+    }
+    if let Some(leak) = result.soak.as_ref().and_then(|s| s.leak.clone()) {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status.set_message(leak).set_type("leak");
+        soak.add_test_case(with_class(TestCase::new("no leak", status), "soak"));
+    }
+
+    match (&result.comparison, &result.verdict) {
+        (Some(comparison), _) => {
+            for m in &comparison.metrics {
+                let case = check_case(m);
+                if m.metric == Metric::Capacity {
+                    ramp.add_test_case(with_class(case, "ramp"));
+                } else {
+                    soak.add_test_case(with_class(case, "soak"));
+                }
+            }
+        }
+        (None, Some(verdict)) => {
+            let mut status = TestCaseStatus::skipped();
+            let kind = if verdict.outcome == VerdictOutcome::NoBaseline {
+                "no-baseline"
+            } else {
+                "inconclusive"
+            };
+            status
+                .set_message(verdict.rule_fired.clone())
+                .set_type(kind);
+            soak.add_test_case(with_class(
+                TestCase::new("comparison with the baseline", status),
+                "soak",
+            ));
+        }
+        (None, None) => {}
+    }
+    report.add_test_suite(ramp);
+    report.add_test_suite(soak);
+    report
+}
+
+/// Writes the report to `path` atomically.
+pub fn write_junit(path: &Path, result: &RunResult) -> std::io::Result<()> {
+    let xml = junit_report(result)
+        .to_string()
+        .map_err(std::io::Error::other)?;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(tmp.path(), xml)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn check_case(m: &MetricComparison) -> TestCase {
+    let detail = format!(
+        "base {}, head {}: change {} (interval {} to {}) against a threshold of {}",
+        m.base.map_or_else(|| "?".to_owned(), |v| format!("{v:.6}")),
+        m.head.map_or_else(|| "?".to_owned(), |v| format!("{v:.6}")),
+        format_change(m, m.estimate),
+        format_change(m, m.low),
+        format_change(m, m.high),
+        format_threshold(m),
+    );
+    let status = match m.outcome {
+        Outcome::Pass | Outcome::Improvement => TestCaseStatus::success(),
+        Outcome::Regression => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("regression: {detail}"))
+                .set_type("regression");
+            s
+        }
+        Outcome::Inconclusive => {
+            let mut s = TestCaseStatus::skipped();
+            let why = m.note.clone().map(|n| format!("; {n}")).unwrap_or_default();
+            s.set_message(format!("inconclusive: {detail}{why}"))
+                .set_type("inconclusive");
+            s
+        }
+    };
+    let mut case = TestCase::new(metric_name(m), status);
+    case.set_system_out(detail);
+    case
+}
+
+fn with_class(mut case: TestCase, class: &str) -> TestCase {
+    case.set_classname(format!("loadgate.{class}"));
+    case
+}
+
+fn properties(result: &RunResult) -> Vec<Property> {
+    let mut props = vec![
+        Property::new("profile", result.profile.clone()),
+        Property::new("config_hash", result.config_hash.clone()),
+        Property::new("cpu_model", result.environment.cpu_model.clone()),
+        Property::new("cores", result.environment.cores.to_string()),
+        Property::new("tool_version", result.tool.version.clone()),
+    ];
+    if let Some(git) = &result.git {
+        props.push(Property::new("head_commit", git.commit.clone()));
+        props.push(Property::new("head_dirty", git.dirty.to_string()));
+    }
+    if let Some(base) = &result.baseline {
+        props.push(Property::new("base_commit", base.commit.clone()));
+    }
+    props
+}

@@ -313,4 +313,33 @@ mod tests {
                 .await;
         });
     }
+
+    #[test]
+    fn a_grid_rounds_wake_ups_up_and_back_to_back_sleeps_all_end() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let grid = Duration::from_millis(20);
+            let timer = PreciseTimer::with_grid(Clock::start(), grid).expect("timerfd");
+            let driver = timer.clone();
+            tokio::task::spawn_local(async move { driver.drive().await });
+            // Due at 1 ms, woken at the first grid point (20 ms): never early, late by the grid.
+            timer.sleep_until(Duration::from_millis(1)).await;
+            assert!(timer.clock().now() >= grid, "{:?}", timer.clock().now());
+            // 300 sleeps one after another: the timerfd is re-armed after every expiry without
+            // being read, and each expiry must still wake the driver.
+            let exact = PreciseTimer::new(Clock::start()).expect("timerfd");
+            let driver = exact.clone();
+            tokio::task::spawn_local(async move { driver.drive().await });
+            let step = Duration::from_micros(300);
+            for i in 1..=300u32 {
+                let deadline = step * i;
+                exact.sleep_until(deadline).await;
+                assert!(exact.clock().now() >= deadline);
+            }
+        });
+    }
 }

@@ -9,12 +9,15 @@
 #
 # Usage: bench/engine.sh            (from the workspace root; about 10 minutes)
 # Env:   REPS=3 DURATION=10 LOADGATE=target/release/cargo-loadgate GEN_CORE=0 TARGET_CORE=1
-#        SECTIONS="cpu max rss stall" (a subset runs only those sections)
+#        SECTIONS="noise cpu max rss stall" (a subset runs only those sections)
+#        GEN_PREFIX="chrt -f 10" runs every generator under that prefix (SCHED_FIFO keeps other
+#        processes on the generator core from preempting it; needs root or CAP_SYS_NICE)
 # Loopback only; every run is bounded in time; nginx is stopped by PID on exit.
 set -euo pipefail
 
 REPS=${REPS:-3}
-SECTIONS=${SECTIONS:-cpu max rss stall}
+SECTIONS=${SECTIONS:-noise cpu max rss stall}
+GEN_PREFIX=${GEN_PREFIX:-}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 DURATION=${DURATION:-10}
 GEN_CORE=${GEN_CORE:-0}
@@ -89,7 +92,8 @@ WORKER_PID=$(cat /proc/"$NGINX_PID"/task/*/children | awk '{print $1}')
 # run_timed NAME CMD... : runs CMD pinned to the generator core, records "user sys maxrss_kb".
 run_timed() {
   local name=$1; shift
-  /usr/bin/time -f "%U %S %M" -o "$WORK/$name.time" taskset -c "$GEN_CORE" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" || true
+  # shellcheck disable=SC2086
+  /usr/bin/time -f "%U %S %M" -o "$WORK/$name.time" $GEN_PREFIX taskset -c "$GEN_CORE" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err" || true
 }
 
 # Parsers print: requests p50 p90 p99 p999 max (ms) for a tool's output file.
@@ -145,7 +149,23 @@ TOOLS="loadgate oha oha-lc wrk"
 echo "# loadgate engine benchmark — $(date -u +%Y-%m-%d) — $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, kernel $(uname -r)"
 echo "# nginx $(nginx -v 2>&1 | cut -d/ -f2) pinned to core $TARGET_CORE; generators pinned to core $GEN_CORE; ${DURATION}s runs, median of $REPS"
 echo "# oha $(oha --version | awk '{print $2}'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')"
+echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg); generator prefix: ${GEN_PREFIX:-none}"
 echo
+
+if want noise; then
+echo "## How late the generator core wakes a thread that does nothing else (1,000 wake-ups/s, 3 s)"
+echo
+echo "The floor under any generator's pacing lag on this core right now: a timer wake-up of a bare"
+echo "sleeper, with the generator prefix (as the generators run) and under SCHED_FIFO."
+echo
+for prefix in "$GEN_PREFIX" "chrt -f 10"; do
+  # shellcheck disable=SC2086
+  printf '%s: ' "${prefix:-no prefix}"
+  $prefix taskset -c "$GEN_CORE" python3 "$ROOT/bench/sleeper.py" 3000 0.001 || echo "(could not run)"
+done
+echo
+
+fi
 
 if want cpu; then
 echo "## CPU per request (generator user+sys CPU / requests sent)"

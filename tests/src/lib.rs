@@ -30,28 +30,24 @@ pub fn demo_manifest() -> PathBuf {
 /// test is safe (escargot does the same).
 pub fn loadgate_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let root = workspace_root();
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "cargo-loadgate",
-                "--bin",
-                "cargo-loadgate",
-            ])
-            .current_dir(&root)
-            .status()
-            .expect("failed to run cargo build for cargo-loadgate");
-        assert!(status.success(), "cargo build -p cargo-loadgate failed");
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
-        let bin = target_dir.join("debug/cargo-loadgate");
-        assert!(bin.exists(), "{} was not built", bin.display());
-        bin
-    })
+    BIN.get_or_init(|| build_debug_bin("cargo-loadgate", "cargo-loadgate"))
+}
+
+/// Runs `cargo build -p PACKAGE --bin BIN` in the workspace and returns the debug binary's path.
+fn build_debug_bin(package: &str, bin: &str) -> PathBuf {
+    let root = workspace_root();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", package, "--bin", bin])
+        .current_dir(&root)
+        .status()
+        .unwrap_or_else(|e| panic!("failed to run cargo build for {package}: {e}"));
+    assert!(status.success(), "cargo build -p {package} failed");
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let path = target_dir.join("debug").join(bin);
+    assert!(path.exists(), "{} was not built", path.display());
+    path
 }
 
 /// A `cargo-loadgate loadgate …` invocation, as cargo would run it.
@@ -259,26 +255,7 @@ impl Drop for RunGuard {
 /// it themselves and point loadgate at it as a URL target.
 pub fn demo_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let root = workspace_root();
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "demo-service",
-                "--bin",
-                "demo-service",
-            ])
-            .current_dir(&root)
-            .status()
-            .expect("failed to run cargo build for demo-service");
-        assert!(status.success(), "cargo build -p demo-service failed");
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
-        target_dir.join("debug/demo-service")
-    })
+    BIN.get_or_init(|| build_debug_bin("demo-service", "demo-service"))
 }
 
 /// A demo service started by a test on a free loopback port; killed when dropped.

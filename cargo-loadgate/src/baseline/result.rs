@@ -200,6 +200,13 @@ pub fn config_hash(config: &LoadgateConfig) -> String {
     hex_sha256(value.to_string().as_bytes())
 }
 
+/// Milliseconds since the Unix epoch, now (0 if the clock is before it).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Lowercase hex sha256 of `bytes`.
 pub fn hex_sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

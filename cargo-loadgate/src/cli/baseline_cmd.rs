@@ -80,7 +80,7 @@ fn run_inner(opts: &BaselineOpts) -> Result<(), BaselineError> {
                     location: from.display().to_string(),
                     detail: e.to_string(),
                 })?;
-            let entry = StoredEntry::from_result(&value, *allow_dirty, now_ms())?;
+            let entry = StoredEntry::from_result(&value, *allow_dirty, crate::baseline::unix_ms())?;
             store.save(&entry)?;
             println!(
                 "saved the baseline of {} in {}",
@@ -169,10 +169,4 @@ fn repo_root() -> Result<PathBuf, BaselineError> {
         });
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -163,7 +163,7 @@ pub fn save(
     // Serializing our own result cannot fail (no non-string map keys); a `null` would be refused
     // by `from_result` as not savable anyway.
     let value = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
-    let entry = StoredEntry::from_result(&value, options.allow_dirty, now_ms())?;
+    let entry = StoredEntry::from_result(&value, options.allow_dirty, crate::baseline::unix_ms())?;
     let store = StoreSpec::parse(&options.store)?.open(repo);
     store.save(&entry)?;
     Ok(format!("{} for {}", store.describe(), short(&entry.commit)))
@@ -232,10 +232,4 @@ pub fn render_verdict(
         out.push_str(&format!("warning: {warning}\n"));
     }
     out
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -175,7 +175,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let mut result = RunResult {
         format_version: RESULT_FORMAT_VERSION,
         tool: ToolInfo::current(),
-        started_at_unix_ms: unix_ms(),
+        started_at_unix_ms: crate::baseline::unix_ms(),
         status: RunStatus::Running,
         git: GitInfo::of(&git_dir),
         profile: config.profile.clone(),
@@ -777,14 +777,8 @@ fn cpuset_string(cores: &[usize]) -> String {
         .join(",")
 }
 
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 fn new_run_id() -> String {
-    format!("{:x}-{:x}", unix_ms(), std::process::id())
+    format!("{:x}-{:x}", crate::baseline::unix_ms(), std::process::id())
 }
 
 #[cfg(test)]

@@ -52,6 +52,10 @@ fn git(repo: &Path, args: &[&str]) {
 }
 
 fn run(repo: &Path, out: &Path, url: &str, extra: &[&str]) -> RunOutput {
+    command(repo, out, url, extra).output()
+}
+
+fn command(repo: &Path, out: &Path, url: &str, extra: &[&str]) -> LoadgateCommand {
     LoadgateCommand::new([
         "run",
         "--profile",
@@ -65,7 +69,6 @@ fn run(repo: &Path, out: &Path, url: &str, extra: &[&str]) -> RunOutput {
     .arg_path(out)
     .args(extra)
     .current_dir(repo)
-    .output()
 }
 
 #[test]
@@ -164,7 +167,11 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
     // The same branch against a service made 30 ms slower per request: a regression.
     drop(demo);
     let slow = DemoProcess::start(&[("DEMO_DELAY_MS", "30")]);
-    let regressed = run(repo.path(), out.path(), &slow.url, &[]);
+    let step_summary = out.path().join("step-summary.md");
+    std::fs::write(&step_summary, "earlier steps wrote this\n").unwrap();
+    let regressed = command(repo.path(), out.path(), &slow.url, &[])
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .output();
     regressed.assert_code(REGRESSION);
     assert!(
         regressed.stdout.contains("verdict: REGRESSION"),
@@ -200,6 +207,19 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
             failure.message
         );
     }
+
+    // The Markdown summary leads with the decision and is appended to the step summary.
+    let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(
+        summary.starts_with("## ❌ cargo-loadgate: regression"),
+        "{summary}"
+    );
+    assert!(summary.contains("| check | base | head |"), "{summary}");
+    let appended = std::fs::read_to_string(&step_summary).unwrap();
+    assert!(
+        appended.starts_with("earlier steps wrote this\n## ❌"),
+        "{appended}"
+    );
 
     // The same decision offline, from the two result files.
     let offline = LoadgateCommand::new(["compare", "--config", "loadgate.toml"])

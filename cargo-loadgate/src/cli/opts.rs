@@ -162,6 +162,10 @@ pub struct RunOpts {
     /// Where to write the JUnit XML report [default: junit.xml in the out-dir].
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Where to write the Markdown summary [default: summary.md in the out-dir]; it is also
+    /// appended to `$GITHUB_STEP_SUMMARY` when that is set.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
 }
 
 /// `cargo loadgate check`.

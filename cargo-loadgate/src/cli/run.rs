@@ -367,6 +367,12 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         source,
     })?;
 
+    let markdown_path = opts
+        .markdown
+        .as_ref()
+        .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p));
+    write_markdown(&markdown_path, &result)?;
+
     print!("{}", render_summary(&result, &outcome));
     print!(
         "{}",
@@ -378,6 +384,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     );
     println!("result: {}", result_path.display());
     println!("junit: {}", junit_path.display());
+    println!("summary: {}", markdown_path.display());
     if opts.save_baseline {
         match (&repo, outcome.valid) {
             (Some(repo), true) => {
@@ -419,6 +426,27 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         );
         Ok(ExitCode::INVALID_RUN)
     }
+}
+
+/// Writes the Markdown summary, and appends it to `$GITHUB_STEP_SUMMARY` when that is set.
+fn write_markdown(path: &Path, result: &RunResult) -> Result<(), RunError> {
+    let md = crate::report::markdown_summary(result);
+    let write_error = |path: &Path| {
+        let path = path.to_owned();
+        move |source| RunError::Write { path, source }
+    };
+    std::fs::write(path, &md).map_err(write_error(path))?;
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let summary = PathBuf::from(summary);
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&summary)
+            .and_then(|mut f| f.write_all(md.as_bytes()))
+            .map_err(write_error(&summary))?;
+    }
+    Ok(())
 }
 
 /// Records a finished phase with the hash of the schedule it followed.

@@ -1,0 +1,192 @@
+//! The Markdown summary for `$GITHUB_STEP_SUMMARY` and pull-request comments. It leads with the
+//! decision (seed 002): the verdict line, then the checks, the ramp's sentence, the soak's slopes,
+//! the generator's health, and where and what was measured. Formatting only: every number comes
+//! from the result and the comparison.
+
+use crate::baseline::RunResult;
+use crate::compare::{Outcome, VerdictOutcome, format_change, format_threshold, metric_name};
+use crate::plan::{SoakOutcome, format_bytes_per_sec};
+use std::fmt::Write as _;
+
+/// Renders the summary of a run.
+pub fn markdown_summary(result: &RunResult) -> String {
+    let mut md = String::new();
+    let (icon, word) = match result.verdict.as_ref().map(|v| v.outcome) {
+        Some(VerdictOutcome::Pass) => ("✅", "pass"),
+        Some(VerdictOutcome::Regression) => ("❌", "regression"),
+        Some(VerdictOutcome::Inconclusive) => ("⚠️", "inconclusive"),
+        Some(VerdictOutcome::NoBaseline) => ("ℹ️", "no baseline"),
+        None => ("⏳", "no verdict (the run did not finish)"),
+    };
+    let _ = writeln!(md, "## {icon} cargo-loadgate: {word}\n");
+    if let Some(verdict) = &result.verdict {
+        let _ = writeln!(md, "{}\n", escape(&verdict.rule_fired));
+    }
+    if result.valid == Some(false) {
+        let _ = writeln!(
+            md,
+            "**Invalid run:** the generator could not keep its schedule, so nothing here is a pass.\n"
+        );
+    }
+    if let Some(comparison) = &result.comparison {
+        let _ = writeln!(
+            md,
+            "| check | base | head | change | interval | threshold | outcome |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---|---:|---|");
+        for m in &comparison.metrics {
+            let outcome = match m.outcome {
+                Outcome::Regression => "❌ regression",
+                Outcome::Pass => "pass",
+                Outcome::Inconclusive => "inconclusive",
+                Outcome::Improvement => "improvement",
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} … {} | {} | {outcome} |",
+                escape(&metric_name(m)),
+                m.base.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}")),
+                m.head.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}")),
+                format_change(m, m.estimate),
+                format_change(m, m.low),
+                format_change(m, m.high),
+                format_threshold(m),
+            );
+        }
+        md.push('\n');
+    }
+    if let Some(ramp) = &result.ramp {
+        let _ = writeln!(md, "**Ramp:** {}\n", escape(&ramp.sentence));
+        if !ramp.failing_from_first_step.is_empty() {
+            let _ = writeln!(
+                md,
+                "**Failing from the first step** (a bug, not a capacity limit): {}\n",
+                escape(&ramp.failing_from_first_step.join("; "))
+            );
+        }
+    }
+    if let Some(soak) = &result.soak {
+        soak_section(&mut md, soak);
+    } else if let Some(reason) = &result.soak_skipped {
+        let _ = writeln!(md, "**Soak:** skipped: {}\n", escape(reason));
+    }
+    let _ = writeln!(
+        md,
+        "<details><summary>Generator health, environment, commits</summary>\n"
+    );
+    let _ = writeln!(
+        md,
+        "| phase | offered sessions/s | requests | lag p99 ms | dropped | valid |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---|");
+    for phase in &result.phases {
+        let s = phase.measurement.summary();
+        let _ = writeln!(
+            md,
+            "| {} | {:.1} | {} | {:.2} | {} | {} |",
+            escape(&s.name),
+            phase.measurement.sessions_per_sec,
+            s.total.requests,
+            s.lag_p99.as_secs_f64() * 1e3,
+            s.dropped,
+            if s.valid { "yes" } else { "**no**" }
+        );
+    }
+    md.push('\n');
+    let env = &result.environment;
+    let _ = writeln!(
+        md,
+        "- machine: {} ({} cores), kernel {}{}",
+        escape(&env.cpu_model),
+        env.cores,
+        escape(&env.kernel),
+        env.engine_version
+            .as_ref()
+            .map(|v| format!(", Docker engine {v}"))
+            .unwrap_or_default()
+    );
+    if let Some(git) = &result.git {
+        let _ = writeln!(
+            md,
+            "- head: `{}`{}",
+            &git.commit[..git.commit.len().min(12)],
+            if git.dirty { " (dirty)" } else { "" }
+        );
+    }
+    if let Some(base) = &result.baseline {
+        let _ = writeln!(
+            md,
+            "- baseline: `{}` ({} step(s) from the merge-base, {})",
+            &base.commit[..base.commit.len().min(12)],
+            base.distance,
+            escape(&base.store)
+        );
+    }
+    let seed = result.phases.first().map(|p| p.measurement.seed);
+    let _ = writeln!(
+        md,
+        "- profile `{}`, config `{}`{}, cargo-loadgate {}",
+        escape(&result.profile),
+        &result.config_hash[..result.config_hash.len().min(12)],
+        seed.map(|s| format!(", seed {s}")).unwrap_or_default(),
+        escape(&result.tool.version)
+    );
+    md.push_str("\n</details>\n");
+    md
+}
+
+fn soak_section(md: &mut String, soak: &SoakOutcome) {
+    let _ = writeln!(
+        md,
+        "**Soak:** {:.1} req/s offered for {} windows; slopes with 95% intervals:\n",
+        soak.offered_rate_per_sec, soak.windows
+    );
+    let line = |name: &str,
+                v: Option<&crate::compare::SlopeEstimate>,
+                f: &dyn Fn(f64) -> String| match v {
+        Some(v) => format!(
+            "- {name}: {} per s ({} … {})\n",
+            f(v.estimate),
+            f(v.low),
+            f(v.high)
+        ),
+        None => format!("- {name}: too few points\n"),
+    };
+    md.push_str(&line("RSS", soak.slopes.rss_bytes_per_sec.as_ref(), &|v| {
+        format_bytes_per_sec(v).trim_end_matches("/s").to_owned()
+    }));
+    md.push_str(&line(
+        "p99",
+        soak.slopes.p99_seconds_per_sec.as_ref(),
+        &|v| format!("{:.3} ms", v * 1e3),
+    ));
+    md.push_str(&line(
+        "threads",
+        soak.slopes.threads_per_sec.as_ref(),
+        &|v| format!("{v:.3}"),
+    ));
+    md.push_str(&line("fds", soak.slopes.fds_per_sec.as_ref(), &|v| {
+        format!("{v:.3}")
+    }));
+    if let Some(leak) = &soak.leak {
+        let _ = writeln!(md, "\n**Leak:** {}", escape(leak));
+    }
+    md.push('\n');
+}
+
+/// Escapes the characters that would break a table cell or start markup.
+fn escape(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn table_cells_cannot_be_broken_by_text() {
+        assert_eq!(escape("a|b <x>"), "a\\|b &lt;x&gt;");
+    }
+}

@@ -343,6 +343,12 @@ async fn boot_container(
         handle: Some(Handle::Container(handle)),
     };
     if host_port == 0 {
+        // An engine clears the port bindings of a container that already exited: a service that
+        // dies at once (bad config) lands here, and its exit status and output say why.
+        if let Err(crashed) = target.check_alive().await {
+            let _ = target.shutdown().await;
+            return Err(crashed);
+        }
         let tail = target.log_tail(ERROR_LOG_LINES);
         let _ = target.shutdown().await;
         return Err(TargetError::Crashed {

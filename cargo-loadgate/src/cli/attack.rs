@@ -376,12 +376,7 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
             body: None,
         },
         // Any 2xx is a correct answer.
-        expect: Expect {
-            status: Vec::new(),
-            body_contains: None,
-            json_pointer: Vec::new(),
-            json_equals: Vec::new(),
-        },
+        expect: Expect::default(),
         capture: Vec::new(),
         next: Vec::new(),
     };

@@ -187,12 +187,7 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
             headers: Vec::new(),
             body: None,
         }),
-        expect: expect.unwrap_or(Expect {
-            status: Vec::new(),
-            body_contains: None,
-            json_pointer: Vec::new(),
-            json_equals: Vec::new(),
-        }),
+        expect: expect.unwrap_or_default(),
         capture,
         next,
         next_span: table.get("next").map(|n| n.span()),

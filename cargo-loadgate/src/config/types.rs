@@ -207,8 +207,9 @@ pub enum BodyTemplate {
     Raw(String),
 }
 
-/// What a correct answer looks like. Every part that is set must hold.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// What a correct answer looks like. Every part that is set must hold; the default (nothing set)
+/// accepts any 2xx answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Expect {
     /// Accepted status codes (default: any 2xx when empty).
     pub status: Vec<u16>,

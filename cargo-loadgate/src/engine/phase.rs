@@ -565,12 +565,7 @@ mod tests {
                 headers: Vec::new(),
                 body: None,
             },
-            expect: Expect {
-                status: Vec::new(),
-                body_contains: None,
-                json_pointer: Vec::new(),
-                json_equals: Vec::new(),
-            },
+            expect: Expect::default(),
             capture: Vec::new(),
             next: Vec::new(),
         }

@@ -374,12 +374,7 @@ mod tests {
     use test_case::test_case;
 
     fn expect() -> Expect {
-        Expect {
-            status: Vec::new(),
-            body_contains: None,
-            json_pointer: Vec::new(),
-            json_equals: Vec::new(),
-        }
+        Expect::default()
     }
 
     #[test_case(&[], 200, true; "empty list accepts 200")]

@@ -330,12 +330,7 @@ pub(crate) mod tests {
                 headers: Vec::new(),
                 body: None::<BodyTemplate>,
             },
-            expect: Expect {
-                status: Vec::new(),
-                body_contains: None,
-                json_pointer: Vec::new(),
-                json_equals: Vec::new(),
-            },
+            expect: Expect::default(),
             capture: Vec::new(),
             next,
         }

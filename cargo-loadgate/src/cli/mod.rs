@@ -9,7 +9,9 @@ mod clean;
 mod exit;
 mod gate;
 mod opts;
+mod qualify;
 mod render;
+mod report;
 mod run;
 
 pub use exit::ExitCode;
@@ -41,6 +43,8 @@ pub fn main() -> i32 {
         Command::Attack(attack) => attack::run(attack),
         Command::Baseline(baseline) => baseline_cmd::run(baseline),
         Command::Compare(compare) => baseline_cmd::compare_files(compare),
+        Command::Report(report) => report::run(report),
+        Command::Qualify(qualify) => qualify::run(qualify),
     }
 }
 

@@ -35,6 +35,50 @@ pub enum Command {
     Baseline(BaselineOpts),
     /// Compare two run results offline with the same verdict logic as `run`.
     Compare(CompareOpts),
+    /// Put several run results side by side (tiers, or before and after a change).
+    Report(ReportOpts),
+    /// Measure what the gate can see here: A/A runs against a fresh baseline, then runs with an
+    /// injected regression; reports the false-regression and detection rates.
+    Qualify(Box<QualifyOpts>),
+}
+
+/// `cargo loadgate report`.
+#[derive(Debug, Args)]
+pub struct ReportOpts {
+    /// The run results (`result.json`) to put side by side, in this order.
+    #[arg(value_name = "RESULT.json", required = true, num_args = 1..)]
+    pub results: Vec<PathBuf>,
+    /// Also write the report as Markdown to this file.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// `cargo loadgate qualify`.
+#[derive(Debug, Args)]
+pub struct QualifyOpts {
+    /// Where the configuration comes from.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// How to run the target [default: container when a Docker engine answers, else process].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub target: Option<TargetKindArg>,
+    /// Runs of each kind: N A/A runs and N runs with the injected regression.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// The regression to inject into the service's environment, KEY=VALUE (repeatable), e.g.
+    /// `DEMO_CPU_US=3000`. Without it only the A/A runs are made.
+    #[arg(long = "inject", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub inject: Vec<(String, String)>,
+    /// Environment for the service in every run, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub env: Vec<(String, String)>,
+    /// Where the runs and the report are written [default: target/loadgate/qualify/ of the
+    /// workspace].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
 }
 
 /// `cargo loadgate baseline`.

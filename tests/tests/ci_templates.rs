@@ -1,0 +1,710 @@
+//! The CI templates in `ci/`, read the way a user's CI reads them: each parses as YAML, and every
+//! `cargo loadgate …` command in their scripts parses with the tool's own command line, so a renamed
+//! or removed flag breaks this test instead of the pipelines of the people who copied the templates.
+//! The jobs are then checked for what the gate relies on: full history, fetched notes, the JUnit
+//! report kept on every outcome, `run` on pull requests and `--save-baseline` on release branches.
+
+use cargo_loadgate::cli::{CargoOpts, Command, RunOpts, parse_args};
+use loadgate_tests::workspace_root;
+use serde_yaml::Value;
+use std::path::Path;
+
+/// What a `${{ … }}` expression or a shell expansion (`$VAR`, `${VAR}`, `$(…)`) becomes: one
+/// ordinary word, as the value of a variable would be.
+const PLACEHOLDER: &str = "PLACEHOLDER";
+
+/// `cargo loadgate` commands each template holds (the gate's run, the baseline run, the re-save in
+/// the push loop); fewer found means the walk missed them, and an empty walk must not pass.
+const EXPECTED_COMMANDS_PER_TEMPLATE: usize = 3;
+
+/// One `cargo loadgate …` command found in a template, parsed.
+struct Invocation {
+    /// The job it belongs to.
+    job: String,
+    /// The command as tokenized, for messages.
+    words: Vec<String>,
+    /// What the tool's command line made of it.
+    command: Command,
+}
+
+impl Invocation {
+    fn run(&self) -> Option<&RunOpts> {
+        match &self.command {
+            Command::Run(run) => Some(run),
+            _ => None,
+        }
+    }
+}
+
+fn load(relative: &str) -> Value {
+    let path = workspace_root().join(relative);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{relative} is not valid YAML: {e}"))
+}
+
+/// Parses every `cargo loadgate` command of every script, failing with the template, the job and
+/// the command when one does not parse.
+fn invocations(template: &str, scripts: &[(String, String)]) -> Vec<Invocation> {
+    let mut found = Vec::new();
+    for (job, script) in scripts {
+        for command in commands(script)
+            .unwrap_or_else(|e| panic!("{template}, job `{job}`: cannot tokenize a script: {e}"))
+        {
+            let Some(rest) = command.strip_prefix(&["cargo".to_owned(), "loadgate".to_owned()])
+            else {
+                continue;
+            };
+            let argv = ["cargo-loadgate", "loadgate"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(rest.iter().cloned());
+            match parse_args(argv) {
+                Ok(CargoOpts::Loadgate(opts)) => found.push(Invocation {
+                    job: job.clone(),
+                    words: command.clone(),
+                    command: opts.command,
+                }),
+                Err(e) => panic!(
+                    "{template}, job `{job}`: `{}` does not parse:\n{e}",
+                    command.join(" ")
+                ),
+            }
+        }
+    }
+    found
+}
+
+fn as_str<'a>(value: &'a Value, what: &str) -> &'a str {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("{what} is not a string: {value:?}"))
+}
+
+/// The job's scripts: GitHub `run:` of every step, by job.
+fn github_scripts(workflow: &Value) -> Vec<(String, String)> {
+    let jobs = workflow["jobs"]
+        .as_mapping()
+        .expect("the workflow has `jobs`");
+    let mut scripts = Vec::new();
+    for (name, job) in jobs {
+        let name = as_str(name, "a job name");
+        for step in job["steps"].as_sequence().expect("a job has `steps`") {
+            if let Some(run) = step.get("run") {
+                scripts.push((name.to_owned(), as_str(run, "`run`").to_owned()));
+            }
+        }
+    }
+    scripts
+}
+
+/// A GitLab job with what it `extends` merged under it (keys of the job itself win, one level deep,
+/// which is what GitLab does for the keys used here).
+fn gitlab_job(pipeline: &Value, name: &str) -> serde_yaml::Mapping {
+    let job = pipeline[name]
+        .as_mapping()
+        .unwrap_or_else(|| panic!("no job `{name}`"));
+    let mut merged = serde_yaml::Mapping::new();
+    let parents: Vec<&str> = match job.get("extends") {
+        None => Vec::new(),
+        Some(Value::String(parent)) => vec![parent.as_str()],
+        Some(Value::Sequence(parents)) => parents.iter().map(|p| as_str(p, "extends")).collect(),
+        Some(other) => panic!("`extends` of `{name}` is neither a string nor a list: {other:?}"),
+    };
+    for parent in parents {
+        merged.extend(gitlab_job(pipeline, parent));
+    }
+    merged.extend(job.clone());
+    merged
+}
+
+/// GitLab `before_script:`, `script:` and `after_script:` entries of every job, by job; an entry
+/// may be a list nested one level (as YAML anchors produce).
+fn gitlab_scripts(pipeline: &Value) -> Vec<(String, String)> {
+    let mut scripts = Vec::new();
+    for (name, job) in pipeline.as_mapping().expect("the pipeline is a mapping") {
+        let name = as_str(name, "a key");
+        for key in ["before_script", "script", "after_script"] {
+            let Some(entries) = job.get(key) else {
+                continue;
+            };
+            let entries = match entries {
+                Value::Sequence(entries) => entries.clone(),
+                single => vec![single.clone()],
+            };
+            for entry in &entries {
+                match entry {
+                    Value::Sequence(nested) => scripts.extend(
+                        nested
+                            .iter()
+                            .map(|e| (name.to_owned(), as_str(e, key).to_owned())),
+                    ),
+                    entry => scripts.push((name.to_owned(), as_str(entry, key).to_owned())),
+                }
+            }
+        }
+    }
+    scripts
+}
+
+fn path_str(path: Option<&Path>, what: &str) -> String {
+    path.unwrap_or_else(|| panic!("{what} is not given"))
+        .to_str()
+        .expect("UTF-8 path")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+#[test]
+fn github_workflow_commands_parse_and_the_jobs_do_what_the_gate_needs() {
+    let workflow = load("ci/github/loadgate.yml");
+    let scripts = github_scripts(&workflow);
+    let found = invocations("ci/github/loadgate.yml", &scripts);
+    assert!(
+        found.len() >= EXPECTED_COMMANDS_PER_TEMPLATE,
+        "found {} `cargo loadgate` commands in the GitHub workflow, expected at least {EXPECTED_COMMANDS_PER_TEMPLATE}",
+        found.len()
+    );
+
+    // YAML 1.2, as GitHub reads it: `on` is a key, not the boolean of YAML 1.1.
+    let on = workflow.get("on").expect("the workflow has `on`");
+    assert!(on.get("pull_request").is_some(), "runs on pull requests");
+    assert!(on.get("push").is_some(), "runs on pushes");
+    assert_eq!(
+        workflow["permissions"]["contents"].as_str(),
+        Some("read"),
+        "the workflow's default token only reads"
+    );
+
+    let jobs = &workflow["jobs"];
+    for job in ["gate", "baseline"] {
+        let steps = jobs[job]["steps"].as_sequence().expect("steps");
+        assert!(
+            steps.iter().any(|s| {
+                s["uses"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("actions/checkout@"))
+                    && s["with"]["fetch-depth"].as_u64() == Some(0)
+            }),
+            "job `{job}` checks out the full history (fetch-depth: 0)"
+        );
+        assert!(
+            scripts.iter().any(|(j, script)| j == job
+                && script
+                    .lines()
+                    .any(|l| l.contains("git fetch") && l.contains("refs/notes/loadgate"))),
+            "job `{job}` fetches refs/notes/loadgate"
+        );
+    }
+
+    // Pull requests: `run` against the base branch, never saving, the JUnit report uploaded always.
+    let gate_runs: Vec<&RunOpts> = found
+        .iter()
+        .filter(|i| i.job == "gate")
+        .filter_map(Invocation::run)
+        .collect();
+    assert_eq!(gate_runs.len(), 1, "the gate job runs `run` once");
+    let gate = gate_runs[0];
+    assert!(!gate.save_baseline, "a pull request never saves a baseline");
+    assert!(
+        gate.base_ref.is_some(),
+        "the gate names the base branch (--base-ref)"
+    );
+    assert!(
+        jobs["gate"]["permissions"]["contents"].as_str() != Some("write"),
+        "the gate job cannot write"
+    );
+    let uploads: Vec<(String, String)> = jobs["gate"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
+        .map(|s| {
+            (
+                s["if"].as_str().unwrap_or_default().to_owned(),
+                s["with"]["path"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim_end_matches('/')
+                    .to_owned(),
+            )
+        })
+        .collect();
+    for (what, path) in [
+        ("--junit", path_str(gate.junit.as_deref(), "--junit")),
+        ("--out-dir", path_str(gate.out_dir.as_deref(), "--out-dir")),
+    ] {
+        assert!(
+            uploads
+                .iter()
+                .any(|(condition, uploaded)| condition == "always()" && *uploaded == path),
+            "the gate job uploads {what} {path} with `if: always()`; uploads: {uploads:?}"
+        );
+    }
+
+    // Release branches: `run --save-baseline`, with the only write permission of the workflow.
+    assert!(
+        found
+            .iter()
+            .filter(|i| i.job == "baseline")
+            .filter_map(Invocation::run)
+            .any(|r| r.save_baseline),
+        "the baseline job runs with --save-baseline"
+    );
+    assert_eq!(
+        jobs["baseline"]["permissions"]["contents"].as_str(),
+        Some("write"),
+        "the baseline job may push notes"
+    );
+    assert!(
+        scripts.iter().any(|(j, s)| j == "baseline"
+            && s.contains("git push")
+            && s.contains("refs/notes/loadgate")),
+        "the baseline job pushes refs/notes/loadgate"
+    );
+}
+
+#[test]
+fn gitlab_pipeline_commands_parse_and_the_jobs_do_what_the_gate_needs() {
+    let pipeline = load("ci/gitlab/loadgate.gitlab-ci.yml");
+    let scripts = gitlab_scripts(&pipeline);
+    let found = invocations("ci/gitlab/loadgate.gitlab-ci.yml", &scripts);
+    assert!(
+        found.len() >= EXPECTED_COMMANDS_PER_TEMPLATE,
+        "found {} `cargo loadgate` commands in the GitLab pipeline, expected at least {EXPECTED_COMMANDS_PER_TEMPLATE}",
+        found.len()
+    );
+
+    // Merge requests: `run`, never saving; the JUnit report published and the out-dir kept always.
+    let gate_job = gitlab_job(&pipeline, "loadgate:gate");
+    let gate_runs: Vec<&RunOpts> = found
+        .iter()
+        .filter(|i| i.job == "loadgate:gate")
+        .filter_map(Invocation::run)
+        .collect();
+    assert_eq!(gate_runs.len(), 1, "the merge request job runs `run` once");
+    let gate = gate_runs[0];
+    assert!(
+        !gate.save_baseline,
+        "a merge request never saves a baseline"
+    );
+    assert!(
+        gate.base_ref.is_some(),
+        "the gate names the target branch (--base-ref)"
+    );
+    assert!(
+        serde_yaml::to_string(&gate_job["rules"])
+            .expect("rules")
+            .contains("merge_request_event"),
+        "the gate job runs in merge request pipelines"
+    );
+    let artifacts = &gate_job["artifacts"];
+    assert_eq!(artifacts["when"].as_str(), Some("always"));
+    assert_eq!(
+        artifacts["reports"]["junit"].as_str(),
+        Some(path_str(gate.junit.as_deref(), "--junit").as_str()),
+        "the JUnit report the run writes is the one published"
+    );
+    let out_dir = path_str(gate.out_dir.as_deref(), "--out-dir");
+    assert!(
+        artifacts["paths"]
+            .as_sequence()
+            .expect("artifacts: paths")
+            .iter()
+            .any(|p| p.as_str().map(|p| p.trim_end_matches('/')) == Some(out_dir.as_str())),
+        "the out-dir {out_dir} is kept as an artifact"
+    );
+    assert_eq!(
+        gate_job["variables"]["GIT_DEPTH"].as_str(),
+        Some("0"),
+        "full history for the merge-base"
+    );
+
+    // Release branches: `run --save-baseline`, then the notes pushed.
+    assert!(
+        found
+            .iter()
+            .filter(|i| i.job == "loadgate:baseline")
+            .filter_map(Invocation::run)
+            .any(|r| r.save_baseline),
+        "the baseline job runs with --save-baseline"
+    );
+    assert!(
+        scripts.iter().any(|(j, s)| j == "loadgate:baseline"
+            && s.contains("git push")
+            && s.contains("refs/notes/loadgate")),
+        "the baseline job pushes refs/notes/loadgate"
+    );
+    assert!(
+        scripts.iter().any(|(_, s)| s.contains("git fetch")
+            && s.contains("refs/notes/loadgate:refs/notes/loadgate")),
+        "the jobs fetch refs/notes/loadgate"
+    );
+}
+
+#[test]
+fn every_found_command_names_its_job() {
+    // A guard on the walk itself: commands are attributed to the jobs that hold them.
+    let workflow = load("ci/github/loadgate.yml");
+    let found = invocations("ci/github/loadgate.yml", &github_scripts(&workflow));
+    for invocation in &found {
+        assert!(
+            ["gate", "baseline"].contains(&invocation.job.as_str()),
+            "`{}` is in an unexpected job `{}`",
+            invocation.words.join(" "),
+            invocation.job
+        );
+    }
+}
+
+// ---- a small shell reader: enough of POSIX sh to find the words of each simple command ----
+
+/// One token of a shell line: a word, or a control operator that ends a simple command.
+#[derive(Debug, PartialEq)]
+enum Token {
+    Word(String),
+    Operator,
+}
+
+/// The simple commands of a script, each as its words: `\` continuations joined, comments dropped,
+/// lines split at `;`, `&&`, `||`, `|` and `&`, leading keywords (`if`, `then`, `!`, …), variable
+/// assignments and redirections removed, expansions replaced by [`PLACEHOLDER`].
+fn commands(script: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut commands = Vec::new();
+    for line in logical_lines(script) {
+        let mut current: Vec<String> = Vec::new();
+        for token in tokenize(&line)?.into_iter().chain([Token::Operator]) {
+            match token {
+                Token::Word(word) => current.push(word),
+                Token::Operator => {
+                    let words = std::mem::take(&mut current);
+                    let start = words
+                        .iter()
+                        .position(|w| !is_keyword(w) && !is_assignment(w))
+                        .unwrap_or(words.len());
+                    if start < words.len() {
+                        commands.push(words[start..].to_vec());
+                    }
+                }
+            }
+        }
+    }
+    Ok(commands)
+}
+
+fn is_keyword(word: &str) -> bool {
+    matches!(
+        word,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "do"
+            | "done"
+            | "while"
+            | "until"
+            | "!"
+            | "{"
+            | "}"
+    )
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        name.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Lines with their `\`-newline continuations joined.
+fn logical_lines(script: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut pending = String::new();
+    for line in script.lines() {
+        match line.trim_end().strip_suffix('\\') {
+            Some(continued) => {
+                pending.push_str(continued);
+                pending.push(' ');
+            }
+            None => {
+                pending.push_str(line);
+                lines.push(std::mem::take(&mut pending));
+            }
+        }
+    }
+    if !pending.is_empty() {
+        lines.push(pending);
+    }
+    lines
+}
+
+/// Splits one line into words and operators, shell-words-like: single and double quotes, `\`
+/// escapes, comments; GitHub `${{ … }}` expressions and shell expansions become [`PLACEHOLDER`];
+/// a redirection and its target are dropped.
+fn tokenize(line: &str) -> Result<Vec<Token>, String> {
+    let line = replace_github_expressions(line)?;
+    let chars: Vec<char> = line.chars().collect();
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut redirect_target = false;
+    let mut i = 0;
+
+    fn finish(
+        tokens: &mut Vec<Token>,
+        word: &mut String,
+        in_word: &mut bool,
+        redirect_target: &mut bool,
+    ) {
+        if *in_word {
+            if *redirect_target {
+                *redirect_target = false;
+            } else {
+                tokens.push(Token::Word(std::mem::take(word)));
+            }
+        }
+        word.clear();
+        *in_word = false;
+    }
+
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' => {
+                finish(&mut tokens, &mut word, &mut in_word, &mut redirect_target);
+                i += 1;
+            }
+            '#' if !in_word => break,
+            '\'' => {
+                let end = chars[i + 1..]
+                    .iter()
+                    .position(|&c| c == '\'')
+                    .ok_or_else(|| format!("unterminated ' in `{line}`"))?;
+                word.extend(&chars[i + 1..i + 1 + end]);
+                in_word = true;
+                i += end + 2;
+            }
+            '"' => {
+                in_word = true;
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => return Err(format!("unterminated \" in `{line}`")),
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some('\\') if matches!(chars.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
+                            word.push(chars[i + 1]);
+                            i += 2;
+                        }
+                        Some('$') => i = expansion(&chars, i, &mut word)?,
+                        Some('`') => i = backticks(&chars, i, &mut word)?,
+                        Some(&c) => {
+                            word.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            '\\' => {
+                if let Some(&next) = chars.get(i + 1) {
+                    word.push(next);
+                }
+                in_word = true;
+                i += 2;
+            }
+            '$' => {
+                in_word = true;
+                i = expansion(&chars, i, &mut word)?;
+            }
+            '`' => {
+                in_word = true;
+                i = backticks(&chars, i, &mut word)?;
+            }
+            ';' | '&' | '|' | '(' | ')' => {
+                finish(&mut tokens, &mut word, &mut in_word, &mut redirect_target);
+                tokens.push(Token::Operator);
+                i += 1;
+                while matches!(chars.get(i), Some(&next) if next == c && c != '(' && c != ')') {
+                    i += 1;
+                }
+            }
+            '<' | '>' => {
+                // `2>` and `>&2`: a file descriptor number before, and `&N` after, belong to it.
+                if in_word && word.chars().all(|c| c.is_ascii_digit()) {
+                    word.clear();
+                    in_word = false;
+                }
+                finish(&mut tokens, &mut word, &mut in_word, &mut redirect_target);
+                i += 1;
+                while matches!(chars.get(i), Some('<' | '>' | '&')) {
+                    i += 1;
+                }
+                redirect_target = true;
+            }
+            c => {
+                word.push(c);
+                in_word = true;
+                i += 1;
+            }
+        }
+    }
+    finish(&mut tokens, &mut word, &mut in_word, &mut redirect_target);
+    Ok(tokens)
+}
+
+/// Replaces each GitHub Actions `${{ … }}` expression with [`PLACEHOLDER`].
+fn replace_github_expressions(line: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(start) = rest.find("${{") {
+        let end = rest[start..]
+            .find("}}")
+            .ok_or_else(|| format!("unterminated ${{{{ in `{line}`"))?;
+        out.push_str(&rest[..start]);
+        out.push_str(PLACEHOLDER);
+        rest = &rest[start + end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Reads the expansion starting at `chars[at] == '$'` (`$NAME`, `${…}`, `$(…)`, `$((…))`, `$?`, …),
+/// appends [`PLACEHOLDER`] (or a lone `$`) to `word`, and returns the index after it.
+fn expansion(chars: &[char], at: usize, word: &mut String) -> Result<usize, String> {
+    let unterminated = || format!("unterminated expansion in `{}`", String::from_iter(chars));
+    let after = match chars.get(at + 1) {
+        Some('{') => {
+            at + 2
+                + chars[at + 2..]
+                    .iter()
+                    .position(|&c| c == '}')
+                    .ok_or_else(unterminated)?
+                + 1
+        }
+        Some('(') => {
+            let mut depth = 0usize;
+            let mut i = at + 1;
+            loop {
+                match chars.get(i) {
+                    None => return Err(unterminated()),
+                    Some('(') => depth += 1,
+                    Some(')') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break i + 1;
+                        }
+                    }
+                    Some(_) => {}
+                }
+                i += 1;
+            }
+        }
+        Some(c) if c.is_ascii_alphabetic() || *c == '_' => {
+            at + 1
+                + chars[at + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+                    .count()
+        }
+        Some(c) if c.is_ascii_digit() || "?$#@*!-".contains(*c) => at + 2,
+        _ => {
+            word.push('$');
+            return Ok(at + 1);
+        }
+    };
+    word.push_str(PLACEHOLDER);
+    Ok(after)
+}
+
+/// Reads a `` `…` `` command substitution starting at `chars[at]`, appends [`PLACEHOLDER`].
+fn backticks(chars: &[char], at: usize, word: &mut String) -> Result<usize, String> {
+    let end = chars[at + 1..]
+        .iter()
+        .position(|&c| c == '`')
+        .ok_or_else(|| format!("unterminated ` in `{}`", String::from_iter(chars)))?;
+    word.push_str(PLACEHOLDER);
+    Ok(at + end + 2)
+}
+
+fn words(script: &str) -> Vec<Vec<String>> {
+    commands(script).expect("tokenizes")
+}
+
+#[test]
+fn the_shell_reader_splits_quotes_continuations_and_operators() {
+    assert_eq!(
+        words("cargo loadgate run \\\n  -p \"my pkg\" --profile 'ci' # a comment"),
+        vec![vec![
+            "cargo",
+            "loadgate",
+            "run",
+            "-p",
+            "my pkg",
+            "--profile",
+            "ci"
+        ]]
+    );
+    assert_eq!(
+        words("status=0; cargo loadgate run --junit a.xml || status=$?\nexit \"$status\""),
+        vec![
+            vec!["cargo", "loadgate", "run", "--junit", "a.xml"],
+            vec!["exit", PLACEHOLDER],
+        ]
+    );
+    assert_eq!(
+        words("if git push origin refs/notes/loadgate; then\n  echo \"ok\" >&2\nfi"),
+        vec![
+            vec!["git", "push", "origin", "refs/notes/loadgate"],
+            vec!["echo", "ok"],
+        ]
+    );
+    assert_eq!(
+        words("echo \"x=$(git rev-parse -q --verify HEAD || echo none)\" >> \"$GITHUB_ENV\""),
+        vec![vec!["echo", "x=PLACEHOLDER"]]
+    );
+}
+
+#[test]
+fn the_shell_reader_replaces_expressions_with_one_word() {
+    assert_eq!(
+        words(
+            "cargo loadgate run --base-ref origin/${{ github.base_ref }} -p \"$PKG\" --out-dir ${OUT}/x"
+        ),
+        vec![vec![
+            "cargo",
+            "loadgate",
+            "run",
+            "--base-ref",
+            "origin/PLACEHOLDER",
+            "-p",
+            PLACEHOLDER,
+            "--out-dir",
+            "PLACEHOLDER/x",
+        ]]
+    );
+    assert_eq!(
+        words("sleep $((attempt * 3))"),
+        vec![vec!["sleep", PLACEHOLDER]]
+    );
+    assert!(commands("echo 'unterminated").is_err());
+    assert!(commands("echo ${{ github.ref").is_err());
+}
+
+#[test]
+fn a_renamed_flag_is_caught() {
+    // The point of this file: a flag the tool does not know fails the walk.
+    let scripts = vec![(
+        "gate".to_owned(),
+        "cargo loadgate run --profile ci --no-such-flag".to_owned(),
+    )];
+    let caught = std::panic::catch_unwind(|| invocations("inline", &scripts));
+    assert!(caught.is_err(), "an unknown flag must not parse");
+}

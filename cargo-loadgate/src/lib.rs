@@ -4,6 +4,7 @@
 //! reporters. Each stage is one module; the binary (`main.rs`) only parses, dispatches and renders.
 
 pub mod baseline;
+pub mod calibrate;
 pub mod cli;
 pub mod compare;
 pub mod config;

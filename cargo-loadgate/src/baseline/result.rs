@@ -60,6 +60,8 @@ pub struct RunResult {
     pub phases: Vec<PhaseRecord>,
     /// The target's resources, sampled once a second over the whole run.
     pub resources: Vec<ResourceSample>,
+    /// The calibration figure measured before and after the phases; `None` when it could not be.
+    pub calibration: Option<crate::calibrate::Calibration>,
 }
 
 /// The baseline a run was compared with.

@@ -7,6 +7,7 @@ use crate::baseline::{
     BaselineError, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
     ToolInfo, config_hash, fingerprint, short, write_json_atomic,
 };
+use crate::calibrate::Calibration;
 use crate::compare::SlopeEstimate;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadOpts, LoadgateConfig, TargetKind, TargetSource,
@@ -193,6 +194,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         verdict: None,
         phases: Vec::new(),
         resources: Vec::new(),
+        calibration: None,
     };
     write_result(&result_path, &result)?;
 
@@ -237,6 +239,10 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
             explanations.first().map(String::as_str).unwrap_or("")
         ),
     }
+
+    let server_core = crate::engine::target_cores().first().copied();
+    result.calibration = calibrate(generator_core, server_core, None).await;
+    write_result(&result_path, &result)?;
 
     let sampler = target.start_sampler(SAMPLE_EVERY);
     let sampler_started = Instant::now();
@@ -316,6 +322,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         run_plan(&config, &mut runner, &options, &mut observe).await
     };
     result.resources = sampler.stop().await;
+    result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     let alive = target.check_alive().await;
     let exit = target.shutdown().await;
     if let Ok(exit) = &exit {
@@ -425,6 +432,44 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
             "hint: lower the offered load, raise [generator] max-in-flight, or give the generator a core of its own"
         );
         Ok(ExitCode::INVALID_RUN)
+    }
+}
+
+/// Measures the calibration figure on the generator's and the target's cores: the first
+/// measurement of the run when `started` is `None`, else the one after the phases. A failure is a
+/// warning: the comparison then says that no calibration was measured.
+async fn calibrate(
+    client_core: Option<usize>,
+    server_core: Option<usize>,
+    started: Option<Calibration>,
+) -> Option<Calibration> {
+    let when = if started.is_some() { "after" } else { "before" };
+    let measured =
+        tokio::task::spawn_blocking(move || crate::calibrate::measure(client_core, server_core))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|m| m);
+    match (measured, started) {
+        (Ok(m), None) => {
+            eprintln!(
+                "   Calibrate {:.0} round trips/s (reference load, {when} the phases)",
+                m.round_trips_per_sec
+            );
+            Some(Calibration::started(m))
+        }
+        (Ok(m), Some(mut c)) => {
+            c.finish(m);
+            eprintln!(
+                "   Calibrate {:.0} round trips/s {when} the phases (drift {:+.1}%)",
+                c.after.as_ref().map_or(0.0, |a| a.round_trips_per_sec),
+                c.drift.unwrap_or(0.0) * 100.0
+            );
+            Some(c)
+        }
+        (Err(e), started) => {
+            eprintln!("     Warning the calibration {when} the phases failed: {e}");
+            started
+        }
     }
 }
 

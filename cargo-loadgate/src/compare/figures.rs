@@ -42,6 +42,8 @@ pub struct RunFigures {
     pub rss_slope: Option<SlopeEstimate>,
     /// The calibration figure (a fixed reference load's throughput on this machine), when measured.
     pub calibration: Option<f64>,
+    /// How far the calibration moved during the run (`after / before − 1`), when both were measured.
+    pub calibration_drift: Option<f64>,
 }
 
 /// Why a run result could not be read for comparison.
@@ -132,6 +134,9 @@ impl RunFigures {
             .as_f64()
             .or_else(|| result["calibration"]["figure"].as_f64())
             .filter(|c| c.is_finite() && *c > 0.0);
+        let calibration_drift = result["calibration"]["drift"]
+            .as_f64()
+            .filter(|d| d.is_finite());
         Ok(Self {
             commit: result["git"]["commit"].as_str().map(str::to_owned),
             phase: measurement,
@@ -139,6 +144,7 @@ impl RunFigures {
             rss,
             rss_slope,
             calibration,
+            calibration_drift,
         })
     }
 }
@@ -183,7 +189,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             "ramp": {"knee_sessions_per_sec": 40.0, "lowest_break": {"sessions_per_sec": 50.0}},
             "soak": {"phase": "soak", "slopes": {"rss_bytes_per_sec": {"estimate": 1.0, "low": 0.5, "high": 1.5}}},
-            "calibration": {"figure": 1234.5},
+            "calibration": {"figure": 1234.5, "drift": -0.02},
         });
         let f = RunFigures::from_json(&result, None).unwrap();
         assert_eq!(f.phase.as_ref().unwrap().name, "soak");
@@ -200,6 +206,7 @@ mod tests {
         );
         assert_eq!(f.rss_slope.map(|s| s.high), Some(1.5));
         assert_eq!(f.calibration, Some(1234.5));
+        assert_eq!(f.calibration_drift, Some(-0.02));
     }
 
     #[test]

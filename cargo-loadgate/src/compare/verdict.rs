@@ -775,6 +775,18 @@ pub fn compare_with(
             }
         )),
     }
+    for (side, figures) in [("the baseline", base), ("this run", head)] {
+        if let Some(drift) = figures.calibration_drift
+            && drift.abs() > options.calibration_tolerance
+        {
+            blockers.push(format!(
+                "the machine drifted during {side}: its calibration moved {:+.1}% between before \
+                 and after the phases, beyond {:.0}%",
+                drift * 100.0,
+                options.calibration_tolerance * 100.0
+            ));
+        }
+    }
     let rss = rss_draft(base, head, gate, options);
 
     // Holm over the primary family; the secondary metric is judged alone at α.
@@ -1064,6 +1076,7 @@ mod tests {
             rss: Vec::new(),
             rss_slope: None,
             calibration: None,
+            calibration_drift: None,
         }
     }
 
@@ -1287,17 +1300,21 @@ mod tests {
         calibrated_base.calibration = Some(1000.0);
         let mut slower_machine = figures(phase.clone());
         slower_machine.calibration = Some(900.0);
+        let mut drifting = figures(phase.clone());
+        drifting.calibration_drift = Some(0.08);
         let mut no_soak = figures(phase);
         no_soak.phase = None;
         insta::assert_snapshot!([
             rule(&other_load, &base),
             rule(&invalid, &base),
             rule(&slower_machine, &calibrated_base),
+            rule(&drifting, &base),
             rule(&no_soak, &base),
         ].join("\n"), @r"
         not measured at the same offered load: 50.000 sessions/s (base) vs 40.000 (head)
         this run's phase `soak` is invalid: 5.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%
         the calibration differs by -10.0% between the baseline's machine and this one, beyond 5%: the numbers are not comparable
+        the machine drifted during this run: its calibration moved +8.0% between before and after the phases, beyond 5%
         this run has no phase measured at the comparison's load point (the soak)
         ");
     }

@@ -1,8 +1,13 @@
 //! Reporters: they format what the run measured and what the comparison decided, and compute
-//! nothing of their own. JUnit and the Markdown summary today; charts follow.
+//! nothing of their own. JUnit, the Markdown summary and the SVG charts.
 
+mod charts;
 mod junit;
 mod markdown;
 
+pub use charts::{
+    ChartError, LATENCY_CHART, SOAK_CHART, THROUGHPUT_CHART, render_latency, render_soak,
+    render_throughput, write_charts,
+};
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;

@@ -379,6 +379,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .as_ref()
         .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p));
     write_markdown(&markdown_path, &result)?;
+    let charts = write_run_charts(&out_dir, &result, &baseline);
 
     print!("{}", render_summary(&result, &outcome));
     print!(
@@ -392,6 +393,9 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     println!("result: {}", result_path.display());
     println!("junit: {}", junit_path.display());
     println!("summary: {}", markdown_path.display());
+    if charts {
+        println!("charts: {}", out_dir.display());
+    }
     if opts.save_baseline {
         match (&repo, outcome.valid) {
             (Some(repo), true) => {
@@ -469,6 +473,36 @@ async fn calibrate(
         (Err(e), started) => {
             eprintln!("     Warning the calibration {when} the phases failed: {e}");
             started
+        }
+    }
+}
+
+/// Writes the SVG charts into the out-dir, the baseline's stored result drawn dashed beside this
+/// run's, and says whether any was written. A chart that fails is a warning, never a failed run:
+/// the result, JUnit and the summary already hold what was measured.
+fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> bool {
+    let base = match baseline {
+        Baseline::Found { entry, .. } => Some(&entry.result),
+        Baseline::Missing { .. } => None,
+    };
+    let written = serde_json::to_value(result)
+        .map_err(|e| e.to_string())
+        .and_then(|head| {
+            crate::report::write_charts(out_dir, &head, base).map_err(|e| {
+                let mut text = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    text.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                text
+            })
+        });
+    match written {
+        Ok(paths) => !paths.is_empty(),
+        Err(e) => {
+            eprintln!("     Warning charts not written: {e}");
+            false
         }
     }
 }

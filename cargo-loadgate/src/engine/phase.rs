@@ -34,12 +34,13 @@ pub const WINDOW: Duration = Duration::from_secs(1);
 /// `pool.rs` for why: a connect storm during a stall measures the client, not the target).
 pub const MAX_CONNECTIONS: usize = 256;
 
-/// Wake-ups of the pacing timer are rounded up to this grid, so that arrivals close together
-/// share one wake-up (one `epoll_wait` return, one `timerfd_settime`) at the price of at most this
-/// much pacing lag. Measured with bench/engine.sh's nginx on a shared 2-core VM at 10,000 req/s:
-/// 250 µs cut timerfd re-arms from 0.59 to 0.32 and syscalls from 3.6 to 3.1 per request, and
-/// CPU per request by ~15%; at 1,000 req/s (few arrivals share a grid step) it only adds lag.
-const PACING_GRID: Duration = Duration::from_micros(250);
+/// Each wake-up of the pacing timer also sends the requests due within this window after the
+/// one it was armed for, early, so that arrivals close together share one wake-up (one
+/// `epoll_wait` return, one `timerfd_settime`). The first request of a wake-up is never early, so
+/// this adds no pacing lag (the 250 µs grid it replaces rounded wake-ups up and added up to
+/// 250 µs). A request sent early is timed from its actual send, never from its later intended
+/// time (see [`latency_origin`]): early sending can make latency look worse, never better.
+const EARLY_WINDOW: Duration = Duration::from_micros(250);
 
 /// Extra time, past the request timeout, that the end of a phase waits for outstanding requests
 /// before counting them as timeouts (the timeout's own timer has 1 ms granularity).
@@ -207,7 +208,8 @@ struct Ctx {
 ///
 /// Sessions arrive on `spec`'s seeded schedule for `spec.warmup + spec.duration`; step 0 of a
 /// session is intended at its arrival, step n at the answer of step n − 1 plus its think time.
-/// Latency is measured from the intended time, service time from the actual send. An arrival that
+/// Latency is measured from the intended time (from the actual send for a request sent early, see
+/// `EARLY_WINDOW`), service time from the actual send. An arrival that
 /// finds `generator.max_in_flight` requests outstanding is dropped and counted. Requests still
 /// outstanding when arrivals end get the request timeout (plus a small margin) to finish, then
 /// count as timeouts. `stop` and `hooks.on_window` end a phase early.
@@ -222,6 +224,43 @@ pub async fn run_phase(
     spec: &PhaseSpec,
     hooks: PhaseHooks<'_>,
     stop: CancellationSignal,
+) -> Result<PhaseMeasurement, EngineError> {
+    let pacing = Pacing {
+        early_window: EARLY_WINDOW,
+    };
+    run_phase_paced(
+        target,
+        workload,
+        generator,
+        slo_latency,
+        spec,
+        hooks,
+        stop,
+        pacing,
+    )
+    .await
+}
+
+/// How the pacing timer wakes the engine (the tests widen the early window to see its effect).
+#[derive(Clone, Copy, Debug)]
+struct Pacing {
+    early_window: Duration,
+}
+
+/// [`run_phase`] with the pacing given.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "run_phase's arguments plus the pacing; a private seam for the tests"
+)]
+async fn run_phase_paced(
+    target: &str,
+    workload: &WorkloadConfig,
+    generator: &GeneratorConfig,
+    slo_latency: Duration,
+    spec: &PhaseSpec,
+    hooks: PhaseHooks<'_>,
+    stop: CancellationSignal,
+    pacing: Pacing,
 ) -> Result<PhaseMeasurement, EngineError> {
     let addr = TargetAddr::resolve(target).await?;
     let compiled = CompiledWorkload::new(workload).map_err(EngineError::Compile)?;
@@ -241,10 +280,9 @@ pub async fn run_phase(
         .run_until(async move {
             let clock = Clock::start();
             let cpu_start = cpu_time(CpuScope::Thread);
-            let timer = PreciseTimer::with_grid(clock, PACING_GRID).map_err(EngineError::Timer)?;
+            let timer = PreciseTimer::with_early_window(clock, pacing.early_window)
+                .map_err(EngineError::Timer)?;
             let driver = timer.clone();
-            let timer_task = tokio::task::spawn_local(async move { driver.drive().await });
-            let keeper_task = tokio::task::spawn_local(keep_time_driver_ahead(generator.timeout));
             let ctx = Rc::new(Ctx {
                 clock,
                 timer,
@@ -265,16 +303,29 @@ pub async fn run_phase(
                 arrivals_end: Cell::new(total),
                 idle: Notify::new(),
             });
-            let stopped = dispatch(&ctx, &schedule, spec, &hooks, &stop).await;
-            let arrivals_end = ctx.arrivals_end.get();
-            drain(&ctx).await;
+            // The pacing timer and the dispatcher are polled in this future, which the
+            // `LocalSet` polls before every batch of (up to 61) ready tasks, rather than as tasks
+            // queued behind the answers of a burst: a timer expiry reaches the dispatcher after
+            // at most one batch, and the dispatcher sends inline (see `launch`).
+            let phase = async {
+                let stopped = dispatch(&ctx, &schedule, spec, &hooks, &stop).await;
+                let arrivals_end = ctx.arrivals_end.get();
+                drain(&ctx).await;
+                (stopped, arrivals_end)
+            };
+            let (stopped, arrivals_end) = tokio::select! {
+                biased;
+                () = driver.drive() => return Err(EngineError::Timer(std::io::Error::other(
+                    "the pacing timer's descriptor failed",
+                ))),
+                () = keep_time_driver_ahead(generator.timeout) => unreachable_keeper(),
+                ended = phase => ended,
+            };
             let end = ctx.clock.now();
             let generator_cpu = match (cpu_start, cpu_time(CpuScope::Thread)) {
                 (Some(start), Some(end)) => Some(end.saturating_sub(start)),
                 _ => None,
             };
-            timer_task.abort();
-            keeper_task.abort();
             ctx.pool.close_idle();
             let recorder = std::mem::replace(
                 &mut *ctx.recorder.borrow_mut(),
@@ -310,6 +361,28 @@ async fn keep_time_driver_ahead(timeout: Duration) {
     }
 }
 
+/// The keeper loops forever; this is its (never taken) way out of the phase's `select!`.
+fn unreachable_keeper() -> (Option<String>, Duration) {
+    (Some("the time keeper ended".to_owned()), Duration::ZERO)
+}
+
+/// Starts a session: polls it once right here, which sends its first request when a connection
+/// is ready (the pool's connections are driven by the request's own future), then spawns it for
+/// the rest. Sending from the dispatcher's own poll keeps arrivals on time when a burst of
+/// answers fills the task queue: a spawned session would wait behind all of them before its
+/// first poll.
+///
+/// The first poll has a no-op waker. Nothing is lost by that: the spawned task is polled once
+/// in any case, and that poll looks at the sockets, channels and timers again with its real
+/// waker (readiness is state, not only a wake-up).
+fn launch(ctx: &Rc<Ctx>, plan: SessionPlan) {
+    let mut session = Box::pin(run_session(Rc::clone(ctx), plan));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if session.as_mut().poll(&mut cx).is_pending() {
+        tokio::task::spawn_local(session);
+    }
+}
+
 /// Launches the sessions at their arrival times until the schedule ends or the phase is stopped;
 /// returns why it stopped early, if it did.
 async fn dispatch(
@@ -325,10 +398,12 @@ async fn dispatch(
     let total = spec.warmup + spec.duration;
     loop {
         let now = ctx.clock.now();
-        // Launch everything due. A burst of due sessions (after a stall of this thread) is sent at
-        // once and its lag recorded: the schedule is kept, not shifted.
-        while let Some(plan) = next.take_if(|plan| plan.start <= now) {
-            tokio::task::spawn_local(run_session(Rc::clone(ctx), plan));
+        // Launch everything due, and what is due within the early window. A burst of due
+        // sessions (after a stall of this thread) is sent at once and its lag recorded: the
+        // schedule is kept, not shifted.
+        let horizon = now + ctx.timer.early_window();
+        while let Some(plan) = next.take_if(|plan| plan.start <= horizon) {
+            launch(ctx, plan);
             next = sessions.next();
         }
         if now >= next_tick {
@@ -424,10 +499,11 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
         }
         let seq = u32::try_from(seq).unwrap_or(u32::MAX);
-        ctx.recorder.borrow_mut().arrival(intended);
+        let origin = latency_origin(intended, ctx.clock.now());
+        ctx.recorder.borrow_mut().arrival(origin);
         if ctx.in_flight.get() >= ctx.max_in_flight {
             let mut recorder = ctx.recorder.borrow_mut();
-            recorder.dropped(intended);
+            recorder.dropped(origin);
             if started {
                 recorder.session_ended(plan.start, false);
             }
@@ -445,12 +521,12 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             return;
         };
         let op = step.operation;
-        let slot = ctx.outstanding.borrow_mut().insert((op, intended));
+        let slot = ctx.outstanding.borrow_mut().insert((op, origin));
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         let sent_at = ctx.clock.now();
         {
             let mut recorder = ctx.recorder.borrow_mut();
-            recorder.sent(op, intended, sent_at);
+            recorder.sent(op, origin, sent_at);
             if !started {
                 recorder.session_started(plan.start);
                 started = true;
@@ -473,7 +549,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
         };
         ctx.recorder
             .borrow_mut()
-            .completed(op, intended, sent_at, done, &outcome);
+            .completed(op, origin, sent_at, done, &outcome);
         if abandon {
             completed = false;
             break;
@@ -485,6 +561,14 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             .borrow_mut()
             .session_ended(plan.start, completed);
     }
+}
+
+/// Where a request's latency is timed from: its intended time, or, when it goes out early (the
+/// early window), the earlier moment it was actually sent. Timing an early request from its later
+/// intended time would subtract the earliness from its latency and make the target look faster
+/// than it is; this way latency is never below service time.
+fn latency_origin(intended: Duration, now: Duration) -> Duration {
+    intended.min(now)
 }
 
 /// Slots with a free list: O(1) insert and remove, memory bounded by the most ever outstanding.
@@ -725,6 +809,62 @@ mod tests {
             m.validity
         );
         assert_eq!(m.counters.dropped, 0);
+    }
+
+    #[test]
+    fn requests_sent_early_are_timed_from_their_send_not_their_later_intended_time() {
+        // Every answer takes 20 ms. With a 50 ms early window most requests go out early, by
+        // 25 ms on average; timed from their intended time they would look faster than 20 ms.
+        let received = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&received);
+        let server = TestServer::start(move |_| {
+            log.lock().expect("log").push(std::time::Instant::now());
+            Reply {
+                delay: 20 * MS,
+                ..Reply::ok("hi")
+            }
+        });
+        let w = workload(vec![op("get", "GET", "/")], 100.0);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let m = rt
+            .block_on(run_phase_paced(
+                &server.url,
+                &w,
+                &generator(5 * 1000 * MS, 1000),
+                Duration::from_millis(250),
+                &spec(100.0, 2000 * MS, 11),
+                PhaseHooks::default(),
+                CancellationSignal::new(),
+                Pacing {
+                    early_window: 50 * MS,
+                },
+            ))
+            .expect("phase runs");
+        let op = &m.operations[0];
+        assert!(op.latency.count() > 100, "{}", op.latency.count());
+        // Microseconds; 19,900 leaves room for the histogram's 3 significant digits.
+        let min = |h: &crate::measure::LatencyHistogram| h.as_hdr().min();
+        assert!(
+            min(&op.latency) >= 19_900,
+            "latency min {} µs below the 20 ms every answer took",
+            min(&op.latency)
+        );
+        assert!(min(&op.latency) >= min(&op.service));
+        // The window was used: requests arrived in bunches. Poisson at 100/s puts 18% of gaps
+        // under 2 ms; one wake-up per 50 ms window puts most of them there.
+        let times = received.lock().expect("log").clone();
+        let bunched = times
+            .windows(2)
+            .filter(|w| w[1].duration_since(w[0]) < 2 * MS)
+            .count();
+        assert!(
+            bunched * 2 > times.len(),
+            "{bunched} of {} close together",
+            times.len()
+        );
     }
 
     #[test]

@@ -1,10 +1,17 @@
 //! Keep-alive HTTP/1.1 connections on hyper's client connection API, and one request on them.
 //!
 //! Not reqwest: its pool, its URL handling and its `Send` futures cost about 1.5× the CPU per
-//! request (DESIGN §5). Here a connection is a `SendRequest` whose connection task runs on the
-//! engine's own thread. The pool opens connections on demand up to a cap, reuses idle ones
-//! last-in first-out, and discards a connection at its first error. There are no retries: a
-//! failed request is counted as failed.
+//! request (DESIGN §5). Here a connection is hyper's `SendRequest` and its `Connection` future,
+//! and no task of its own drives the connection: the request that leases it polls the
+//! `Connection` itself, inside its own future. Bytes go out in the poll that sends the request
+//! (no wake-up of a connection task queued behind other ready tasks), and an answer arriving
+//! wakes the request's task once (not the connection task, which then wakes the request). An
+//! idle connection is not polled at all; a close by the server while it sat idle is seen at its
+//! next checkout, before anything is sent on it.
+//!
+//! The pool opens connections on demand up to a cap, reuses idle ones last-in first-out, and
+//! discards a connection at its first error. There are no retries: a failed request is counted
+//! as failed.
 //!
 //! Why a cap: without one, every request that finds all connections busy opens a new one. When
 //! the target stalls for a second at 2,000 req/s that is 2,000 connects at once, past nginx's
@@ -21,9 +28,12 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::rc::Rc;
-use tokio::task::AbortHandle;
+use std::pin::{Pin, pin};
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// The body type of every request the engine sends.
@@ -38,15 +48,57 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+type HyperConnection = hyper::client::conn::http1::Connection<TokioIo<TcpStream>, RequestBody>;
+
+/// One keep-alive connection: the request side and the connection future, driven by whoever
+/// leases it. Dropping it closes the socket and frees its slot in the pool.
 struct Connection {
     sender: SendRequest<RequestBody>,
-    task: AbortHandle,
+    conn: HyperConnection,
+    /// Set once `conn` has finished (closed or failed); it must not be polled again.
+    ended: bool,
+    _slot: OpenGuard,
 }
 
 impl Connection {
-    fn discard(self) {
-        // Dropping the connection task closes the socket at once, even mid-answer.
-        self.task.abort();
+    /// Polls the connection future (reads, writes, hands answers over), unless it has ended;
+    /// returns whether it has ended.
+    fn poll_conn(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.ended && Pin::new(&mut self.conn).poll(cx).is_ready() {
+            self.ended = true;
+        }
+        self.ended
+    }
+
+    /// Whether the connection can take a request now, polling it once first: an idle
+    /// connection the server closed ends here, before anything is sent on it.
+    fn poll_usable(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        if self.poll_conn(cx) || self.sender.is_closed() {
+            return Poll::Ready(false);
+        }
+        self.sender.poll_ready(cx).map(|ready| ready.is_ok())
+    }
+
+    /// Runs `fut` to its end while driving the connection, which is what makes it progress.
+    /// Ends with `None` when the connection ended first and `fut` could not finish.
+    async fn drive<F: Future>(&mut self, fut: F) -> Option<F::Output> {
+        let mut fut = pin!(fut);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(out));
+            }
+            let ended = self.poll_conn(cx);
+            // The connection may have handed `fut` what it waits for (an answer's head, a body
+            // frame): look again before sleeping.
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(out));
+            }
+            if ended {
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -74,8 +126,8 @@ impl PoolState {
     }
 }
 
-/// Connections to one address. Cloning shares the pool. Single-threaded: the connection tasks
-/// are spawned with `spawn_local`, so the pool must be used inside a `LocalSet`.
+/// Connections to one address. Cloning shares the pool. Single-threaded (`Rc`): use it on one
+/// thread, from futures polled on that thread.
 #[derive(Clone)]
 pub struct Pool {
     addr: SocketAddr,
@@ -109,10 +161,10 @@ impl Pool {
     }
 
     /// Opens a connection in a slot already reserved (`open` counts it); the slot is freed when
-    /// the connect fails or the connection ends.
+    /// the connect fails or the connection is dropped.
     async fn connect(&self) -> Result<Connection, TransportErrorKind> {
-        let guard = OpenGuard(Rc::clone(&self.state));
-        let stream = tokio::net::TcpStream::connect(self.addr)
+        let slot = OpenGuard(Rc::downgrade(&self.state));
+        let stream = TcpStream::connect(self.addr)
             .await
             .map_err(|_| TransportErrorKind::Connect)?;
         // Small requests and answers: Nagle's algorithm would hold them back by up to 40 ms.
@@ -123,13 +175,11 @@ impl Pool {
             .await
             .map_err(|_| TransportErrorKind::Connect)?;
         self.state.borrow_mut().opened_total += 1;
-        let task = tokio::task::spawn_local(async move {
-            let _guard = guard;
-            let _ = conn.await;
-        });
         Ok(Connection {
             sender,
-            task: task.abort_handle(),
+            conn,
+            ended: false,
+            _slot: slot,
         })
     }
 
@@ -156,7 +206,12 @@ impl Pool {
                 }
             };
             let Some(rx) = waiting else {
-                return self.connect().await;
+                let conn = self.connect().await?;
+                // A fresh connection is ready once hyper has seen it polled.
+                match usable(conn).await {
+                    Some(conn) => return Ok(conn),
+                    None => return Err(TransportErrorKind::Connect),
+                }
             };
             if let Ok(Some(conn)) = rx.await
                 && let Some(conn) = usable(conn).await
@@ -168,8 +223,7 @@ impl Pool {
     }
 
     fn checkin(&self, mut conn: Connection) {
-        if conn.sender.is_closed() {
-            conn.discard();
+        if conn.ended || conn.sender.is_closed() {
             return;
         }
         let mut state = self.state.borrow_mut();
@@ -186,9 +240,11 @@ impl Pool {
 
     /// Sends `request` and reads the whole answer, all before `deadline`.
     ///
-    /// A connection that fails to open is a [`TransportErrorKind::Connect`] error, an answer not
-    /// complete by the deadline a [`TransportErrorKind::Timeout`]; the connection of any failed
-    /// request is closed and not reused.
+    /// The connection is driven by the returned future itself: the request is written in the
+    /// poll that finds a ready connection. A connection that fails to open is a
+    /// [`TransportErrorKind::Connect`] error, an answer not complete by the deadline a
+    /// [`TransportErrorKind::Timeout`]; the connection of any failed request is closed and not
+    /// reused.
     pub async fn send(
         &self,
         request: http::Request<RequestBody>,
@@ -200,12 +256,17 @@ impl Pool {
         let mut leased: Option<Connection> = None;
         let exchange = async {
             let conn = leased.insert(self.checkout().await?);
-            let response = conn.sender.send_request(request).await.map_err(classify)?;
-            let status = response.status().as_u16();
-            let body = response
-                .into_body()
-                .collect()
+            let sent = conn.sender.send_request(request);
+            let response = conn
+                .drive(sent)
                 .await
+                .ok_or(TransportErrorKind::Reset)?
+                .map_err(classify)?;
+            let status = response.status().as_u16();
+            let body = conn
+                .drive(response.into_body().collect())
+                .await
+                .ok_or(TransportErrorKind::Reset)?
                 .map_err(classify)?
                 .to_bytes();
             Ok(Answer { status, body })
@@ -220,47 +281,42 @@ impl Pool {
                 self.checkin(conn);
                 Ok(answer)
             }
-            (Ok(answer), None) => Ok(answer),
-            (Err(kind), conn) => {
-                if let Some(conn) = conn {
-                    conn.discard();
-                }
-                Err(kind)
-            }
+            // Dropping the connection of a failed request closes its socket at once.
+            (result, _) => result,
         }
     }
 
     /// Closes every idle connection.
     pub fn close_idle(&self) {
         let idle = std::mem::take(&mut self.state.borrow_mut().idle);
-        for conn in idle {
-            conn.discard();
-        }
+        drop(idle);
     }
 }
 
-struct OpenGuard(Rc<RefCell<PoolState>>);
+/// A connection's slot in the pool, freed when the connection is dropped. Weak: the pool keeps
+/// its idle connections, so a strong reference would be a cycle.
+struct OpenGuard(Weak<RefCell<PoolState>>);
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        let mut s = self.0.borrow_mut();
-        s.open = s.open.saturating_sub(1);
-        s.free_slot();
+        let Some(state) = self.0.upgrade() else {
+            // The pool is gone (its idle connections are being dropped with it).
+            return;
+        };
+        // Connections are never dropped while the state is borrowed (checkin and close_idle
+        // drop them outside their borrows); a slot is never freed twice either way.
+        if let Ok(mut s) = state.try_borrow_mut() {
+            s.open = s.open.saturating_sub(1);
+            s.free_slot();
+        }
     }
 }
 
 /// The connection if it can take a request now; a closed one is discarded. Nothing was sent on
 /// a connection found closed, so taking another one is not a retry of the request.
 async fn usable(mut conn: Connection) -> Option<Connection> {
-    if conn.sender.is_closed() {
-        conn.discard();
-        return None;
-    }
-    if conn.sender.ready().await.is_ok() {
-        return Some(conn);
-    }
-    conn.discard();
-    None
+    let ready = std::future::poll_fn(|cx| conn.poll_usable(cx)).await;
+    ready.then_some(conn)
 }
 
 /// Sorts a hyper error into the transport error kinds the measurement counts.

@@ -90,7 +90,7 @@ struct State {
 #[derive(Clone)]
 pub struct PreciseTimer {
     clock: Clock,
-    grid: Duration,
+    early: Duration,
     fd: Rc<AsyncFd<TimerFd>>,
     state: Rc<RefCell<State>>,
 }
@@ -99,13 +99,17 @@ impl PreciseTimer {
     /// A timer on `clock`. Must be created inside a tokio runtime with I/O enabled; call
     /// [`PreciseTimer::drive`] in a task of the same thread for sleeps to end.
     pub fn new(clock: Clock) -> std::io::Result<Self> {
-        Self::with_grid(clock, Duration::ZERO)
+        Self::with_early_window(clock, Duration::ZERO)
     }
 
-    /// A timer whose wake-ups are rounded up to multiples of `grid`: sleeps due within one grid
-    /// step share one wake-up (one `timerfd_settime`, one `epoll_wait` return), at the price of
-    /// up to `grid` of lag. Zero means exact deadlines.
-    pub fn with_grid(clock: Clock, grid: Duration) -> std::io::Result<Self> {
+    /// A timer whose wake-ups also end the sleeps due within `early` after the one that woke
+    /// it: the timerfd fires at the earliest deadline exactly (that sleep is never early), and
+    /// the sleeps close behind it share its wake-up (one `timerfd_settime`, one `epoll_wait`
+    /// return) and end up to `early` before their deadline. Zero means exact deadlines.
+    ///
+    /// A sleep ended early knows it ([`PreciseTimer::now`] is below its deadline); callers that
+    /// time something from the deadline must take the earlier of the two (see `phase.rs`).
+    pub fn with_early_window(clock: Clock, early: Duration) -> std::io::Result<Self> {
         // SAFETY: `TimerFd` owns its descriptor and always returns that same one; it stays open
         // until the `AsyncFd` (which owns the `TimerFd`) is dropped.
         let fd = unsafe {
@@ -114,7 +118,7 @@ impl PreciseTimer {
         .map_err(|e| e.into_parts().1)?;
         Ok(Self {
             clock,
-            grid,
+            early,
             fd: Rc::new(fd),
             state: Rc::new(RefCell::new(State {
                 heap: BinaryHeap::new(),
@@ -125,14 +129,9 @@ impl PreciseTimer {
         })
     }
 
-    /// When the timerfd fires for `deadline`: the deadline rounded up to the timer's grid.
-    fn wake_for(&self, deadline: Duration) -> Duration {
-        let grid = self.grid.as_nanos();
-        if grid <= 1 {
-            return deadline;
-        }
-        let nanos = deadline.as_nanos().div_ceil(grid) * grid;
-        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    /// How early a wake-up ends the sleeps behind the one it was armed for.
+    pub fn early_window(&self) -> Duration {
+        self.early
     }
 
     /// The clock the deadlines are read on.
@@ -167,10 +166,9 @@ impl PreciseTimer {
                 state.wakers.insert(id, waker.clone());
             }
         }
-        let wake = self.wake_for(deadline);
-        if state.armed.is_none_or(|armed| wake < armed) {
-            state.armed = Some(wake);
-            self.fd.get_ref().arm(self.clock.absolute(wake));
+        if state.armed.is_none_or(|armed| deadline < armed) {
+            state.armed = Some(deadline);
+            self.fd.get_ref().arm(self.clock.absolute(deadline));
         }
         id
     }
@@ -187,10 +185,10 @@ impl PreciseTimer {
                 return;
             };
             guard.clear_ready();
-            let now = self.clock.now();
+            let horizon = self.clock.now() + self.early;
             let mut state = self.state.borrow_mut();
             while let Some(Reverse((deadline, id))) = state.heap.peek().copied() {
-                if deadline > now {
+                if deadline > horizon {
                     break;
                 }
                 state.heap.pop();
@@ -198,10 +196,7 @@ impl PreciseTimer {
                     waker.wake();
                 }
             }
-            let next = state
-                .heap
-                .peek()
-                .map(|Reverse((deadline, _))| self.wake_for(*deadline));
+            let next = state.heap.peek().map(|Reverse((deadline, _))| *deadline);
             state.armed = next;
             match next {
                 // Re-arming resets the expiry count, so the descriptor stops being readable
@@ -226,7 +221,12 @@ impl Future for PreciseSleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if this.timer.clock.now() >= this.deadline {
+        // Ended by a wake-up (its waker taken), possibly up to the early window before the
+        // deadline.
+        let fired = this
+            .id
+            .is_some_and(|id| !this.timer.state.borrow().wakers.contains_key(&id));
+        if fired || this.timer.clock.now() >= this.deadline {
             if let Some(id) = this.id.take() {
                 this.timer.cancel(id);
             }
@@ -315,20 +315,33 @@ mod tests {
     }
 
     #[test]
-    fn a_grid_rounds_wake_ups_up_and_back_to_back_sleeps_all_end() {
+    fn an_early_window_ends_close_sleeps_together_but_never_the_first_early() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
-            let grid = Duration::from_millis(20);
-            let timer = PreciseTimer::with_grid(Clock::start(), grid).expect("timerfd");
+            let ms = Duration::from_millis;
+            let timer = PreciseTimer::with_early_window(Clock::start(), ms(300)).expect("timerfd");
             let driver = timer.clone();
             tokio::task::spawn_local(async move { driver.drive().await });
-            // Due at 1 ms, woken at the first grid point (20 ms): never early, late by the grid.
-            timer.sleep_until(Duration::from_millis(1)).await;
-            assert!(timer.clock().now() >= grid, "{:?}", timer.clock().now());
+            let ended = |deadline: Duration| {
+                let timer = timer.clone();
+                tokio::task::spawn_local(async move {
+                    timer.sleep_until(deadline).await;
+                    timer.clock().now()
+                })
+            };
+            let (first, close, far) = (ended(ms(30)), ended(ms(250)), ended(ms(600)));
+            let first = first.await.expect("task");
+            let close = close.await.expect("task");
+            let far = far.await.expect("task");
+            // The earliest sleep is never early; the one 220 ms behind it (within the window)
+            // ends at the same wake-up, early; the one 570 ms behind gets a wake-up of its own.
+            assert!(first >= ms(30), "{first:?}");
+            assert!(close >= ms(30) && close < ms(250), "{close:?}");
+            assert!(far >= ms(600), "{far:?}");
             // 300 sleeps one after another: the timerfd is re-armed after every expiry without
             // being read, and each expiry must still wake the driver.
             let exact = PreciseTimer::new(Clock::start()).expect("timerfd");

@@ -9,8 +9,8 @@ use crate::config::{
     EntryPoint, Expect, GeneratorConfig, OperationConfig, RequestTemplate, WorkloadConfig,
 };
 use crate::engine::{
-    CancellationSignal, EngineError, PhaseHooks, PhaseSpec, generator_core, pin_current_thread,
-    run_phase,
+    CancellationSignal, EngineError, PhaseHooks, PhaseSpec, enter_realtime, generator_core,
+    is_realtime, pin_current_thread, run_phase,
 };
 use crate::measure::{PhaseMeasurement, PhaseSummary, Progress};
 use serde::Serialize;
@@ -155,6 +155,8 @@ pub struct AttackSummary {
     pub cpu_us_per_request: Option<f64>,
     /// The core the generator was pinned to.
     pub generator_core: Option<usize>,
+    /// Whether the generator thread ran under `SCHED_FIFO` (`--realtime` granted).
+    pub realtime: bool,
     /// Whether the generator kept its schedule (lag and drops within their limits).
     pub valid: bool,
     /// Why it is not valid, if it is not.
@@ -164,7 +166,7 @@ pub struct AttackSummary {
 }
 
 impl AttackSummary {
-    fn new(m: &PhaseMeasurement, offered: f64) -> Self {
+    fn new(m: &PhaseMeasurement, offered: f64, realtime: bool) -> Self {
         let s = m.summary();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         Self {
@@ -183,6 +185,7 @@ impl AttackSummary {
             cpu_seconds: m.generator_cpu.map(|d| d.as_secs_f64()),
             cpu_us_per_request: s.cpu_us_per_request,
             generator_core: m.generator_core,
+            realtime,
             valid: s.valid,
             invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
             summary: s,
@@ -261,6 +264,12 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
     if let Some(core) = core {
         pin_current_thread(core).map_err(|source| AttackError::Pin { core, source })?;
     }
+    if opts.realtime
+        && let Err(err) = enter_realtime()
+    {
+        eprintln!("warning: --realtime: {err}; the generator runs under the normal scheduler");
+    }
+    let realtime = is_realtime();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -297,7 +306,7 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         .await
     });
     let measurement = measurement.map_err(AttackError::Engine)?;
-    let summary = AttackSummary::new(&measurement, opts.rate);
+    let summary = AttackSummary::new(&measurement, opts.rate, realtime);
     print!("{}", render(&summary, &measurement));
     if let Some(path) = &opts.json {
         write_json(path, &summary)?;
@@ -503,9 +512,12 @@ fn render(s: &AttackSummary, m: &PhaseMeasurement) -> String {
         (Some(secs), None) => format!("{secs:.3} s"),
         _ => "unknown".to_owned(),
     };
-    let core = s
+    let mut core = s
         .generator_core
         .map_or_else(|| "not pinned".to_owned(), |c| format!("core {c}"));
+    if s.realtime {
+        core.push_str(", SCHED_FIFO");
+    }
     let lines = [
         (
             "achieved rate",
@@ -576,6 +588,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             max_in_flight: 100,
             cpu: None,
+            realtime: false,
             json: None,
             allow_remote: false,
         }
@@ -701,7 +714,7 @@ mod tests {
     #[test]
     fn report_reads_well() {
         let m = measurement();
-        let s = AttackSummary::new(&m, 100.0);
+        let s = AttackSummary::new(&m, 100.0, false);
         insta::assert_snapshot!(render(&s, &m));
     }
 
@@ -710,7 +723,7 @@ mod tests {
         let m = measurement();
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("out.json");
-        write_json(&path, &AttackSummary::new(&m, 100.0)).expect("writes");
+        write_json(&path, &AttackSummary::new(&m, 100.0, false)).expect("writes");
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).expect("reads")).expect("json");
         for key in [

@@ -255,6 +255,11 @@ pub struct AttackOpts {
     /// Pin the generator to this CPU core.
     #[arg(long, value_name = "CORE")]
     pub cpu: Option<usize>,
+    /// Run the generator thread under SCHED_FIFO, so other processes on its core cannot delay
+    /// its wake-ups (needs root or CAP_SYS_NICE and the kernel's real-time throttling; without
+    /// them the attack runs normally and says so).
+    #[arg(long)]
+    pub realtime: bool,
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,

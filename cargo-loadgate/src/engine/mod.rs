@@ -10,6 +10,7 @@ mod clock;
 mod judge;
 mod phase;
 mod pool;
+mod realtime;
 mod signal;
 #[cfg(test)]
 mod test_server;
@@ -22,5 +23,6 @@ pub use phase::{
     run_phase,
 };
 pub use pool::{Answer, Pool, RequestBody};
+pub use realtime::{RT_CPU_LIMIT, RT_PRIORITY, RealtimeError, enter_realtime, is_realtime};
 pub use signal::CancellationSignal;
 pub use timer::{PreciseSleep, PreciseTimer};

@@ -9,6 +9,7 @@ mod clean;
 mod exit;
 mod gate;
 mod opts;
+mod progress;
 mod qualify;
 mod render;
 mod report;

@@ -2,6 +2,7 @@
 //! write the result after every phase, tear the target down on every path.
 
 use super::gate::{self, Baseline, GateOptions};
+use super::progress::{self, OutputMode, PhaseBar, RunDisplay};
 use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::table};
 use crate::baseline::{
     BaselineError, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
@@ -11,7 +12,7 @@ use crate::calibrate::Calibration;
 use crate::compare::SlopeEstimate;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadOpts, LoadgateConfig, TargetKind, TargetSource,
-    WorkloadConfig, format_duration,
+    WorkloadConfig,
 };
 use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
 use crate::measure::{PhaseMeasurement, Progress};
@@ -246,12 +247,18 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
 
     let sampler = target.start_sampler(SAMPLE_EVERY);
     let sampler_started = Instant::now();
+    let display = RunDisplay::new(
+        OutputMode::stderr(),
+        config.ramp.steps.len(),
+        config.ramp.refine,
+    );
     let mut runner = GeneratorRunner {
         base_url: target.base_url().to_owned(),
         config: &config,
         core: generator_core,
         sampler: &sampler,
         sampler_started,
+        display: &display,
     };
     let options = PlanOptions {
         keep_going: opts.keep_going,
@@ -267,19 +274,15 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                 PlanEvent::PhaseStarting {
                     spec,
                     offered_rate_per_sec,
-                } => eprintln!(
-                    "     Running {}: {:.1} sessions/s ≈ {} for {} after a {} warm-up",
-                    spec.name,
-                    spec.sessions_per_sec,
-                    format_rate(offered_rate_per_sec),
-                    format_duration(spec.duration),
-                    format_duration(spec.warmup)
-                ),
+                } => display.phase_starting(&spec, offered_rate_per_sec),
                 PlanEvent::StepDone {
                     record,
                     measurement,
                 } => {
-                    announce = Some(format!("        {}", step_line(&record)));
+                    announce = Some(format!(
+                        "        {}",
+                        progress::step_line(&record, display.colour())
+                    ));
                     if failing.is_none() {
                         failing = Some(first_step_failures(&measurement, &config.slo));
                     }
@@ -306,7 +309,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                     result.soak = Some(*outcome);
                 }
                 PlanEvent::SoakSkipped { reason } => {
-                    eprintln!("        Soak skipped: {reason}");
+                    display.line(&format!("        Soak skipped: {reason}"));
                     result.soak_skipped = Some(reason);
                 }
             }
@@ -316,11 +319,12 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
             }
             // Printed only once the result on disk holds what the line reports.
             if let Some(line) = announce {
-                eprintln!("{line}");
+                display.line(&line);
             }
         };
         run_plan(&config, &mut runner, &options, &mut observe).await
     };
+    display.clear();
     result.resources = sampler.stop().await;
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     let alive = target.check_alive().await;
@@ -384,10 +388,14 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     print!("{}", render_summary(&result, &outcome));
     print!(
         "{}",
-        gate::render_verdict(
-            &gate::baseline_lines(&baseline),
-            result.comparison.as_ref(),
-            &verdict
+        progress::paint_verdict(
+            &gate::render_verdict(
+                &gate::baseline_lines(&baseline),
+                result.comparison.as_ref(),
+                &verdict
+            ),
+            &verdict,
+            OutputMode::stdout().colour
         )
     );
     println!("result: {}", result_path.display());
@@ -543,23 +551,6 @@ fn phase_record(workload: &WorkloadConfig, measurement: PhaseMeasurement) -> Pha
     }
 }
 
-/// One line per finished ramp step: offered and achieved rate, and whether it held and why not.
-fn step_line(record: &StepRecord) -> String {
-    let verdict = if !record.valid {
-        format!("INVALID ({})", record.invalid_reasons.join("; "))
-    } else if record.held.holds {
-        "held".to_owned()
-    } else {
-        format!("broke: {}", record.held.reasons.join("; "))
-    };
-    format!(
-        "{}: offered {}, achieved {}: {verdict}",
-        record.phase,
-        format_rate(record.offered_rate_per_sec),
-        format_rate(record.achieved_rate_per_sec)
-    )
-}
-
 /// Runs the plan's phases on the generator thread and hands each the target's resource samples of
 /// its measured part.
 struct GeneratorRunner<'a> {
@@ -568,6 +559,7 @@ struct GeneratorRunner<'a> {
     core: Option<usize>,
     sampler: &'a ResourceSampler,
     sampler_started: Instant,
+    display: &'a RunDisplay,
 }
 
 impl PhaseRunner for GeneratorRunner<'_> {
@@ -583,7 +575,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
             .map(|l| l.limit)
             .max()
             .unwrap_or(Duration::from_millis(200));
-        let measurement = run_phase_on_generator_thread(
+        let measurement = run_phase_with_progress(
             self.base_url.clone(),
             self.config.workload.clone(),
             self.config.generator.clone(),
@@ -591,6 +583,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
             spec,
             self.core,
             on_window,
+            self.display.phase_bar(),
         )
         .await?;
         let to = self.sampler_started.elapsed().as_secs_f64();
@@ -609,7 +602,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
 
 /// Runs one phase on a thread of its own with a current-thread runtime, pinned to the generator's
 /// core when there is one: the engine's future is not `Send`, and the generator must not share a
-/// core with the target or with the sampler.
+/// core with the target or with the sampler. It shows no progress while it runs.
 pub async fn run_phase_on_generator_thread(
     base_url: String,
     workload: WorkloadConfig,
@@ -618,6 +611,34 @@ pub async fn run_phase_on_generator_thread(
     spec: PhaseSpec,
     core: Option<usize>,
     on_window: OnWindow,
+) -> Result<PhaseMeasurement, RunError> {
+    run_phase_with_progress(
+        base_url,
+        workload,
+        generator,
+        slo_latency,
+        spec,
+        core,
+        on_window,
+        PhaseBar::none(),
+    )
+    .await
+}
+
+/// [`run_phase_on_generator_thread`], updating `bar` from the generator thread once a second.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the phase's inputs and its one view; a struct would only rename them"
+)]
+async fn run_phase_with_progress(
+    base_url: String,
+    workload: WorkloadConfig,
+    generator: GeneratorConfig,
+    slo_latency: Duration,
+    spec: PhaseSpec,
+    core: Option<usize>,
+    on_window: OnWindow,
+    bar: PhaseBar,
 ) -> Result<PhaseMeasurement, RunError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let phase = spec.name.clone();
@@ -638,7 +659,7 @@ pub async fn run_phase_on_generator_thread(
                     return;
                 }
             };
-            let progress = |p: &Progress| print_progress(p);
+            let progress = |p: &Progress| bar.update(p);
             let hooks = PhaseHooks {
                 progress: &progress,
                 on_window: &*on_window,
@@ -737,23 +758,6 @@ fn print_boot_event(event: BootEvent) {
             eprintln!("       Ready after {} ms", after.as_millis())
         }
     }
-}
-
-fn print_progress(p: &Progress) {
-    let state = if p.warming_up { "warm-up" } else { "measure" };
-    let window = p
-        .window
-        .as_ref()
-        .map(|w| format!(", window p99 {:.1} ms", w.p99.as_secs_f64() * 1e3))
-        .unwrap_or_default();
-    eprintln!(
-        "        {} {:>5.1}s {state}: {} sent, {} in flight, {} dropped{window}",
-        p.phase,
-        p.elapsed.as_secs_f64(),
-        p.sent,
-        p.in_flight,
-        p.dropped
-    );
 }
 
 /// The summary printed at the end of a run: the ramp's step table and sentence, the soak's

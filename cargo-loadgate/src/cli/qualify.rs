@@ -1,9 +1,677 @@
-//! `cargo loadgate qualify` (being written in this session; replaced before it lands).
+//! `cargo loadgate qualify`: what the gate can see on this machine (STATISTICS.md §10).
+//!
+//! One run is stored as the baseline of HEAD in a private directory store; then `--runs` A/A runs
+//! (nothing changed) are compared with it, then `--runs` runs with the injected regression (an
+//! environment knob of the service). Every run is this binary's own `run`, as a child process, so
+//! each one boots, measures, decides and cleans up exactly as in CI. The report is the
+//! false-regression rate (A/A runs that said regression) and the detection rate (injected runs that
+//! said regression), each with a 95% Wilson interval, and how many runs were inconclusive or invalid.
 
-use super::{ExitCode, QualifyOpts};
+use super::{ExitCode, QualifyOpts, TargetKindArg, render::render_error};
+use crate::config::LoadOpts;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Instant;
 
-/// Runs the command.
-pub fn run(_opts: &QualifyOpts) -> i32 {
-    eprintln!("error: `qualify` is not built yet");
-    ExitCode::OTHER_ERROR
+/// The confidence of the reported rate intervals.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// What kind of run a qualification run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// The run stored as the baseline.
+    Baseline,
+    /// Nothing changed: any regression is a false one.
+    AA,
+    /// The injected regression: a regression is a detection.
+    Injected,
+}
+
+/// How one run ended.
+#[derive(Clone, Debug, Serialize)]
+pub struct QualifyRun {
+    /// Which series it belongs to.
+    pub kind: RunKind,
+    /// 1-based within its series.
+    pub index: u32,
+    /// The child's exit code (`None` when it was killed by a signal).
+    pub exit_code: Option<i32>,
+    /// The verdict's outcome from its result (`pass`, `regression`, `inconclusive`,
+    /// `no-baseline`), or `None` when it reached no verdict.
+    pub outcome: Option<String>,
+    /// The rule that fired, for people.
+    pub rule_fired: Option<String>,
+    /// The metrics that regressed, e.g. `p99 transfer`.
+    pub regressed: Vec<String>,
+    /// Whether every phase kept its schedule.
+    pub valid: Option<bool>,
+    /// The run's result file.
+    pub result: PathBuf,
+    /// How long the run took, in seconds.
+    pub seconds: f64,
+}
+
+/// A proportion with its Wilson interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rate {
+    /// Runs that counted.
+    pub hits: u32,
+    /// Runs that reached a verdict.
+    pub of: u32,
+    /// `hits / of`.
+    pub estimate: f64,
+    /// The interval's lower end.
+    pub low: f64,
+    /// The interval's upper end.
+    pub high: f64,
+}
+
+impl Rate {
+    /// The Wilson score interval at [`CONFIDENCE`] of `hits` out of `of`.
+    pub fn wilson(hits: u32, of: u32) -> Self {
+        if of == 0 {
+            return Self {
+                hits,
+                of,
+                estimate: 0.0,
+                low: 0.0,
+                high: 1.0,
+            };
+        }
+        let n = f64::from(of);
+        let p = f64::from(hits) / n;
+        let z = crate::compare::normal_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0);
+        let z2 = z * z;
+        let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+        Self {
+            hits,
+            of,
+            estimate: p,
+            low: (centre - half).max(0.0),
+            high: (centre + half).min(1.0),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}/{} = {:.0}% (95% interval {:.0}%–{:.0}%)",
+            self.hits,
+            self.of,
+            self.estimate * 100.0,
+            self.low * 100.0,
+            self.high * 100.0
+        )
+    }
+}
+
+/// Counts of one series.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Tally {
+    /// Verdict pass.
+    pub pass: u32,
+    /// Verdict regression.
+    pub regression: u32,
+    /// Verdict inconclusive.
+    pub inconclusive: u32,
+    /// No verdict: the run was invalid, failed, or found no baseline.
+    pub no_verdict: u32,
+}
+
+impl Tally {
+    fn of(runs: &[QualifyRun], kind: RunKind) -> Self {
+        let mut t = Self::default();
+        for run in runs.iter().filter(|r| r.kind == kind) {
+            match run.outcome.as_deref() {
+                Some("pass") => t.pass += 1,
+                Some("regression") => t.regression += 1,
+                Some("inconclusive") => t.inconclusive += 1,
+                _ => t.no_verdict += 1,
+            }
+        }
+        t
+    }
+
+    /// Runs that reached a verdict (pass, regression or inconclusive).
+    fn decided(&self) -> u32 {
+        self.pass + self.regression + self.inconclusive
+    }
+}
+
+/// The qualification report (`--json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct QualifyReport {
+    /// The injected environment, KEY=VALUE.
+    pub inject: Vec<String>,
+    /// A/A outcomes.
+    pub aa: Tally,
+    /// Injected-regression outcomes.
+    pub injected: Tally,
+    /// Regressions among A/A runs that reached a verdict.
+    pub false_regression_rate: Rate,
+    /// Regressions among injected runs that reached a verdict; absent without `--inject`.
+    pub detection_rate: Option<Rate>,
+    /// Every run, in order.
+    pub runs: Vec<QualifyRun>,
+}
+
+impl QualifyReport {
+    fn new(inject: &[(String, String)], runs: Vec<QualifyRun>) -> Self {
+        let aa = Tally::of(&runs, RunKind::AA);
+        let injected = Tally::of(&runs, RunKind::Injected);
+        Self {
+            inject: inject.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            false_regression_rate: Rate::wilson(aa.regression, aa.decided()),
+            detection_rate: (!inject.is_empty())
+                .then(|| Rate::wilson(injected.regression, injected.decided())),
+            aa,
+            injected,
+            runs,
+        }
+    }
+
+    /// The report for people.
+    pub fn render(&self) -> String {
+        let tally = |t: &Tally| {
+            format!(
+                "{} pass, {} regression, {} inconclusive, {} without a verdict",
+                t.pass, t.regression, t.inconclusive, t.no_verdict
+            )
+        };
+        let mut out = String::new();
+        out.push_str(&format!("A/A runs: {}\n", tally(&self.aa)));
+        out.push_str(&format!(
+            "false-regression rate: {}\n",
+            self.false_regression_rate.describe()
+        ));
+        if let Some(detection) = &self.detection_rate {
+            out.push_str(&format!(
+                "runs with {}: {}\n",
+                self.inject.join(" "),
+                tally(&self.injected)
+            ));
+            out.push_str(&format!("detection rate: {}\n", detection.describe()));
+        }
+        out
+    }
+}
+
+/// Runs `cargo loadgate qualify` and returns the exit code: 0 when every series ran (whatever the
+/// rates), 1 when the baseline run failed, 2 for bad usage, 130/143 when interrupted.
+pub fn run(opts: &QualifyOpts) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::OTHER_ERROR;
+        }
+    };
+    runtime.block_on(qualify(opts))
+}
+
+async fn qualify(opts: &QualifyOpts) -> i32 {
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::OTHER_ERROR;
+        }
+    };
+    // Load once here so a bad config is reported once, not by every child.
+    let config = match crate::config::load(&LoadOpts {
+        manifest_path: opts.config.manifest_path.clone(),
+        package: opts.config.package.clone(),
+        config: opts.config.config.clone(),
+        profile: opts.config.profile.clone(),
+        cwd: cwd.clone(),
+    }) {
+        Ok(config) => config,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::USAGE;
+        }
+    };
+    let out_dir = match (&opts.out_dir, &config.source.package) {
+        (Some(dir), _) => cwd.join(dir),
+        (None, Some(package)) => package.target_directory.join("loadgate").join("qualify"),
+        (None, None) => cwd.join("target/loadgate/qualify"),
+    };
+    let store = out_dir.join("baselines");
+    // A fresh baseline every time: an old one from another commit or config would not be found,
+    // and one from earlier on this commit would not be fresh.
+    if let Err(e) = std::fs::remove_dir_all(&store)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        eprintln!(
+            "error: cannot clear the qualification store {}: {e}",
+            store.display()
+        );
+        return ExitCode::OTHER_ERROR;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            return ExitCode::OTHER_ERROR;
+        }
+    };
+    let child = ChildRun {
+        exe: &exe,
+        opts,
+        store: &store,
+        cwd: &cwd,
+    };
+
+    eprintln!(
+        "    Qualify 1 baseline run, {n} A/A run(s){}; runs are written to {}",
+        if opts.inject.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} run(s) with {}",
+                opts.runs,
+                opts.inject
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        },
+        out_dir.display(),
+        n = opts.runs
+    );
+    let mut runs = Vec::new();
+    let baseline = match child.run(RunKind::Baseline, 1, &out_dir).await {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let saved = baseline.exit_code == Some(ExitCode::PASS) && baseline.valid == Some(true);
+    runs.push(baseline);
+    if !saved {
+        eprintln!(
+            "error: the baseline run did not store a baseline (exit {}); see {}",
+            runs[0]
+                .exit_code
+                .map_or_else(|| "by signal".to_owned(), |c| c.to_string()),
+            runs[0].result.with_file_name("output.log").display()
+        );
+        eprintln!(
+            "hint: the run must be valid (the generator kept its schedule) and the package must be in a git repository"
+        );
+        return ExitCode::OTHER_ERROR;
+    }
+    let series = [
+        (RunKind::AA, true),
+        (RunKind::Injected, !opts.inject.is_empty()),
+    ];
+    for (kind, wanted) in series {
+        if !wanted {
+            continue;
+        }
+        for index in 1..=opts.runs {
+            match child.run(kind, index, &out_dir).await {
+                Ok(run) => runs.push(run),
+                Err(code) => return code,
+            }
+        }
+    }
+    let report = QualifyReport::new(&opts.inject, runs);
+    println!();
+    print!("{}", report.render());
+    let json_path = opts
+        .json
+        .as_ref()
+        .map_or_else(|| out_dir.join("qualify.json"), |p| cwd.join(p));
+    match serde_json::to_vec_pretty(&report)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| std::fs::write(&json_path, bytes))
+    {
+        Ok(()) => println!("report: {}", json_path.display()),
+        Err(e) => {
+            eprintln!("error: cannot write {}: {e}", json_path.display());
+            return ExitCode::OTHER_ERROR;
+        }
+    }
+    ExitCode::PASS
+}
+
+struct ChildRun<'a> {
+    exe: &'a Path,
+    opts: &'a QualifyOpts,
+    store: &'a Path,
+    cwd: &'a Path,
+}
+
+impl ChildRun<'_> {
+    /// The arguments of one child `run`.
+    fn args(&self, kind: RunKind, dir: &Path) -> Vec<String> {
+        let opts = self.opts;
+        let mut args = vec!["loadgate".to_owned(), "run".to_owned()];
+        let config = &opts.config;
+        let mut push = |flag: &str, value: String| {
+            args.push(flag.to_owned());
+            args.push(value);
+        };
+        if let Some(path) = &config.manifest_path {
+            push("--manifest-path", path.display().to_string());
+        }
+        if let Some(package) = &config.package {
+            push("--package", package.clone());
+        }
+        if let Some(path) = &config.config {
+            push("--config", path.display().to_string());
+        }
+        if let Some(profile) = &config.profile {
+            push("--profile", profile.clone());
+        }
+        if let Some(target) = opts.target {
+            let name = match target {
+                TargetKindArg::Container => "container",
+                TargetKindArg::Process => "process",
+                TargetKindArg::Url => "url",
+            };
+            push("--target", name.to_owned());
+        }
+        for (k, v) in &opts.env {
+            push("--env", format!("{k}={v}"));
+        }
+        if kind == RunKind::Injected {
+            for (k, v) in &opts.inject {
+                push("--env", format!("{k}={v}"));
+            }
+        }
+        push("--out-dir", dir.display().to_string());
+        push("--baseline-store", format!("dir:{}", self.store.display()));
+        // The baseline is HEAD's own: search from HEAD, whatever branch this is.
+        push("--base-ref", "HEAD".to_owned());
+        if kind == RunKind::Baseline {
+            args.push("--save-baseline".to_owned());
+            args.push("--allow-dirty".to_owned());
+        } else {
+            args.push("--require-baseline".to_owned());
+        }
+        args
+    }
+
+    /// Runs one child to its end; `Err` carries the exit code when qualification must stop
+    /// (interrupted, or the child could not be started).
+    async fn run(&self, kind: RunKind, index: u32, out_dir: &Path) -> Result<QualifyRun, i32> {
+        let name = match kind {
+            RunKind::Baseline => "baseline".to_owned(),
+            RunKind::AA => format!("aa-{index:02}"),
+            RunKind::Injected => format!("injected-{index:02}"),
+        };
+        let dir = out_dir.join(&name);
+        let log_path = dir.join("output.log");
+        let prepared =
+            std::fs::create_dir_all(&dir).and_then(|()| std::fs::File::create(&log_path));
+        let log = match prepared {
+            Ok(log) => log,
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", log_path.display());
+                return Err(ExitCode::OTHER_ERROR);
+            }
+        };
+        let stderr = match log.try_clone() {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", log_path.display());
+                return Err(ExitCode::OTHER_ERROR);
+            }
+        };
+        let started = Instant::now();
+        let spawned = tokio::process::Command::new(self.exe)
+            .args(self.args(kind, &dir))
+            .current_dir(self.cwd)
+            .env("LOADGATE_RUN_ID", format!("qualify-{name}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(stderr))
+            .kill_on_drop(true)
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!("error: cannot start {}: {e}", self.exe.display());
+                return Err(ExitCode::OTHER_ERROR);
+            }
+        };
+        let status = wait_forwarding_signals(&mut child).await?;
+        let result_path = dir.join("result.json");
+        let result: Value = std::fs::read(&result_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let run = QualifyRun {
+            kind,
+            index,
+            exit_code: status,
+            outcome: result["verdict"]["outcome"].as_str().map(str::to_owned),
+            rule_fired: result["verdict"]["rule_fired"].as_str().map(str::to_owned),
+            regressed: regressed_metrics(&result),
+            valid: result["valid"].as_bool(),
+            result: result_path,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        eprintln!("{}", run_line(&name, &run));
+        Ok(run)
+    }
+}
+
+/// Waits for the child; on SIGINT or SIGTERM sends the same signal to it (so it cleans up its
+/// target), waits for it, and stops qualification with 130 or 143.
+async fn wait_forwarding_signals(child: &mut tokio::process::Child) -> Result<Option<i32>, i32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        eprintln!("error: cannot install signal handlers");
+        return Err(ExitCode::OTHER_ERROR);
+    };
+    let forward = |child: &tokio::process::Child, sig: nix::sys::signal::Signal| {
+        if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+        }
+    };
+    let code = tokio::select! {
+        status = child.wait() => {
+            return match status {
+                Ok(status) => Ok(status.code()),
+                Err(e) => {
+                    eprintln!("error: waiting for a run failed: {e}");
+                    Err(ExitCode::OTHER_ERROR)
+                }
+            };
+        }
+        _ = int.recv() => {
+            forward(child, nix::sys::signal::Signal::SIGINT);
+            ExitCode::INTERRUPTED
+        }
+        _ = term.recv() => {
+            forward(child, nix::sys::signal::Signal::SIGTERM);
+            ExitCode::TERMINATED
+        }
+    };
+    let _ = child.wait().await;
+    eprintln!("error: qualification interrupted; the run in progress cleaned up and stopped");
+    Err(code)
+}
+
+/// The metrics that regressed in a result, e.g. `p99 transfer`.
+fn regressed_metrics(result: &Value) -> Vec<String> {
+    result["comparison"]["metrics"]
+        .as_array()
+        .map(|metrics| {
+            metrics
+                .iter()
+                .filter(|m| m["outcome"] == "regression")
+                .map(|m| {
+                    let metric = m["metric"].as_str().unwrap_or("?");
+                    match m["operation"].as_str() {
+                        Some(op) => format!("{metric} {op}"),
+                        None => metric.to_owned(),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn run_line(name: &str, run: &QualifyRun) -> String {
+    let what = match (&run.outcome, run.exit_code) {
+        (Some(outcome), _) if !run.regressed.is_empty() => {
+            format!("{outcome} ({})", run.regressed.join(", "))
+        }
+        (Some(outcome), _) => match &run.rule_fired {
+            Some(rule) if outcome != "pass" => format!("{outcome}: {rule}"),
+            _ => outcome.clone(),
+        },
+        (None, Some(code)) => format!("no verdict (exit {code})"),
+        (None, None) => "no verdict (killed by a signal)".to_owned(),
+    };
+    format!("{name:>12} {what} [{:.0} s]", run.seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wilson_intervals_match_known_values() {
+        // 0 of 10: the rule of three's neighbour, Wilson upper end 27.8%.
+        let r = Rate::wilson(0, 10);
+        assert_eq!((r.estimate, r.low), (0.0, 0.0));
+        assert!((r.high - 0.2775).abs() < 5e-4, "{r:?}");
+        // 9 of 10: 59.6%–98.2%.
+        let r = Rate::wilson(9, 10);
+        assert!((r.low - 0.5958).abs() < 5e-4, "{r:?}");
+        assert!((r.high - 0.9821).abs() < 5e-4, "{r:?}");
+        // Nothing decided: the whole range.
+        let r = Rate::wilson(0, 0);
+        assert_eq!((r.low, r.high), (0.0, 1.0));
+    }
+
+    fn run(kind: RunKind, outcome: Option<&str>) -> QualifyRun {
+        QualifyRun {
+            kind,
+            index: 1,
+            exit_code: Some(0),
+            outcome: outcome.map(str::to_owned),
+            rule_fired: None,
+            regressed: Vec::new(),
+            valid: Some(true),
+            result: PathBuf::from("result.json"),
+            seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn rates_count_regressions_among_runs_that_decided() {
+        let runs = vec![
+            run(RunKind::Baseline, Some("no-baseline")),
+            run(RunKind::AA, Some("pass")),
+            run(RunKind::AA, Some("inconclusive")),
+            run(RunKind::AA, Some("regression")),
+            run(RunKind::AA, None),
+            run(RunKind::Injected, Some("regression")),
+            run(RunKind::Injected, Some("regression")),
+            run(RunKind::Injected, Some("inconclusive")),
+        ];
+        let inject = vec![("DEMO_CPU_US".to_owned(), "3000".to_owned())];
+        let report = QualifyReport::new(&inject, runs);
+        assert_eq!(
+            report.aa,
+            Tally {
+                pass: 1,
+                regression: 1,
+                inconclusive: 1,
+                no_verdict: 1
+            }
+        );
+        assert_eq!(
+            (
+                report.false_regression_rate.hits,
+                report.false_regression_rate.of
+            ),
+            (1, 3)
+        );
+        let detection = report.detection_rate.unwrap();
+        assert_eq!((detection.hits, detection.of), (2, 3));
+        insta::assert_snapshot!(report.render(), @r"
+        A/A runs: 1 pass, 1 regression, 1 inconclusive, 1 without a verdict
+        false-regression rate: 1/3 = 33% (95% interval 6%–79%)
+        runs with DEMO_CPU_US=3000: 0 pass, 2 regression, 1 inconclusive, 0 without a verdict
+        detection rate: 2/3 = 67% (95% interval 21%–94%)
+        ");
+        let none = QualifyReport::new(&[], Vec::new());
+        assert!(none.detection_rate.is_none());
+        assert!(!none.render().contains("detection"));
+    }
+
+    #[test]
+    fn children_store_then_require_the_baseline_and_only_injected_runs_get_the_knob() {
+        let opts = QualifyOpts {
+            config: crate::cli::ConfigOpts {
+                package: Some("demo-service".to_owned()),
+                profile: Some("ci".to_owned()),
+                ..Default::default()
+            },
+            target: Some(TargetKindArg::Process),
+            runs: 3,
+            inject: vec![("DEMO_CPU_US".to_owned(), "3000".to_owned())],
+            env: vec![("RUST_LOG".to_owned(), "warn".to_owned())],
+            out_dir: None,
+            json: None,
+        };
+        let child = ChildRun {
+            exe: Path::new("cargo-loadgate"),
+            opts: &opts,
+            store: Path::new("/q/baselines"),
+            cwd: Path::new("/"),
+        };
+        let base = child
+            .args(RunKind::Baseline, Path::new("/q/baseline"))
+            .join(" ");
+        assert_eq!(
+            base,
+            "loadgate run --package demo-service --profile ci --target process --env RUST_LOG=warn \
+             --out-dir /q/baseline --baseline-store dir:/q/baselines --base-ref HEAD \
+             --save-baseline --allow-dirty"
+        );
+        let aa = child.args(RunKind::AA, Path::new("/q/aa-01")).join(" ");
+        assert!(aa.ends_with("--base-ref HEAD --require-baseline"), "{aa}");
+        assert!(!aa.contains("DEMO_CPU_US"), "{aa}");
+        let injected = child.args(RunKind::Injected, Path::new("/q/i")).join(" ");
+        assert!(injected.contains("--env DEMO_CPU_US=3000"), "{injected}");
+        // Every child command line parses as a `run`.
+        for kind in [RunKind::Baseline, RunKind::AA, RunKind::Injected] {
+            let mut argv = vec!["cargo-loadgate".to_owned()];
+            argv.extend(child.args(kind, Path::new("/q/x")));
+            let crate::cli::CargoOpts::Loadgate(parsed) =
+                crate::cli::parse_args(argv).expect("child args parse");
+            assert!(matches!(parsed.command, crate::cli::Command::Run(_)));
+        }
+    }
+
+    #[test]
+    fn regressed_metrics_name_the_operation() {
+        let result = json!({"comparison": {"metrics": [
+            {"metric": "p99", "operation": "transfer", "outcome": "regression"},
+            {"metric": "p50", "operation": "transfer", "outcome": "pass"},
+            {"metric": "capacity", "operation": null, "outcome": "regression"},
+        ]}});
+        assert_eq!(
+            regressed_metrics(&result),
+            vec!["p99 transfer".to_owned(), "capacity".to_owned()]
+        );
+        assert!(regressed_metrics(&Value::Null).is_empty());
+    }
 }

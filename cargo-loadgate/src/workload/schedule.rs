@@ -10,13 +10,43 @@
 //! therefore depends only on the seed and its index — not on the rate, the duration or how many
 //! sessions came before — which is what lets a shard `i/N` take the sessions `k ≡ i (mod N)` of
 //! the same schedule, and what makes the sessions of a ramp step at twice the rate the same
-//! sessions arriving twice as densely.
+//! sessions arriving at twice the rate.
+//!
+//! ## Filling the session population
+//!
+//! A phase starts with no session in progress. Were sessions to arrive at the steady rate λ from
+//! the start, the request rate would climb from λ (only first requests) to λ·E\[N\] (N requests
+//! per session) over the length of a session — seconds to minutes with human think times — and a
+//! ramp step of a few seconds would offer a fraction of its nominal load. So arrivals start faster
+//! and settle to λ: the arrival rate λ·g(t) solves
+//!
+//! ```text
+//! g(t) = E[N] − ∫₀ᵗ g(s) · h(t − s) ds,        g(t) → 1,
+//! ```
+//!
+//! where h(a) is the rate, per session, of its later requests at age a (think times summed along
+//! the path; answer times are not known in advance and are left out). The request rate is then
+//! λ·E\[N\] from the start of the phase; only the mix leans towards the entry operations while
+//! the population fills (inside the warm-up for most models). h and E\[N\] are estimated from
+//! [`FILL_SESSIONS`] of the schedule's own sessions, so the fill is a pure function of the
+//! workload and the seed, like everything else here. A model whose sessions make one request
+//! (N = 1) has g ≡ 1: plain Poisson arrivals at λ.
 
 use crate::config::{ThinkTime, WorkloadConfig};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sha2::{Digest, Sha256};
 use std::{sync::Arc, time::Duration};
+
+/// Sessions drawn to estimate the ages of later requests for the fill (see the module docs).
+pub const FILL_SESSIONS: u64 = 4_096;
+/// The grid of the fill's arrival rate, in seconds.
+const FILL_STEP_SECS: f64 = 0.02;
+/// The fill covers request ages up to this quantile of the drawn ages (capped by
+/// [`FILL_MAX_SECS`]); later requests are too rare to matter and the rate is λ after it.
+const FILL_AGE_QUANTILE: f64 = 0.995;
+/// The longest fill, in seconds.
+const FILL_MAX_SECS: f64 = 120.0;
 
 /// The most steps one session takes. A model whose sessions would run longer (a cycle with a
 /// probability close to 1) is cut here so that a pathological model cannot hang a run.
@@ -53,8 +83,75 @@ pub struct PlannedStep {
 #[derive(Clone, Debug)]
 pub struct Schedule {
     model: Arc<PathModel>,
+    fill: Option<Arc<Fill>>,
     sessions_per_sec: f64,
     duration: Duration,
+}
+
+/// The relative arrival rate g(t) while the session population fills, on a grid: `rate[k]` holds
+/// on `[k·step, (k+1)·step)`, `cumulative[k]` = ∫₀^{k·step} g, and g = 1 after the grid.
+#[derive(Debug, PartialEq)]
+struct Fill {
+    step: f64,
+    rate: Vec<f64>,
+    cumulative: Vec<f64>,
+}
+
+impl Fill {
+    /// Solves the fill of `model` (see the module docs), or `None` when no session makes a later
+    /// request (g ≡ 1).
+    fn solve(model: &PathModel) -> Option<Self> {
+        let mut ages = Vec::new();
+        for index in 0..FILL_SESSIONS {
+            let mut age = 0.0;
+            for step in model.steps(index).iter().skip(1) {
+                age += step.think_before.as_secs_f64();
+                ages.push(age);
+            }
+        }
+        if ages.is_empty() {
+            return None;
+        }
+        ages.sort_by(f64::total_cmp);
+        let cut = ages[((ages.len() - 1) as f64 * FILL_AGE_QUANTILE) as usize];
+        let bins = ((cut.min(FILL_MAX_SECS) / FILL_STEP_SECS).ceil() as usize).max(1);
+        let sessions = FILL_SESSIONS as f64;
+        // h[m]: later requests per session per second at ages in bin m.
+        let mut h = vec![0.0; bins];
+        for age in &ages {
+            if let Some(slot) = h.get_mut((age / FILL_STEP_SECS) as usize) {
+                *slot += 1.0 / (sessions * FILL_STEP_SECS);
+            }
+        }
+        let requests_per_session = 1.0 + ages.len() as f64 / sessions;
+        let mut rate = Vec::with_capacity(bins);
+        let mut cumulative = Vec::with_capacity(bins + 1);
+        cumulative.push(0.0);
+        for k in 0..bins {
+            // Later requests due now from sessions that arrived in earlier bins (and, through h[0],
+            // in this one).
+            let earlier: f64 = (0..k).map(|j| rate[j] * FILL_STEP_SECS * h[k - j]).sum();
+            let g = ((requests_per_session - earlier) / (1.0 + FILL_STEP_SECS * h[0])).max(0.0);
+            rate.push(g);
+            cumulative.push(cumulative[k] + g * FILL_STEP_SECS);
+        }
+        Some(Self {
+            step: FILL_STEP_SECS,
+            rate,
+            cumulative,
+        })
+    }
+
+    /// ∫₀ᵗ g.
+    fn integral(&self, t: f64) -> f64 {
+        let end = self.step * self.rate.len() as f64;
+        let total = *self.cumulative.last().unwrap_or(&0.0);
+        if t >= end {
+            return total + (t - end);
+        }
+        let k = ((t / self.step) as usize).min(self.rate.len() - 1);
+        self.cumulative[k] + self.rate[k] * (t - k as f64 * self.step)
+    }
 }
 
 impl Schedule {
@@ -63,11 +160,26 @@ impl Schedule {
     ///
     /// A rate that is not a positive finite number gives a schedule without sessions.
     pub fn new(w: &WorkloadConfig, sessions_per_sec: f64, duration: Duration, seed: u64) -> Self {
+        let model = PathModel::new(w, seed);
         Schedule {
-            model: Arc::new(PathModel::new(w, seed)),
+            fill: Fill::solve(&model).map(Arc::new),
+            model: Arc::new(model),
             sessions_per_sec,
             duration,
         }
+    }
+
+    /// The session arrival rate at `t` from the start of the phase: above
+    /// [`Schedule::sessions_per_sec`] while the session population fills, then equal to it.
+    pub fn arrival_rate_at(&self, t: Duration) -> f64 {
+        if !self.rate_is_usable() {
+            return 0.0;
+        }
+        let g = self.fill.as_ref().map_or(1.0, |fill| {
+            let k = (t.as_secs_f64() / fill.step) as usize;
+            fill.rate.get(k).copied().unwrap_or(1.0)
+        });
+        self.sessions_per_sec * g
     }
 
     /// The session arrival rate of this schedule.
@@ -80,13 +192,14 @@ impl Schedule {
         self.duration
     }
 
-    /// The expected number of sessions, `rate × duration` (the actual count is Poisson around it).
+    /// The expected number of sessions: `rate × duration` plus the extra arrivals that fill the
+    /// session population at the start (the actual count is Poisson around it).
     pub fn expected_sessions(&self) -> f64 {
-        if self.rate_is_usable() {
-            self.sessions_per_sec * self.duration.as_secs_f64()
-        } else {
-            0.0
+        if !self.rate_is_usable() {
+            return 0.0;
         }
+        let secs = self.duration.as_secs_f64();
+        self.sessions_per_sec * self.fill.as_ref().map_or(secs, |f| f.integral(secs))
     }
 
     /// The sessions of the phase, lazily, in order of arrival: indices 0, 1, 2, … and starts
@@ -98,6 +211,8 @@ impl Schedule {
         arrivals.set_stream(0);
         Sessions {
             model: Arc::clone(&self.model),
+            fill: self.fill.clone(),
+            fill_bin: 0,
             arrivals,
             mean_gap_secs: if self.rate_is_usable() {
                 1.0 / self.sessions_per_sec
@@ -130,7 +245,7 @@ impl Schedule {
     /// config hash, not by this one). Computing it iterates the whole schedule, in flat memory.
     pub fn hash(&self) -> String {
         let mut hasher = Sha256::new();
-        hasher.update(b"loadgate-schedule-v1\0");
+        hasher.update(b"loadgate-schedule-v2\0");
         for session in self.sessions() {
             hasher.update(session.index.to_le_bytes());
             hasher.update(nanos(session.start).to_le_bytes());
@@ -164,6 +279,9 @@ fn nanos(d: Duration) -> u64 {
 #[derive(Clone, Debug)]
 pub struct Sessions {
     model: Arc<PathModel>,
+    fill: Option<Arc<Fill>>,
+    /// The fill bin the last arrival fell in (arrivals only move forward).
+    fill_bin: usize,
     arrivals: ChaCha8Rng,
     mean_gap_secs: f64,
     end_secs: f64,
@@ -182,8 +300,14 @@ impl Iterator for Sessions {
         // Gaps are accumulated in seconds and converted per session, so rounding to nanoseconds
         // never drifts. A gap of zero seconds is possible only in theory (u = 0 exactly); starts
         // still never decrease.
+        // `elapsed_secs` is the arrival process in operational time (∫ g, in seconds at rate λ);
+        // without a fill it is the time itself.
         self.elapsed_secs += exponential(&mut self.arrivals, self.mean_gap_secs);
-        if self.elapsed_secs.is_nan() || self.elapsed_secs >= self.end_secs {
+        let at = match &self.fill {
+            None => self.elapsed_secs,
+            Some(fill) => self.fill_time(&Arc::clone(fill)),
+        };
+        if at.is_nan() || at >= self.end_secs {
             self.done = true;
             return None;
         }
@@ -191,9 +315,27 @@ impl Iterator for Sessions {
         self.next_index += 1;
         Some(SessionPlan {
             index,
-            start: secs_to_duration(self.elapsed_secs),
+            start: secs_to_duration(at),
             steps: self.model.steps(index),
         })
+    }
+}
+
+impl Sessions {
+    /// The time t at which ∫₀ᵗ g reaches the current operational time: the inverse of
+    /// [`Fill::integral`], walking the grid forward from the last arrival's bin.
+    fn fill_time(&mut self, fill: &Fill) -> f64 {
+        let v = self.elapsed_secs;
+        let bins = fill.rate.len();
+        while self.fill_bin < bins && fill.cumulative[self.fill_bin + 1] <= v {
+            self.fill_bin += 1;
+        }
+        let k = self.fill_bin;
+        if k >= bins {
+            return fill.step * bins as f64 + (v - fill.cumulative[bins]);
+        }
+        // g > 0 in this bin: its cumulative rises past v within it.
+        k as f64 * fill.step + (v - fill.cumulative[k]) / fill.rate[k]
     }
 }
 
@@ -427,7 +569,7 @@ pub(crate) mod tests {
         // breaks comparison with every stored baseline. Bump the format tag if it is intended.
         assert_eq!(
             h,
-            "f3bdb2f278f980c4554a5f37cfc7a6ab382156e422f99f734ac81e3333bd38ae"
+            "53dd3da3aaaeb40b3f0afd79867373f693f3d0c242498307b8d10f085c7873b0"
         );
         // Only a think time differs: the fixed 500 ms edge becomes 501 ms.
         let mut changed = w.clone();
@@ -453,8 +595,13 @@ pub(crate) mod tests {
             assert_eq!(s.index, f.index);
             assert_eq!(s.steps, f.steps);
         }
-        // The same uniform draws make the arrival gaps scale exactly with the rate.
-        let ratio = slow[100].start.as_secs_f64() / fast[100].start.as_secs_f64();
+        // The same uniform draws make the arrivals' operational times (∫ g up to the arrival)
+        // scale exactly with the rate.
+        let fill = Schedule::new(&w, 10.0, Duration::from_secs(30), 3)
+            .fill
+            .unwrap();
+        let operational = |s: &SessionPlan| fill.integral(s.start.as_secs_f64());
+        let ratio = operational(&slow[100]) / operational(&fast[100]);
         assert!((ratio - 4.0).abs() < 1e-6, "{ratio}");
         let planned =
             Schedule::new(&w, 10.0, Duration::from_secs(30), 3).plan_session(17, slow[17].start);
@@ -513,6 +660,75 @@ pub(crate) mod tests {
         );
         let cv = sd / mean;
         assert!((cv - 1.0).abs() < 0.02, "cv {cv}");
+    }
+
+    /// The fill: the request rate (think times summed, answers taken as instant) is the steady rate
+    /// λ·E[N] from the first second of the phase, where plain Poisson arrivals at λ would offer
+    /// only a fraction of it until the population of sessions has filled.
+    #[test]
+    fn the_request_rate_is_steady_from_the_start() {
+        let w = demo_like();
+        let rate = 1_000.0;
+        let secs = 20usize;
+        let schedule = Schedule::new(&w, rate, Duration::from_secs(secs as u64), 5);
+        let fill = schedule
+            .fill
+            .as_ref()
+            .expect("demo sessions make several requests");
+        let per_session = 1.0 + {
+            let model = PathModel::new(&w, 5);
+            (0..FILL_SESSIONS)
+                .map(|i| model.steps(i).len() as f64 - 1.0)
+                .sum::<f64>()
+                / FILL_SESSIONS as f64
+        };
+        assert!(
+            fill.rate[0] > 2.0,
+            "arrivals start faster: g(0) = {}",
+            fill.rate[0]
+        );
+        assert!(
+            (fill.rate.last().unwrap() - 1.0).abs() < 0.1,
+            "and settle to the steady rate: {}",
+            fill.rate.last().unwrap()
+        );
+        let mut per_second = vec![0.0f64; secs];
+        for session in schedule.sessions() {
+            let mut at = session.start.as_secs_f64();
+            for step in &session.steps {
+                at += step.think_before.as_secs_f64();
+                if let Some(bin) = per_second.get_mut(at as usize) {
+                    *bin += 1.0;
+                }
+            }
+        }
+        // Requests due after the end of the phase are never sent: judge the whole seconds whose
+        // requests are all in the schedule, i.e. all of them (later sessions are cut at the end,
+        // not earlier ones).
+        let steady = rate * per_session;
+        for (second, count) in per_second.iter().enumerate() {
+            // A second's count has an sd of ~√(λ·E[N²]) ≈ 160 (4%): allow 12%. Without the fill
+            // the first second offers ~1/E[N] of the rate.
+            assert!(
+                (count / steady - 1.0).abs() < 0.12,
+                "second {second}: {count} requests, steady rate {steady:.0}/s: {per_second:?}"
+            );
+        }
+        let mean = per_second.iter().sum::<f64>() / secs as f64;
+        assert!((mean / steady - 1.0).abs() < 0.03, "{mean} vs {steady}");
+        assert_eq!(
+            Schedule::new(&w, rate, Duration::from_secs(3), 5).arrival_rate_at(Duration::ZERO),
+            rate * fill.rate[0]
+        );
+    }
+
+    /// A model whose sessions make one request needs no fill: plain Poisson arrivals.
+    #[test]
+    fn single_request_sessions_have_no_fill() {
+        let schedule = Schedule::new(&single(), 50.0, Duration::from_secs(2), 1);
+        assert!(schedule.fill.is_none());
+        assert_eq!(schedule.arrival_rate_at(Duration::from_secs(1)), 50.0);
+        assert_eq!(schedule.expected_sessions(), 100.0);
     }
 
     /// Exponential think times: the mean of the draws of one edge lies within its 99.9% interval.

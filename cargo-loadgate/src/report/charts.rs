@@ -101,7 +101,15 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
         source,
     };
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        // Readable like any file the user writes (the umask applies), not 0600 like a temporary
+        // file: charts are meant to be published as CI artifacts.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(error)?;
     tmp.write_all(bytes).map_err(error)?;
     tmp.persist(path).map_err(|e| error(e.error))?;
     Ok(())
@@ -140,11 +148,13 @@ impl Percentile {
         }
     }
 
-    /// The p99 is the SLO's percentile, so it is drawn heaviest.
+    /// The p99 is the SLO's percentile, so it is drawn heaviest; p90 and max lightest, to keep
+    /// four lines per class apart.
     fn stroke(self) -> u32 {
         match self {
+            Self::P50 => 2,
             Self::P99 => 3,
-            _ => 2,
+            Self::P90 | Self::Max => 1,
         }
     }
 }
@@ -158,6 +168,9 @@ struct ClassLatency {
     p90: Option<f64>,
     p99: f64,
     max: f64,
+    /// Whether the SLO judged it: a class with fewer than `slo.min-requests` requests in the
+    /// step is listed in the step's `held.unjudged` and drawn hollow.
+    judged: bool,
 }
 
 impl ClassLatency {
@@ -186,6 +199,9 @@ struct StepPoint {
     offered: f64,
     /// Requests sent per second of measured time.
     achieved: Option<f64>,
+    /// Correct answers within the SLO latency per second of measured time, from the phase's
+    /// counters.
+    goodput: Option<f64>,
     state: StepState,
     classes: Vec<ClassLatency>,
 }
@@ -246,16 +262,25 @@ fn array(v: &Value) -> &[Value] {
     v.as_array().map_or(&[], Vec::as_slice)
 }
 
-/// The p90 in milliseconds of `class` in the phase named `phase`, from its stored histogram.
-fn histogram_p90(result: &Value, phase: &str, class: &str) -> Option<f64> {
-    let phase = array(&result["phases"])
-        .iter()
-        .find(|p| p["name"].as_str() == Some(phase))?;
-    let op = array(&phase["operations"])
+/// The p90 in milliseconds of `class` in a phase record, from its stored histogram.
+fn histogram_p90(phase: Option<&Value>, class: &str) -> Option<f64> {
+    let op = array(&phase?["operations"])
         .iter()
         .find(|o| o["name"].as_str() == Some(class))?;
     let histogram = LatencyHistogram::decode(op["latency"].as_str()?).ok()?;
     (!histogram.is_empty()).then(|| histogram.quantile(0.9).as_secs_f64() * 1e3)
+}
+
+/// Correct answers within the SLO latency per second of measured time, summed over the
+/// operations of a phase record.
+fn goodput_rate(phase: Option<&Value>) -> Option<f64> {
+    let phase = phase?;
+    let secs = number(&phase["measured_ms"])? / 1e3;
+    let counts: Vec<u64> = array(&phase["operations"])
+        .iter()
+        .filter_map(|op| op["counters"]["goodput"].as_u64())
+        .collect();
+    (secs > 0.0 && !counts.is_empty()).then(|| counts.iter().sum::<u64>() as f64 / secs)
 }
 
 fn ramp_view(role: &str, result: &Value) -> RampView {
@@ -266,7 +291,10 @@ fn ramp_view(role: &str, result: &Value) -> RampView {
             let offered = number(&step["offered_rate_per_sec"])
                 .filter(|r| *r > 0.0)
                 .or_else(|| number(&step["model_rate_per_sec"]))?;
-            let phase = step["phase"].as_str().unwrap_or_default();
+            let phase = step["phase"].as_str();
+            let record = array(&result["phases"])
+                .iter()
+                .find(|p| phase.is_some() && p["name"].as_str() == phase);
             let state = if step["valid"].as_bool() == Some(false) {
                 StepState::Invalid
             } else if step["held"]["holds"].as_bool() == Some(true) {
@@ -274,16 +302,18 @@ fn ramp_view(role: &str, result: &Value) -> RampView {
             } else {
                 StepState::Broke
             };
+            let unjudged = array(&step["held"]["unjudged"]);
             let classes = array(&step["operations"])
                 .iter()
                 .filter(|op| op["requests"].as_u64().is_some_and(|n| n > 0))
                 .filter_map(|op| {
                     let name = op["name"].as_str()?.to_owned();
                     Some(ClassLatency {
-                        p90: histogram_p90(result, phase, &name),
+                        p90: histogram_p90(record, &name),
                         p50: number(&op["p50_ms"])?,
                         p99: number(&op["p99_ms"])?,
                         max: number(&op["max_ms"])?,
+                        judged: !unjudged.iter().any(|u| u.as_str() == Some(&name)),
                         name,
                     })
                 })
@@ -291,6 +321,7 @@ fn ramp_view(role: &str, result: &Value) -> RampView {
             Some(StepPoint {
                 offered,
                 achieved: number(&step["achieved_rate_per_sec"]),
+                goodput: goodput_rate(record),
                 state,
                 classes,
             })
@@ -503,6 +534,8 @@ const MUTED: RGBColor = RGBColor(87, 96, 106);
 /// The fitted slope in the soak chart.
 const FIT_COLOR: RGBColor = RGBColor(214, 39, 40);
 const SERIES_COLOR: RGBColor = RGBColor(31, 119, 180);
+/// Goodput in the throughput chart.
+const GOODPUT_COLOR: RGBColor = RGBColor(44, 160, 44);
 
 const WIDTH: u32 = 1000;
 const LEGEND_WIDTH: u32 = 230;
@@ -960,13 +993,14 @@ where
             SLO_COLOR.stroke_width(2),
         ))?;
         chart.draw_series(std::iter::once(
-            EmptyElement::at((x1, limit.ms))
+            // At the left end, where the latency of a ramp is lowest and the label stays clear.
+            EmptyElement::at((x0, limit.ms))
                 + Text::new(
                     format!("SLO {} {}", limit.label, format_ms(limit.ms)),
-                    (-6, -4),
+                    (6, -4),
                     TextStyle::from((FONT, 13).into_font())
                         .color(&SLO_COLOR)
-                        .pos(Pos::new(HPos::Right, VPos::Bottom)),
+                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
                 ),
         ))?;
     }
@@ -982,15 +1016,16 @@ where
                 class_color(index)
             };
             for p in Percentile::ALL {
-                let points: Vec<(f64, f64)> = run
+                let judged: Vec<(f64, f64, bool)> = run
                     .steps
                     .iter()
                     .filter_map(|s| {
                         let c = s.classes.iter().find(|c| &c.name == class)?;
                         let v = c.get(p)?;
-                        (!data.log || v > 0.0).then_some((s.offered, v))
+                        (!data.log || v > 0.0).then_some((s.offered, v, c.judged))
                     })
                     .collect();
+                let points: Vec<(f64, f64)> = judged.iter().map(|(x, y, _)| (*x, *y)).collect();
                 if points.is_empty() {
                     continue;
                 }
@@ -1007,7 +1042,16 @@ where
                         points.clone(),
                         color.stroke_width(p.stroke()),
                     ))?;
-                    draw_markers(&mut chart, p.marker(), &points, color.filled())?;
+                    for (is_judged, style) in
+                        [(true, color.filled()), (false, color.stroke_width(2))]
+                    {
+                        let at: Vec<(f64, f64)> = judged
+                            .iter()
+                            .filter(|j| j.2 == is_judged)
+                            .map(|(x, y, _)| (*x, *y))
+                            .collect();
+                        draw_markers(&mut chart, p.marker(), &at, style)?;
+                    }
                 }
             }
         }
@@ -1032,6 +1076,21 @@ fn latency_legend(data: &LatencyData<'_>) -> Vec<LegendRow> {
     for p in Percentile::ALL {
         rows.push(LegendRow::line(p.label(), INK, p.stroke(), false).with_marker(p.marker(), true));
     }
+    let unjudged = data
+        .head
+        .steps
+        .iter()
+        .flat_map(|s| &s.classes)
+        .any(|c| !c.judged);
+    if unjudged {
+        rows.push(LegendRow::marker(
+            "hollow: too few requests,",
+            Marker::Circle,
+            INK,
+            false,
+        ));
+        rows.push(LegendRow::note("not judged (slo.min-requests)"));
+    }
     rows.push(LegendRow::heading("run"));
     rows.push(LegendRow::line(data.head.name.clone(), INK, 2, false));
     if let Some(base) = data.base {
@@ -1055,38 +1114,51 @@ fn latency_legend(data: &LatencyData<'_>) -> Vec<LegendRow> {
 // ---------------------------------------------------------------------------------------------
 // Throughput against offered load.
 
-/// Renders `throughput.svg`: the achieved request rate against the offered one at each ramp
-/// step (points joined in offered order), with the y = x line a service keeping up would lie on,
+/// Renders `throughput.svg`: at each ramp step (in offered order), the requests sent per second
+/// and the goodput (correct answers within the SLO latency per second, from the phase's
+/// counters) against the offered request rate, with the y = x line of a service that keeps up,
 /// the knee, and `base` dashed and lighter when given. Filled points held the SLO, hollow ones
 /// broke it, crosses were invalid. `None` when the run has no ramp step.
 pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<String>, ChartError> {
     let head_result = head;
     let head = ramp_view("head", head);
-    let points = |r: &RampView| -> Vec<(f64, f64, StepState)> {
+    let sent = |r: &RampView| -> Vec<(f64, f64, StepState)> {
         r.steps
             .iter()
             .filter_map(|s| Some((s.offered, s.achieved?, s.state)))
             .collect()
     };
-    let head_points = points(&head);
-    if head_points.is_empty() {
+    let goodput = |r: &RampView| -> Vec<(f64, f64, StepState)> {
+        r.steps
+            .iter()
+            .filter_map(|s| Some((s.offered, s.goodput?, s.state)))
+            .collect()
+    };
+    let head_series = [sent(&head), goodput(&head)];
+    if head_series.iter().all(Vec::is_empty) {
         return Ok(None);
     }
     let base = base.map(|b| ramp_view("base", b));
-    let base_points = base.as_ref().map(points).unwrap_or_default();
-    let max = head_points
+    let base_series = base
+        .as_ref()
+        .map(|b| [sent(b), goodput(b)])
+        .unwrap_or_default();
+    let has_base = base_series.iter().any(|s| !s.is_empty());
+    let has_goodput = !head_series[1].is_empty() || !base_series[1].is_empty();
+    let max = head_series
         .iter()
-        .chain(&base_points)
+        .chain(&base_series)
+        .flatten()
         .flat_map(|(x, y, _)| [*x, *y])
         .chain(head.knee)
         .chain(base.as_ref().and_then(|b| b.knee))
         .fold(0.0, f64::max);
     let range = zero_to(max);
     let mut subtitle = vec![
-        "Requests sent per second of measured time at each ramp step; a service keeping up lies on y = x.".to_owned(),
+        "Requests sent, and correct answers within the SLO latency (goodput), per second of measured time at each ramp step.".to_owned(),
     ];
     match &base {
-        Some(b) if !base_points.is_empty() => subtitle.push(format!(
+        Some(b) if has_base => subtitle.push(format!(
             "Solid: {} Dashed and lighter: {} (the baseline).",
             run_line(&head.name, head_result),
             b.name
@@ -1105,7 +1177,7 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
         chart
             .configure_mesh()
             .x_desc("offered load (req/s, measured)")
-            .y_desc("achieved throughput (req/s)")
+            .y_desc("throughput (req/s)")
             .x_label_formatter(&axis_number)
             .y_label_formatter(&axis_number)
             .label_style((FONT, 12))
@@ -1119,58 +1191,59 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
             4,
             MUTED.stroke_width(1),
         ))?;
-        let draw_points = |chart: &mut ChartContext<'_, SVGBackend<'_>, _>,
-                           points: &[(f64, f64, StepState)],
-                           color: RGBColor,
-                           dashed: bool|
-         -> DrawResult {
-            let line: Vec<(f64, f64)> = points.iter().map(|(x, y, _)| (*x, *y)).collect();
-            if dashed {
-                chart.draw_series(DashedLineSeries::new(line, 6, 4, color.stroke_width(2)))?;
-            } else {
-                chart.draw_series(LineSeries::new(line, color.stroke_width(3)))?;
+        // Sent is drawn wide and goodput narrow on top of it: where they agree the goodput line
+        // runs inside the sent one, and where answers come late or wrong it falls away below.
+        let series = [
+            (SERIES_COLOR, 4, Marker::Circle),
+            (GOODPUT_COLOR, 2, Marker::Triangle),
+        ];
+        for (run, is_base) in [(&base_series, true), (&head_series, false)] {
+            for (points, (color, stroke, kind)) in run.iter().zip(series) {
+                let line: Vec<(f64, f64)> = points.iter().map(|(x, y, _)| (*x, *y)).collect();
+                let color = if is_base { lighter(color) } else { color };
+                if is_base {
+                    chart.draw_series(DashedLineSeries::new(line, 6, 4, color.stroke_width(2)))?;
+                } else {
+                    chart.draw_series(LineSeries::new(line, color.stroke_width(stroke)))?;
+                }
+                for (state, kind, style) in [
+                    (StepState::Held, kind, color.filled()),
+                    (StepState::Broke, kind, color.stroke_width(2)),
+                    (StepState::Invalid, Marker::Cross, color.stroke_width(2)),
+                ] {
+                    let at: Vec<(f64, f64)> = points
+                        .iter()
+                        .filter(|p| p.2 == state)
+                        .map(|(x, y, _)| (*x, *y))
+                        .collect();
+                    draw_markers(&mut chart, kind, &at, style)?;
+                }
             }
-            for (state, kind, style) in [
-                (StepState::Held, Marker::Circle, color.filled()),
-                (StepState::Broke, Marker::Circle, color.stroke_width(2)),
-                (StepState::Invalid, Marker::Cross, color.stroke_width(2)),
-            ] {
-                let at: Vec<(f64, f64)> = points
-                    .iter()
-                    .filter(|p| p.2 == state)
-                    .map(|(x, y, _)| (*x, *y))
-                    .collect();
-                draw_markers(chart, kind, &at, style)?;
-            }
-            Ok(())
-        };
-        if !base_points.is_empty() {
-            draw_points(&mut chart, &base_points, lighter(SERIES_COLOR), true)?;
         }
-        draw_points(&mut chart, &head_points, SERIES_COLOR, false)?;
         draw_knees(&mut chart, &head, base.as_ref())?;
         let mut rows = vec![
-            LegendRow::heading("run"),
-            LegendRow::line(head.name.clone(), SERIES_COLOR, 3, false),
+            LegendRow::heading("series"),
+            LegendRow::line("sent", SERIES_COLOR, 4, false).with_marker(Marker::Circle, true),
         ];
-        if let Some(b) = base.as_ref().filter(|_| !base_points.is_empty()) {
-            rows.push(LegendRow::line(
-                b.name.clone(),
-                lighter(SERIES_COLOR),
-                2,
-                true,
-            ));
+        if has_goodput {
+            rows.push(
+                LegendRow::line("goodput: correct answers", GOODPUT_COLOR, 2, false)
+                    .with_marker(Marker::Triangle, true),
+            );
+            rows.push(LegendRow::note("within the SLO latency"));
+        }
+        rows.extend([
+            LegendRow::heading("run"),
+            LegendRow::line(head.name.clone(), INK, 2, false),
+        ]);
+        if let Some(b) = base.as_ref().filter(|_| has_base) {
+            rows.push(LegendRow::line(b.name.clone(), lighter(INK), 2, true));
         }
         rows.extend([
             LegendRow::heading("step"),
-            LegendRow::marker("held the SLO", Marker::Circle, SERIES_COLOR, true),
-            LegendRow::marker("broke the SLO", Marker::Circle, SERIES_COLOR, false),
-            LegendRow::marker(
-                "invalid (generator lag)",
-                Marker::Cross,
-                SERIES_COLOR,
-                false,
-            ),
+            LegendRow::marker("held the SLO", Marker::Circle, INK, true),
+            LegendRow::marker("broke the SLO", Marker::Circle, INK, false),
+            LegendRow::marker("invalid (generator lag)", Marker::Cross, INK, false),
             LegendRow::heading("reference"),
             LegendRow::line("y = x (keeping up)", MUTED, 1, true),
         ]);
@@ -1403,7 +1476,8 @@ mod tests {
             .collect();
         points.push(("refine-1".to_owned(), 1.25, false));
         for (phase, fraction, is_step) in points {
-            let offered = 180.0 * fraction;
+            // A slower service is offered the same sessions but completes them later.
+            let offered = 180.0 * fraction / slowdown;
             let broke = fraction > 1.1;
             let load = fraction * slowdown;
             let operations: Vec<Value> = CLASSES
@@ -1439,6 +1513,9 @@ mod tests {
                 "name": phase,
                 "operations": CLASSES.iter().enumerate().map(|(i, name)| json!({
                     "name": name,
+                    // Four seconds of the class's third of the load; past the knee half of it
+                    // answered within the SLO latency.
+                    "counters": {"goodput": (offered * 4.0 / 3.0 * if broke { 0.5 } else { 1.0 }) as u64},
                     "latency": histogram(&(1..=100).map(|k| f64::from(k) * 0.1 * (1.0 + i as f64) * load).collect::<Vec<_>>()),
                 })).collect::<Vec<_>>(),
                 "measured_ms": 4000.0,
@@ -1450,7 +1527,7 @@ mod tests {
             "git": {"commit": commit, "dirty": false},
             "profile": "ci",
             "ramp": {
-                "steps": steps, "knee_rate_per_sec": 180.0, "knee_sessions_per_sec": 45.0,
+                "steps": steps, "knee_rate_per_sec": 180.0 / slowdown, "knee_sessions_per_sec": 45.0,
                 "first_break": {"phase": "ramp-150%", "sessions_per_sec": 67.5, "offered_rate_per_sec": 270.0, "reasons": []},
                 "lowest_break": {"phase": "refine-1", "sessions_per_sec": 56.25, "offered_rate_per_sec": 225.0, "reasons": []},
                 "sentence": "", "failing_from_first_step": [],
@@ -1556,12 +1633,39 @@ mod tests {
         assert!(svg.contains("head 3f2a91c"));
         let png = rasterize(&svg);
         for (i, class) in CLASSES.iter().enumerate() {
+            // Its markers alone give 650 to 900 pixels of its colour, with its four lines 2100 to
+            // 2600 (measured): the lines are there.
             let n = count(&png, class_color(i));
-            assert!(n > 300, "class {class}: only {n} pixels of its colour");
+            assert!(n > 1500, "class {class}: only {n} pixels of its colour");
         }
         assert!(count(&png, SLO_COLOR) > 200, "the SLO line is not drawn");
         assert!(distinct_colors(&png) > 50);
         assert!(non_white_share(&png) > 0.02);
+        assert!(!svg.contains("not judged"));
+    }
+
+    #[test]
+    fn classes_the_slo_did_not_judge_are_drawn_hollow_and_explained() {
+        let mut head = result(HEAD, 1.0, false);
+        head["ramp"]["steps"][0]["held"]["unjudged"] = json!(["landing"]);
+        let view = ramp_view("head", &head);
+        let judged: Vec<bool> = view.steps[0].classes.iter().map(|c| c.judged).collect();
+        assert_eq!(judged, [false, true, true]);
+        let svg = render_latency(&head, None).unwrap().unwrap();
+        assert!(svg.contains("not judged (slo.min-requests)"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn charts_are_readable_like_other_written_files() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let written = write_charts(dir.path(), &result(HEAD, 1.0, false), None).unwrap();
+        let reference = dir.path().join("reference");
+        std::fs::write(&reference, "").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // The umask's mode, not the 0600 of a temporary file.
+        assert_eq!(mode(&written[0]), mode(&reference));
     }
 
     #[test]
@@ -1591,7 +1695,11 @@ mod tests {
             .unwrap();
         assert!(svg.contains("knee 180 req/s"));
         let png = rasterize(&svg);
-        assert!(count(&png, SERIES_COLOR) > 500, "the head's line is lost");
+        // Markers alone: about 300 pixels; with the line about 1400 (measured).
+        let n = count(&png, SERIES_COLOR);
+        assert!(n > 800, "the head's line is lost: {n} pixels");
+        let n = count(&png, GOODPUT_COLOR);
+        assert!(n > 800, "the goodput line is lost: {n} pixels");
         assert!(count(&png, KNEE_COLOR) > 200, "the knee line is lost");
         assert!(non_white_share(&png) > 0.02);
     }
@@ -1603,7 +1711,9 @@ mod tests {
         assert!(svg.contains("Soak at 108 req/s offered (60% of the capacity)"));
         assert!(svg.contains("Theil–Sen +29.3 KiB/s"), "{svg}");
         let png = rasterize(&svg);
-        assert!(count(&png, SERIES_COLOR) > 500, "a series is lost");
+        // Markers alone: about 1100 pixels; with both series' lines about 1700 (measured).
+        let n = count(&png, SERIES_COLOR);
+        assert!(n > 1350, "a series' line is lost: {n} pixels");
         assert!(count(&png, FIT_COLOR) > 300, "a fitted line is lost");
     }
 

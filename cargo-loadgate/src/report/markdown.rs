@@ -4,9 +4,12 @@
 //! from the result and the comparison.
 
 use crate::baseline::RunResult;
-use crate::compare::{Outcome, VerdictOutcome, format_change, format_threshold, metric_name};
-use crate::plan::{SoakOutcome, format_bytes_per_sec};
+use crate::compare::{
+    Metric, MetricComparison, Outcome, VerdictOutcome, format_change, format_threshold, metric_name,
+};
+use crate::plan::{SoakOutcome, format_bytes_per_sec, format_latency, format_rate};
 use std::fmt::Write as _;
+use std::time::Duration;
 
 /// Renders the summary of a run.
 pub fn markdown_summary(result: &RunResult) -> String {
@@ -45,8 +48,10 @@ pub fn markdown_summary(result: &RunResult) -> String {
                 md,
                 "| {} | {} | {} | {} | {} … {} | {} | {outcome} |",
                 escape(&metric_name(m)),
-                m.base.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}")),
-                m.head.map_or_else(|| "–".to_owned(), |v| format!("{v:.4}")),
+                m.base
+                    .map_or_else(|| "–".to_owned(), |v| format_figure(m, v)),
+                m.head
+                    .map_or_else(|| "–".to_owned(), |v| format_figure(m, v)),
                 format_change(m, m.estimate),
                 format_change(m, m.low),
                 format_change(m, m.high),
@@ -135,6 +140,17 @@ pub fn markdown_summary(result: &RunResult) -> String {
     md
 }
 
+/// A base or head figure in the metric's own unit: a latency in ms or s, the error rate in
+/// percent, the knee bracket's midpoint in sessions/s, the RSS slope in MiB/min as its change is.
+fn format_figure(m: &MetricComparison, value: f64) -> String {
+    match m.metric {
+        Metric::P50 | Metric::P99 => format_latency(Duration::from_secs_f64(value.max(0.0) / 1e3)),
+        Metric::ErrorRate => format!("{:.2}%", value * 100.0),
+        Metric::Capacity => format!("{} sessions/s", format_rate(value)),
+        Metric::RssSlope => format!("{:.2} MiB/min", value * 60.0 / (1024.0 * 1024.0)),
+    }
+}
+
 fn soak_section(md: &mut String, soak: &SoakOutcome) {
     let _ = writeln!(
         md,
@@ -175,7 +191,7 @@ fn soak_section(md: &mut String, soak: &SoakOutcome) {
 }
 
 /// Escapes the characters that would break a table cell or start markup.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('|', "\\|")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -183,10 +199,93 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::*;
+    use crate::baseline::{
+        BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunStatus, ToolInfo,
+    };
+    use crate::compare::{Comparison, Verdict};
+    use crate::measure::PhaseMeasurement;
+    use crate::plan::RampOutcome;
+    use serde::Deserialize;
+    use serde_json::Value;
+    use std::path::PathBuf;
 
     #[test]
     fn table_cells_cannot_be_broken_by_text() {
         assert_eq!(escape("a|b <x>"), "a\\|b &lt;x&gt;");
+    }
+
+    /// A real run, trimmed: the demo service with `DEMO_CPU_US=6000` against a baseline of the
+    /// same commit without it (see tests/fixtures/report/README.md).
+    const AFTER: &str = include_str!("../../../tests/fixtures/report/after.json");
+
+    /// The typed result behind a stored `result.json`, as `run` held it when it wrote the summary.
+    /// This build's tool version stands in for the stored one, as it would in a live run.
+    fn typed(value: &Value) -> RunResult {
+        fn part<T: for<'de> Deserialize<'de>>(value: &Value) -> T {
+            T::deserialize(value).unwrap()
+        }
+        let text = |v: &Value| v.as_str().unwrap().to_owned();
+        let env = &value["environment"];
+        RunResult {
+            format_version: RESULT_FORMAT_VERSION,
+            tool: ToolInfo::current(),
+            started_at_unix_ms: value["started_at_unix_ms"].as_u64().unwrap(),
+            status: RunStatus::Complete,
+            git: Some(GitInfo {
+                commit: text(&value["git"]["commit"]),
+                dirty: value["git"]["dirty"].as_bool().unwrap(),
+            }),
+            profile: text(&value["profile"]),
+            config_path: PathBuf::from(text(&value["config_path"])),
+            config_hash: text(&value["config_hash"]),
+            environment: Environment {
+                cpu_model: text(&env["cpu_model"]),
+                cores: env["cores"].as_u64().unwrap() as usize,
+                kernel: text(&env["kernel"]),
+                engine_version: env["engine_version"].as_str().map(str::to_owned),
+                generator_core: env["generator_core"].as_u64().map(|c| c as usize),
+                target_cpuset: env["target_cpuset"].as_str().map(str::to_owned),
+            },
+            target: None,
+            target_exit: None,
+            ramp: Some(part::<RampOutcome>(&value["ramp"])),
+            soak: Some(part(&value["soak"])),
+            soak_skipped: None,
+            valid: value["valid"].as_bool(),
+            baseline: Some(BaselineRef {
+                commit: text(&value["baseline"]["commit"]),
+                distance: value["baseline"]["distance"].as_u64().unwrap() as usize,
+                store: text(&value["baseline"]["store"]),
+            }),
+            comparison: Some(part::<Comparison>(&value["comparison"])),
+            verdict: Some(part::<Verdict>(&value["verdict"])),
+            phases: value["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| PhaseRecord {
+                    schedule_hash: text(&p["schedule_hash"]),
+                    measurement: part::<PhaseMeasurement>(p),
+                })
+                .collect(),
+            resources: part(&value["resources"]),
+            // The summary does not show the calibration (the verdict's rule does, when it fires).
+            calibration: None,
+        }
+    }
+
+    #[test]
+    fn the_summary_of_a_regression_reads_well() {
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        let md = markdown_summary(&typed(&value));
+        insta::with_settings!({filters => vec![
+            // Commits and config hashes, as the summary abbreviates them.
+            (r"`[0-9a-f]{12}`", "`[hash]`"),
+            (r"cargo-loadgate \d+\.\d+\.\d+\S*", "cargo-loadgate [version]"),
+            (r"dir:[^)]+", "dir:[path]"),
+        ]}, {
+            insta::assert_snapshot!(md);
+        });
     }
 }

@@ -4,6 +4,7 @@
 mod charts;
 mod junit;
 mod markdown;
+mod multi;
 
 pub use charts::{
     ChartError, LATENCY_CHART, SOAK_CHART, THROUGHPUT_CHART, render_latency, render_soak,
@@ -11,3 +12,4 @@ pub use charts::{
 };
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;
+pub use multi::{ReportError, ReportRun, render_markdown, render_terminal, run_labels};

@@ -3,6 +3,8 @@
 //! or removed flag breaks this test instead of the pipelines of the people who copied the templates.
 //! The jobs are then checked for what the gate relies on: full history, fetched notes, the JUnit
 //! report kept on every outcome, `run` on pull requests and `--save-baseline` on release branches.
+//! The notes push of each template is run for real (bash, git, the built binary) against a local
+//! bare repository with a concurrent push, and must land both jobs' entries.
 
 use cargo_loadgate::cli::{CargoOpts, Command, RunOpts, parse_args};
 use loadgate_tests::workspace_root;
@@ -359,6 +361,233 @@ fn every_found_command_names_its_job() {
             invocation.job
         );
     }
+}
+
+// ---- the notes push, run for real against a local "origin" ----
+
+/// A result that `baseline save` accepts: complete, clean, one valid phase, measured on `cpu`.
+fn saveable_result(commit: &str, cpu: &str) -> String {
+    serde_json::json!({
+        "format_version": 1,
+        "tool": { "version": "0.1.0" },
+        "status": "complete",
+        "git": { "commit": commit, "dirty": false },
+        "config_hash": "c0ffee",
+        "environment": { "cpu_model": cpu, "cores": 2, "engine_version": null, "target_cpuset": null },
+        "target": null,
+        "phases": [{ "name": "ramp-25%", "schedule_hash": "5c4ed", "validity": { "reasons": [] } }],
+    })
+    .to_string()
+}
+
+/// Runs `program args` in `dir` with `path` first on PATH (so `cargo loadgate` is the built binary)
+/// and a fixed git identity; returns whether it succeeded, and what it printed.
+fn sh(
+    dir: &Path,
+    path: &Path,
+    envs: &[(&str, &str)],
+    program: &str,
+    args: &[&str],
+) -> (bool, String) {
+    let search = std::env::join_paths(
+        std::iter::once(path.to_owned())
+            .chain(Path::new(env!("CARGO")).parent().map(Path::to_owned))
+            .chain(std::env::split_paths(
+                &std::env::var_os("PATH").unwrap_or_default(),
+            )),
+    )
+    .expect("PATH");
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", search)
+        .env("GIT_AUTHOR_NAME", "ci")
+        .env("GIT_AUTHOR_EMAIL", "ci@localhost")
+        .env("GIT_COMMITTER_NAME", "ci")
+        .env("GIT_COMMITTER_EMAIL", "ci@localhost")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Two baseline jobs of different environments saved the same commit from the same fetched notes;
+/// the first pushes, the second is rejected and must save again on top and push. `script` is the
+/// template's push step; `setup` prepares each job's clone (e.g. a URL rewrite).
+fn concurrent_pushes_both_land(
+    template: &str,
+    script: &str,
+    envs: &[(&str, &str)],
+    setup: &dyn Fn(&Path),
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let bin = root.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(loadgate_tests::loadgate_bin(), bin.join("cargo-loadgate")).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let (ok, text) = sh(dir, &bin, &[], "git", args);
+        assert!(ok, "git {args:?} failed:\n{text}");
+        text
+    };
+    git(root, &["init", "-q", "--bare", "origin.git"]);
+    let seed = root.join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    git(&seed, &["init", "-q"]);
+    git(&seed, &["commit", "-q", "--allow-empty", "-m", "a release"]);
+    git(
+        &seed,
+        &["push", "-q", "../origin.git", "HEAD:refs/heads/main"],
+    );
+    let commit = git(&seed, &["rev-parse", "HEAD"]).trim().to_owned();
+
+    let jobs: Vec<std::path::PathBuf> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            let dir = root.join(name);
+            git(root, &["clone", "-q", "origin.git", name]);
+            git(&dir, &["checkout", "-q", &commit]);
+            setup(&dir);
+            let out = dir.join("target/loadgate");
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join("result.json"), saveable_result(&commit, name)).unwrap();
+            // Both save before either pushes: the second push is not a fast-forward.
+            let (ok, text) = sh(
+                &dir,
+                &bin,
+                &[],
+                "cargo",
+                &[
+                    "loadgate",
+                    "baseline",
+                    "save",
+                    "--from",
+                    "target/loadgate/result.json",
+                ],
+            );
+            assert!(ok, "the save failed:\n{text}");
+            dir
+        })
+        .collect();
+    let mut with_before: Vec<(&str, &str)> = envs.to_vec();
+    with_before.push(("NOTES_BEFORE", "none"));
+    for dir in &jobs {
+        let (ok, text) = sh(
+            dir,
+            &bin,
+            &with_before,
+            "bash",
+            &["-eo", "pipefail", "-c", script],
+        );
+        assert!(
+            ok,
+            "{template}: the push step failed in {}:\n{text}",
+            dir.display()
+        );
+    }
+    let (ok, note) = sh(
+        root,
+        &bin,
+        &[],
+        "git",
+        &[
+            "--git-dir",
+            "origin.git",
+            "notes",
+            "--ref",
+            "loadgate",
+            "show",
+            &commit,
+        ],
+    );
+    assert!(ok, "no note pushed:\n{note}");
+    let note: serde_json::Value =
+        serde_json::from_str(&note).expect("the pushed note is one JSON document");
+    let mut cpus: Vec<&str> = note["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["fingerprint"]["cpu_model"].as_str().unwrap())
+        .collect();
+    cpus.sort_unstable();
+    assert_eq!(
+        cpus,
+        ["one", "two"],
+        "{template}: both environments' entries landed"
+    );
+
+    // A job whose run stored nothing pushes nothing.
+    let now = git(&jobs[0], &["rev-parse", "refs/notes/loadgate"]);
+    let mut unchanged: Vec<(&str, &str)> = envs.to_vec();
+    unchanged.push(("NOTES_BEFORE", now.trim()));
+    let (ok, text) = sh(
+        &jobs[0],
+        &bin,
+        &unchanged,
+        "bash",
+        &["-eo", "pipefail", "-c", script],
+    );
+    assert!(
+        ok && text.contains("no new baseline to push"),
+        "{template}:\n{text}"
+    );
+}
+
+#[test]
+fn the_github_notes_push_saves_again_on_top_of_a_concurrent_push() {
+    let workflow = load("ci/github/loadgate.yml");
+    let script = workflow["jobs"]["baseline"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|run| run.contains("git push"))
+        .expect("a step that pushes the notes");
+    concurrent_pushes_both_land("ci/github/loadgate.yml", script, &[], &|_| {});
+}
+
+#[test]
+fn the_gitlab_notes_push_saves_again_on_top_of_a_concurrent_push() {
+    let pipeline = load("ci/gitlab/loadgate.gitlab-ci.yml");
+    let (_, push) = gitlab_scripts(&pipeline)
+        .into_iter()
+        .find(|(job, s)| job == "loadgate:baseline" && s.contains("git push"))
+        .expect("a script entry that pushes the notes");
+    // The job's own lines around the push: the exit status of the run, then exiting with it.
+    let script = format!("status=0\n{push}\nexit \"$status\"");
+    let envs = [
+        ("LOADGATE_PUSH_TOKEN", "t0ken"),
+        ("CI_SERVER_PROTOCOL", "https"),
+        ("CI_SERVER_HOST", "gitlab.invalid"),
+        ("CI_SERVER_PORT", "443"),
+        ("CI_PROJECT_PATH", "group/service"),
+    ];
+    concurrent_pushes_both_land(
+        "ci/gitlab/loadgate.gitlab-ci.yml",
+        &script,
+        &envs,
+        // The push URL the job builds from the CI variables, sent to the local origin instead.
+        &|dir| {
+            let origin = dir.parent().unwrap().join("origin.git");
+            let (ok, text) = sh(
+                dir,
+                Path::new("/nonexistent"),
+                &[],
+                "git",
+                &[
+                    "config",
+                    &format!("url.{}.insteadOf", origin.display()),
+                    "https://loadgate:t0ken@gitlab.invalid:443/group/service.git",
+                ],
+            );
+            assert!(ok, "{text}");
+        },
+    );
 }
 
 // ---- a small shell reader: enough of POSIX sh to find the words of each simple command ----

@@ -3,9 +3,10 @@
 //!
 //! They read the run result in its JSON form, as written to the out-dir or as stored in a
 //! baseline, so any result on disk can be drawn (and an older or partial one draws what it has).
-//! Like the other reporters they compute nothing the run did not measure, with two exceptions a
-//! chart needs: the p90 of each step is read from the step's stored latency histogram (the step
-//! records keep p50, p95, p99 and max), and a stored slope gets its Theil–Sen intercept (the
+//! Like the other reporters they compute nothing the run did not measure, except what a chart
+//! needs to draw a stored figure: the p90 of each step is read from the step's stored latency
+//! histogram (the step records keep p50, p95, p99 and max), the goodput rate is the phase's
+//! goodput count over its measured time, and a stored slope gets its Theil–Sen intercept (the
 //! median of y − slope·x over the plotted points) so it can be drawn as a line.
 //!
 //! Drawn with plotters' SVG backend, which writes `<text>` elements and needs no font files.

@@ -280,6 +280,7 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         duration: opts.duration,
         warmup: Duration::ZERO,
         seed: opts.seed,
+        first_session: 0,
     };
     let stop = CancellationSignal::new();
     let measurement = runtime.block_on(async {

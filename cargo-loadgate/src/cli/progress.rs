@@ -457,6 +457,7 @@ mod tests {
             duration: Duration::from_secs(2),
             warmup: Duration::from_millis(500),
             seed: 7,
+            first_session: 0,
         };
         assert_eq!(
             phase_line(&spec, 61.7),
@@ -585,6 +586,7 @@ mod tests {
             duration: Duration::from_secs(2),
             warmup: Duration::from_millis(500),
             seed: 7,
+            first_session: 0,
         };
         display.phase_starting(&spec, 61.7);
         assert!(display.phase_bar().bar.is_none());

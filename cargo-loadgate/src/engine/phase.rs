@@ -60,6 +60,10 @@ pub struct PhaseSpec {
     pub warmup: Duration,
     /// The seed of the schedule.
     pub seed: u64,
+    /// What `{{session}}` renders for the phase's first session; later sessions count up from it.
+    /// The plan gives each phase of a run its own range, so a value built from it (a user name,
+    /// an idempotency key) is not sent again by a later phase to the same service.
+    pub first_session: u64,
 }
 
 /// Whether a phase should go on, decided once per closed window.
@@ -199,6 +203,8 @@ struct Ctx {
     outstanding: RefCell<Slab>,
     max_in_flight: usize,
     timeout: Duration,
+    /// See [`PhaseSpec::first_session`].
+    first_session: u64,
     /// No request is sent at or after this offset (the end of arrivals, or the time of a stop).
     arrivals_end: Cell<Duration>,
     idle: Notify,
@@ -300,6 +306,7 @@ async fn run_phase_paced(
                 outstanding: RefCell::new(Slab::default()),
                 max_in_flight: generator.max_in_flight.max(1),
                 timeout: generator.timeout,
+                first_session: spec.first_session,
                 arrivals_end: Cell::new(total),
                 idle: Notify::new(),
             });
@@ -432,10 +439,14 @@ async fn dispatch(
 
 /// Closes the windows that ended, reports progress, and asks the abort hook.
 fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> WindowDecision {
-    let (window, sent, dropped) = {
+    let (windows, sent, dropped) = {
         let mut recorder = ctx.recorder.borrow_mut();
-        let window = recorder.roll_to(now);
-        (window, recorder.requests_total(), recorder.dropped_so_far())
+        let windows = recorder.roll_to(now);
+        (
+            windows,
+            recorder.requests_total(),
+            recorder.dropped_so_far(),
+        )
     };
     (hooks.progress)(&Progress {
         phase: spec.name.clone(),
@@ -444,12 +455,14 @@ fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> W
         sent,
         in_flight: ctx.in_flight.get(),
         dropped,
-        window: window.clone(),
+        window: windows.last().cloned(),
     });
-    match window {
-        Some(window) => (hooks.on_window)(&window),
-        None => WindowDecision::Continue,
+    for window in &windows {
+        if let WindowDecision::Stop(reason) = (hooks.on_window)(window) {
+            return WindowDecision::Stop(reason);
+        }
     }
+    WindowDecision::Continue
 }
 
 /// Waits for outstanding requests: each ends by its own timeout; whatever is left after the
@@ -509,7 +522,12 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
             return;
         }
-        let request = match ctx.workload.render(step.operation, plan.index, seq, &vars) {
+        let request = match ctx.workload.render(
+            step.operation,
+            ctx.first_session.saturating_add(plan.index),
+            seq,
+            &vars,
+        ) {
             Ok(rendered) => build_request(&ctx, rendered),
             Err(_) => None,
         };
@@ -691,6 +709,7 @@ mod tests {
             duration,
             warmup: Duration::ZERO,
             seed,
+            first_session: 0,
         }
     }
 

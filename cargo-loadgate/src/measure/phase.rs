@@ -323,6 +323,8 @@ pub struct PhaseRecorder {
     lag: LatencyHistogram,
     counters: PhaseCounters,
     windows: WindowSeries,
+    /// Windows already returned by [`PhaseRecorder::roll_to`].
+    reported: usize,
     requests_total: u64,
 }
 
@@ -342,6 +344,7 @@ impl PhaseRecorder {
             lag: LatencyHistogram::new(),
             counters: PhaseCounters::default(),
             windows: WindowSeries::new(window),
+            reported: 0,
             requests_total: 0,
         }
     }
@@ -432,15 +435,18 @@ impl PhaseRecorder {
             .record_completed(at, latency, outcome.is_error());
     }
 
-    /// Closes the windows that ended by `now` and returns the last one closed, if any closed.
-    pub fn roll_to(&mut self, now: Duration) -> Option<Window> {
+    /// Closes the windows that ended by `now` and returns, in order, every window closed since the
+    /// last call — also those a recorded event closed in between (an answer arriving after a
+    /// window's end closes it), so that no window escapes the abort conditions.
+    pub fn roll_to(&mut self, now: Duration) -> Vec<Window> {
         if now <= self.warmup {
-            return None;
+            return Vec::new();
         }
-        let before = self.windows.windows.len();
         let at = self.window_time(now);
         let windows = self.windows.roll_to(at);
-        (windows.len() > before).then(|| windows[windows.len() - 1].clone())
+        let fresh = windows.get(self.reported..).unwrap_or_default().to_vec();
+        self.reported = windows.len();
+        fresh
     }
 
     /// Requests sent so far, warm-up included.
@@ -625,11 +631,26 @@ mod tests {
     #[test]
     fn roll_to_reports_closed_windows_after_warmup_only() {
         let mut r = recorder();
-        assert_eq!(r.roll_to(900 * MS), None);
+        assert_eq!(r.roll_to(900 * MS), vec![]);
         r.sent(0, 1_100 * MS, 1_100 * MS);
-        assert_eq!(r.roll_to(1_900 * MS), None);
-        let w = r.roll_to(2_000 * MS).expect("window 0 closed");
-        assert_eq!(w.sent, 1);
+        assert_eq!(r.roll_to(1_900 * MS), vec![]);
+        let w = r.roll_to(2_000 * MS);
+        assert_eq!(w.len(), 1, "window 0 closed");
+        assert_eq!(w[0].sent, 1);
+        assert_eq!(r.roll_to(2_100 * MS), vec![], "reported once");
+    }
+
+    #[test]
+    fn roll_to_reports_windows_that_events_closed() {
+        let mut r = recorder();
+        r.sent(0, 1_100 * MS, 1_100 * MS);
+        // An answer 2.5 s in closes windows 0 and 1 (1.0–2.0 s and 2.0–3.0 s is still open)
+        // before the engine's next tick.
+        r.completed(0, 1_100 * MS, 1_100 * MS, 3_500 * MS, &Outcome::Ok);
+        let w = r.roll_to(3_600 * MS);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert_eq!((w[0].sent, w[1].sent), (1, 0));
+        assert_eq!(r.roll_to(4_000 * MS).len(), 1);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::config::LoadgateConfig;
 use crate::engine::{PhaseSpec, WindowDecision};
 use crate::measure::{PhaseMeasurement, Window};
 use crate::target::ResourceSample;
-use crate::workload::{ModelError, analyze};
+use crate::workload::{ModelError, Schedule, analyze};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::time::Duration;
@@ -145,6 +145,9 @@ struct Driver<'a, R: PhaseRunner> {
     requests_per_session: f64,
     steps: Vec<StepRecord>,
     failing: Vec<String>,
+    /// `{{session}}` of the next phase's first session: each phase numbers its sessions after the
+    /// previous phases' ones, so no value built from it is sent twice in one run.
+    next_session: u64,
 }
 
 impl<R: PhaseRunner> Driver<'_, R> {
@@ -155,10 +158,21 @@ impl<R: PhaseRunner> Driver<'_, R> {
             duration,
             warmup: self.config.ramp.warmup,
             seed: self.config.workload.seed,
+            first_session: self.next_session,
         }
     }
 
     async fn run(&mut self, spec: PhaseSpec) -> Result<PhaseRun, (String, R::Error)> {
+        // Every session the schedule holds, sent or not (a stopped phase sends fewer).
+        let sessions = Schedule::new(
+            &self.config.workload,
+            spec.sessions_per_sec,
+            spec.warmup + spec.duration,
+            spec.seed,
+        )
+        .sessions()
+        .count() as u64;
+        self.next_session = self.next_session.saturating_add(sessions);
         (self.observer)(PlanEvent::PhaseStarting {
             offered_rate_per_sec: spec.sessions_per_sec * self.requests_per_session,
             spec: spec.clone(),
@@ -335,6 +349,7 @@ pub async fn run_plan<R: PhaseRunner>(
         requests_per_session: analysis.requests_per_session,
         steps: Vec::new(),
         failing: Vec::new(),
+        next_session: 0,
     };
     let failed = |driver: &Driver<'_, R>, phase: String, source: R::Error, soak_skipped: &str| {
         let ramp = driver.ramp_outcome();
@@ -541,11 +556,12 @@ mod tests {
             for (at, event) in events {
                 // The engine asks the hook while arrivals run, once a second.
                 if stopped.is_none() && at >= next_tick && at < total {
-                    if let Some(w) = r.roll_to(at)
-                        && let WindowDecision::Stop(reason) = on_window(&w)
-                    {
-                        stopped = Some(reason);
-                        arrivals_end = at;
+                    for w in r.roll_to(at) {
+                        if let WindowDecision::Stop(reason) = on_window(&w) {
+                            stopped = Some(reason);
+                            arrivals_end = at;
+                            break;
+                        }
                     }
                     // On the whole-second grid, as the engine ticks.
                     while next_tick <= at {
@@ -813,6 +829,27 @@ mod tests {
         assert!(soak.leak.is_some(), "64 KiB/s is past 2 MiB/min");
         let p99 = soak.slopes.p99_seconds_per_sec.expect("windows");
         assert!(p99.contains(0.0), "{p99:?}");
+    }
+
+    #[test]
+    fn each_phase_numbers_its_sessions_after_the_previous_ones() {
+        let mut fake = FakeService::new(200.0);
+        let cfg = config("");
+        let _ = plan(&cfg, &mut fake, &PlanOptions::default());
+        assert!(fake.specs.len() > 2, "{:?}", fake.specs);
+        let mut next = 0;
+        for spec in &fake.specs {
+            assert_eq!(spec.first_session, next, "{}", spec.name);
+            let schedule = Schedule::new(
+                &cfg.workload,
+                spec.sessions_per_sec,
+                spec.warmup + spec.duration,
+                spec.seed,
+            );
+            let count = schedule.sessions().count() as u64;
+            assert!(count > 0, "{}", spec.name);
+            next += count;
+        }
     }
 
     #[test]

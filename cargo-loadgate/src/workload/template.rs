@@ -2,7 +2,8 @@
 //! concatenation: no parsing, no lookups of variables by name.
 //!
 //! Placeholders are written `{{name}}` in the path, in header values and in body strings:
-//! `{{session}}` is the session's index, `{{seq}}` the step's number within its session (from 0),
+//! `{{session}}` is the session's number (unique within a run: each phase numbers its sessions after
+//! the previous phases' ones), `{{seq}}` the step's number within its session (from 0),
 //! `{{rand}}` a pseudo-random `u64` derived from the seed, the session and the step (the same value
 //! wherever it appears in one request), and any other name a session variable captured from an
 //! earlier response. Variables are numbered when the workload is compiled; a session keeps their

@@ -750,16 +750,21 @@ pub fn compare_with(
     if let Some(d) = capacity_draft(base.knee.as_ref(), head.knee.as_ref(), gate) {
         drafts.push(d);
     }
+    // The machines (or one machine at two moments) differ: no pass, and a regression only beyond
+    // what the difference could explain. `slack` is the largest relative difference seen.
+    let mut machine: Vec<String> = Vec::new();
+    let mut slack: f64 = 0.0;
     match (base.calibration, head.calibration) {
         (Some(b), Some(h)) => {
             let drift = h / b - 1.0;
             if drift.abs() > options.calibration_tolerance {
-                blockers.push(format!(
+                machine.push(format!(
                     "the calibration differs by {:+.1}% between the baseline's machine and this \
                      one, beyond {:.0}%: the numbers are not comparable",
                     drift * 100.0,
                     options.calibration_tolerance * 100.0
                 ));
+                slack = slack.max(drift.abs());
             }
         }
         (None, None) => warnings.push(
@@ -779,12 +784,18 @@ pub fn compare_with(
         if let Some(drift) = figures.calibration_drift
             && drift.abs() > options.calibration_tolerance
         {
-            blockers.push(format!(
+            machine.push(format!(
                 "the machine drifted during {side}: its calibration moved {:+.1}% between before \
                  and after the phases, beyond {:.0}%",
                 drift * 100.0,
                 options.calibration_tolerance * 100.0
             ));
+            slack = slack.max(drift.abs());
+        }
+    }
+    if slack > 0.0 {
+        for d in &mut drafts {
+            widen_for_machine(d, slack);
         }
     }
     let rss = rss_draft(base, head, gate, options);
@@ -810,7 +821,7 @@ pub fn compare_with(
     if let Some(d) = rss {
         metrics.push(judge(d, options.alpha, options.alpha, false, options.alpha));
     }
-    let verdict = decide(&metrics, primaries, blockers, warnings);
+    let verdict = decide(&metrics, primaries, blockers, machine, warnings);
     Comparison {
         base_commit: base.commit.clone(),
         head_commit: head.commit.clone(),
@@ -869,10 +880,35 @@ fn describe(m: &MetricComparison) -> String {
     )
 }
 
+/// Widens a latency or capacity metric's threshold by a machine difference of `slack` (relative):
+/// the head must be worse than the threshold *and* than what a machine that much slower could
+/// explain before the metric is a regression. Timing-free metrics (error rate) keep theirs.
+fn widen_for_machine(d: &mut Draft, slack: f64) {
+    if !matches!(d.metric, Metric::P50 | Metric::P99 | Metric::Capacity) {
+        return;
+    }
+    let widened = (1.0 + d.delta) * (1.0 + slack) - 1.0;
+    // Capacity's threshold is 1 − δ, which must stay above 0.
+    d.delta = if d.metric == Metric::Capacity {
+        widened.min(0.99)
+    } else {
+        widened
+    };
+    if d.note.is_none() {
+        d.note = Some(format!(
+            "threshold widened by the {:.1}% calibration difference",
+            slack * 100.0
+        ));
+    }
+}
+
+/// Decides the verdict: `blockers` make it inconclusive whatever the metrics say; `machine`
+/// (calibration differences) allow a regression beyond the widened thresholds but never a pass.
 fn decide(
     metrics: &[MetricComparison],
     primaries: usize,
     blockers: Vec<String>,
+    machine: Vec<String>,
     mut warnings: Vec<String>,
 ) -> Verdict {
     let regressed: Vec<usize> = (0..metrics.len())
@@ -905,10 +941,22 @@ fn decide(
         if regressed.len() > 1 {
             rule.push_str(&format!("; {} more metrics regressed", regressed.len() - 1));
         }
+        warnings.extend(machine);
         return Verdict {
             outcome: VerdictOutcome::Regression,
             rule_fired: rule,
             metrics: regressed,
+            warnings,
+        };
+    }
+    if !machine.is_empty() {
+        let mut machine = machine.into_iter();
+        let first = machine.next().unwrap_or_default();
+        warnings.extend(machine);
+        return Verdict {
+            outcome: VerdictOutcome::Inconclusive,
+            rule_fired: format!("{first}; no metric regressed beyond what that could explain"),
+            metrics: Vec::new(),
             warnings,
         };
     }
@@ -1126,6 +1174,55 @@ mod tests {
     }
 
     #[test]
+    fn a_machine_difference_forbids_a_pass_but_not_a_clear_regression() {
+        let medium = Shape {
+            windows: 60,
+            per_window: 300,
+            ..SHAPE
+        };
+        let calibrated = |mut f: RunFigures, c: f64| {
+            f.calibration = Some(c);
+            f
+        };
+        let base = calibrated(figures(soak(1, medium)), 1000.0);
+        // The same service on a machine 8% slower: would pass, is inconclusive.
+        let same = calibrated(figures(soak(2, medium)), 920.0);
+        let c = compare(&base, &same, &gate());
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Inconclusive, "{c:#?}");
+        assert!(
+            c.verdict
+                .rule_fired
+                .contains("calibration differs by -8.0%"),
+            "{}",
+            c.verdict.rule_fired
+        );
+        // A 2× slower tail is far beyond 10% + 8%: still a regression, thresholds widened.
+        let slower = calibrated(
+            figures(soak(
+                2,
+                Shape {
+                    tail: 2.0,
+                    ..medium
+                },
+            )),
+            920.0,
+        );
+        let c = compare(&base, &slower, &gate());
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Regression, "{c:#?}");
+        let p99 = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::P99 && m.operation.is_none())
+            .or_else(|| c.metrics.iter().find(|m| m.metric == Metric::P99))
+            .expect("p99 compared");
+        assert!(
+            (p99.threshold - 1.1 * 1.08).abs() < 1e-9,
+            "threshold widened to (1 + 10%)(1 + 8%): {p99:?}"
+        );
+        assert!(c.verdict.warnings.iter().any(|w| w.contains("calibration")));
+    }
+
+    #[test]
     fn a_thirty_percent_p99_increase_is_a_regression() {
         // 18,000 requests a side: the slow path (3%) holds p99. With 6,000 the same change is
         // found about 85% of the time (51 of 60 seeds) and inconclusive otherwise.
@@ -1313,8 +1410,8 @@ mod tests {
         ].join("\n"), @r"
         not measured at the same offered load: 50.000 sessions/s (base) vs 40.000 (head)
         this run's phase `soak` is invalid: 5.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%
-        the calibration differs by -10.0% between the baseline's machine and this one, beyond 5%: the numbers are not comparable
-        the machine drifted during this run: its calibration moved +8.0% between before and after the phases, beyond 5%
+        the calibration differs by -10.0% between the baseline's machine and this one, beyond 5%: the numbers are not comparable; no metric regressed beyond what that could explain
+        the machine drifted during this run: its calibration moved +8.0% between before and after the phases, beyond 5%; no metric regressed beyond what that could explain
         this run has no phase measured at the comparison's load point (the soak)
         ");
     }

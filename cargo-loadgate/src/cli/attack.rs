@@ -127,7 +127,7 @@ impl AttackError {
 pub struct AttackSummary {
     /// Requests sent.
     pub requests: u64,
-    /// Requests sent per second of the run.
+    /// Answers (HTTP responses of any outcome) received per second of the run.
     pub achieved_rate_per_sec: f64,
     /// The offered rate (`--rate`).
     pub offered_rate_per_sec: f64,

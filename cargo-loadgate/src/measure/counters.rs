@@ -25,6 +25,11 @@ impl Outcome {
     pub fn is_error(&self) -> bool {
         !matches!(self, Outcome::Ok)
     }
+
+    /// Whether an HTTP response came back, right or wrong (anything but a transport error).
+    pub fn is_answer(&self) -> bool {
+        !matches!(self, Outcome::Transport(_))
+    }
 }
 
 /// Why no complete answer arrived.

@@ -236,7 +236,10 @@ pub struct PhaseSummary {
     pub operations: Vec<OperationSummary>,
     /// All operations together.
     pub total: OperationSummary,
-    /// Measured requests sent per second of measured time.
+    /// The rate the target achieved: answers (HTTP responses of any outcome: correct, wrong or an
+    /// HTTP error; not timeouts or other transport errors) to requests intended in the measured
+    /// part, received before the measured part ended, per second of it. Past the target's capacity
+    /// it falls below the offered rate; requests sent per second would not, in an open loop.
     pub achieved_rate_per_sec: f64,
     /// Pacing lag p99.
     #[serde(rename = "lag_p99_ms", with = "millis")]
@@ -278,7 +281,7 @@ impl PhaseMeasurement {
             name: self.name.clone(),
             operations: self.operations.iter().map(OperationSummary::of).collect(),
             achieved_rate_per_sec: if secs > 0.0 {
-                total.counters.sent as f64 / secs
+                self.windows.answered_before(self.measured) / secs
             } else {
                 0.0
             },
@@ -432,7 +435,7 @@ impl PhaseRecorder {
         }
         let at = self.window_time(done);
         self.windows
-            .record_completed(at, latency, outcome.is_error());
+            .record_completed(at, latency, outcome.is_error(), outcome.is_answer());
     }
 
     /// Closes the windows that ended by `now` and returns, in order, every window closed since the
@@ -567,6 +570,45 @@ mod tests {
         assert!((s.achieved_rate_per_sec - 0.5).abs() < 1e-9);
         assert_eq!(s.cpu_us_per_request, Some(5_000.0));
         assert!(s.valid);
+    }
+
+    /// Regression: "achieved" counted requests sent, so in an open loop it always equalled the
+    /// offered rate, even past the knee.
+    #[test]
+    fn achieved_counts_answers_received_in_the_measured_part_not_requests_sent() {
+        let mut r = recorder();
+        let mut late = Vec::new();
+        for i in 0..100u32 {
+            let t = (1_000 + 20 * i) * MS;
+            r.arrival(t);
+            r.sent(0, t, t);
+            let outcome = match i % 10 {
+                // Correct and wrong answers and HTTP errors are answers.
+                0..=4 => Outcome::Ok,
+                5 => Outcome::WrongAnswer("expected 200".into()),
+                6 | 7 => Outcome::HttpError(503),
+                // A connect error is none.
+                8 => Outcome::Transport(TransportErrorKind::Connect),
+                // An answer after the measured part ended (in the grace) is not counted either.
+                _ => {
+                    late.push(t);
+                    continue;
+                }
+            };
+            r.completed(0, t, t, t + MS, &outcome);
+        }
+        for t in late {
+            r.completed(0, t, t, 3_500 * MS, &Outcome::Ok);
+        }
+        let mut end = info(3_000);
+        end.end = 3_600 * MS;
+        let s = r.finish(end).summary();
+        assert_eq!(s.total.requests, 100);
+        assert!(
+            (s.achieved_rate_per_sec - 40.0).abs() < 1e-9,
+            "{}",
+            s.achieved_rate_per_sec
+        );
     }
 
     #[test]

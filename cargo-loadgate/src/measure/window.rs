@@ -38,6 +38,10 @@ pub struct Window {
     pub completed: u64,
     /// Of those, the ones that were errors (wrong answers, HTTP and transport errors).
     pub errors: u64,
+    /// Of those, the ones answered with an HTTP response (correct, wrong or an HTTP error; not a
+    /// timeout or another transport error). Zero in results written before it was recorded.
+    #[serde(default)]
+    pub answered: u64,
     /// The median latency, from the intended send time, of requests completed in the window.
     #[serde(rename = "p50_ms", with = "millis")]
     pub p50: Duration,
@@ -50,11 +54,13 @@ pub struct Window {
 }
 
 impl Window {
-    /// Requests sent per second in this window.
+    /// Answers received per second in this window: the rate the target achieved, which falls
+    /// below the offered rate past its capacity (requests sent per second never does in an open
+    /// loop).
     pub fn achieved_rate_per_sec(&self) -> f64 {
         let secs = self.length.as_secs_f64();
         if secs > 0.0 {
-            self.sent as f64 / secs
+            self.answered as f64 / secs
         } else {
             0.0
         }
@@ -79,6 +85,7 @@ struct OpenWindow {
     sent: u64,
     completed: u64,
     errors: u64,
+    answered: u64,
     latency: LatencyHistogram,
 }
 
@@ -89,6 +96,7 @@ impl OpenWindow {
             sent: 0,
             completed: 0,
             errors: 0,
+            answered: 0,
             latency: LatencyHistogram::new(),
         }
     }
@@ -142,6 +150,7 @@ impl WindowSeries {
             sent: open.sent,
             completed: open.completed,
             errors: open.errors,
+            answered: open.answered,
             p50: open.latency.quantile(0.5),
             p99: open.latency.quantile(0.99),
             max: open.latency.max(),
@@ -153,12 +162,37 @@ impl WindowSeries {
         self.window_at(at).sent += 1;
     }
 
-    /// Counts a request that got its outcome at `at`, with its latency from the intended send time.
-    pub fn record_completed(&mut self, at: Duration, latency: Duration, error: bool) {
+    /// Counts a request that got its outcome at `at`, with its latency from the intended send time;
+    /// `error` says whether it was one, `answered` whether an HTTP response came back.
+    pub fn record_completed(
+        &mut self,
+        at: Duration,
+        latency: Duration,
+        error: bool,
+        answered: bool,
+    ) {
         let open = self.window_at(at);
         open.completed += 1;
         open.errors += u64::from(error);
+        open.answered += u64::from(answered);
         open.latency.record(latency);
+    }
+
+    /// Answers received before `end` (from the start of the series), counting a window that `end`
+    /// cuts by the share of it that lies before `end`.
+    pub fn answered_before(&self, end: Duration) -> f64 {
+        self.windows
+            .iter()
+            .take_while(|w| w.start < end)
+            .map(|w| {
+                let inside = end.saturating_sub(w.start).min(w.length);
+                if inside >= w.length || w.length.is_zero() {
+                    w.answered as f64
+                } else {
+                    w.answered as f64 * inside.as_secs_f64() / w.length.as_secs_f64()
+                }
+            })
+            .sum()
     }
 
     /// Closes every window that ended at or before `now`; the window holding `now` stays open.
@@ -193,10 +227,10 @@ mod tests {
     fn events_fall_into_their_windows_and_gaps_are_filled() {
         let mut s = WindowSeries::new(Duration::from_secs(1));
         s.record_sent(100 * MS);
-        s.record_completed(150 * MS, 50 * MS, false);
+        s.record_completed(150 * MS, 50 * MS, false, true);
         s.record_sent(900 * MS);
         // Nothing in window 1; window 2 gets an error.
-        s.record_completed(2_500 * MS, 1_600 * MS, true);
+        s.record_completed(2_500 * MS, 1_600 * MS, true, false);
         s.finish(2_750 * MS);
         let w = &s.windows;
         assert_eq!(w.len(), 3);
@@ -205,7 +239,9 @@ mod tests {
         assert_eq!((w[2].completed, w[2].errors), (1, 1));
         assert_eq!(w[2].start, 2_000 * MS);
         assert_eq!(w[2].length, 750 * MS);
-        assert!((w[0].achieved_rate_per_sec() - 2.0).abs() < 1e-9);
+        // Two sent, one answered: the achieved rate counts answers.
+        assert!((w[0].achieved_rate_per_sec() - 1.0).abs() < 1e-9);
+        assert_eq!(w[2].answered, 0, "a transport error is no answer");
         let p99 = w[2].p99.as_millis();
         assert!((1_599..=1_601).contains(&p99), "{p99}");
     }
@@ -230,6 +266,7 @@ mod tests {
                 Duration::from_micros(i * 900),
                 Duration::from_micros(i * 37),
                 false,
+                true,
             );
         }
         s.finish(Duration::from_secs(1));
@@ -240,11 +277,33 @@ mod tests {
     #[test]
     fn series_round_trips_through_json() {
         let mut s = WindowSeries::new(Duration::from_secs(1));
-        s.record_completed(10 * MS, 5 * MS, false);
+        s.record_completed(10 * MS, 5 * MS, false, true);
         s.finish(Duration::from_secs(1));
         let json = serde_json::to_string(&s).expect("serializes");
         let back: WindowSeries = serde_json::from_str(&json).expect("deserializes");
         assert_eq!(back.windows.len(), 1);
         assert_eq!(back.windows[0].completed, 1);
+        assert_eq!(back.windows[0].answered, 1);
+    }
+
+    #[test]
+    fn windows_written_before_answers_were_counted_still_load() {
+        let json = r#"{"start_ms":0.0,"length_ms":1000.0,"sent":3,"completed":3,"errors":0,
+            "p50_ms":1.0,"p99_ms":2.0,"max_ms":2.0}"#;
+        let w: Window = serde_json::from_str(json).expect("deserializes");
+        assert_eq!(w.answered, 0);
+    }
+
+    #[test]
+    fn answers_before_an_end_count_the_cut_window_by_its_share() {
+        let mut s = WindowSeries::new(Duration::from_secs(1));
+        for at in [100, 200, 1_100, 1_200, 1_300, 1_400, 2_500] {
+            s.record_completed(at * MS, MS, false, true);
+        }
+        s.finish(3_000 * MS);
+        assert!((s.answered_before(2_000 * MS) - 6.0).abs() < 1e-9);
+        assert!((s.answered_before(1_500 * MS) - 4.0).abs() < 1e-9);
+        assert!((s.answered_before(Duration::from_secs(10)) - 7.0).abs() < 1e-9);
+        assert!(s.answered_before(Duration::ZERO).abs() < 1e-9);
     }
 }

@@ -61,7 +61,9 @@ pub struct StepRecord {
     /// The steady-state request rate the session rate implies (the user model's requests per
     /// session × sessions per second).
     pub model_rate_per_sec: f64,
-    /// Requests sent per second of measured time.
+    /// Answers received per second of measured time (HTTP responses of any outcome to requests
+    /// intended in the measured part, received before it ended; not timeouts or other transport
+    /// errors). Falls below `offered_rate_per_sec` past the target's capacity.
     pub achieved_rate_per_sec: f64,
     /// The SLO's judgement; an invalid or aborted step never holds.
     pub held: StepJudgement,

@@ -48,7 +48,8 @@ pub struct SoakOutcome {
     /// The steady-state request rate the session rate implies (the model's requests per session ×
     /// sessions per second); the measured `offered_rate_per_sec` approaches it as sessions accumulate.
     pub model_rate_per_sec: f64,
-    /// Requests sent per second of measured time.
+    /// Answers received per second of measured time (HTTP responses of any outcome, not timeouts
+    /// or other transport errors), as in a ramp step.
     pub achieved_rate_per_sec: f64,
     /// The slopes over the measured part.
     pub slopes: Slopes,
@@ -159,6 +160,7 @@ mod tests {
                 sent: 100,
                 completed: 100,
                 errors: 0,
+                answered: 100,
                 p50: Duration::from_millis(5),
                 p99: Duration::from_millis(p99_ms(i)),
                 max: Duration::from_millis(p99_ms(i)),

@@ -198,7 +198,8 @@ enum StepState {
 struct StepPoint {
     /// The offered request rate: measured when recorded, else the model's.
     offered: f64,
-    /// Requests sent per second of measured time.
+    /// The stored achieved rate: answers per second of measured time (requests sent per second in
+    /// results written before answers were counted, see [`RampView::achieved_is_answers`]).
     achieved: Option<f64>,
     /// Correct answers within the SLO latency per second of measured time, from the phase's
     /// counters.
@@ -226,6 +227,9 @@ struct RampView {
     /// Whether a rate above the knee broke: without one the knee is only the highest step.
     broke: bool,
     slo: Vec<SloLimit>,
+    /// Whether the steps' achieved rate counts answers. Results written before answers were
+    /// counted (their windows lack `answered`) stored requests sent per second there instead.
+    achieved_is_answers: bool,
 }
 
 /// `3f2a91c` (with `, dirty`) of the result's commit, or `None` outside git.
@@ -347,7 +351,17 @@ fn ramp_view(role: &str, result: &Value) -> RampView {
         knee: number(&ramp["knee_rate_per_sec"]),
         broke: ramp["lowest_break"].is_object(),
         slo,
+        achieved_is_answers: counts_answers(result),
     }
+}
+
+/// Whether `result` was written when a step's achieved rate counted answers: its windows record
+/// `answered` (older results stored requests sent per second as the achieved rate).
+fn counts_answers(result: &Value) -> bool {
+    array(&result["phases"])
+        .iter()
+        .flat_map(|p| array(&p["windows"]["windows"]))
+        .any(|w| w.get("answered").is_some())
 }
 
 /// The SLO limit in a step's break reason, e.g. "`login` p99 340 ms > 200 ms" → p99, 200 ms.
@@ -1115,15 +1129,16 @@ fn latency_legend(data: &LatencyData<'_>) -> Vec<LegendRow> {
 // ---------------------------------------------------------------------------------------------
 // Throughput against offered load.
 
-/// Renders `throughput.svg`: at each ramp step (in offered order), the requests sent per second
-/// and the goodput (correct answers within the SLO latency per second, from the phase's
+/// Renders `throughput.svg`: at each ramp step (in offered order), the achieved rate (answers
+/// per second; requests sent per second in results written before answers were counted) and the
+/// goodput (correct answers within the SLO latency per second, from the phase's
 /// counters) against the offered request rate, with the y = x line of a service that keeps up,
 /// the knee, and `base` dashed and lighter when given. Filled points held the SLO, hollow ones
 /// broke it, crosses were invalid. `None` when the run has no ramp step.
 pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<String>, ChartError> {
     let head_result = head;
     let head = ramp_view("head", head);
-    let sent = |r: &RampView| -> Vec<(f64, f64, StepState)> {
+    let achieved = |r: &RampView| -> Vec<(f64, f64, StepState)> {
         r.steps
             .iter()
             .filter_map(|s| Some((s.offered, s.achieved?, s.state)))
@@ -1135,14 +1150,14 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
             .filter_map(|s| Some((s.offered, s.goodput?, s.state)))
             .collect()
     };
-    let head_series = [sent(&head), goodput(&head)];
+    let head_series = [achieved(&head), goodput(&head)];
     if head_series.iter().all(Vec::is_empty) {
         return Ok(None);
     }
     let base = base.map(|b| ramp_view("base", b));
     let base_series = base
         .as_ref()
-        .map(|b| [sent(b), goodput(b)])
+        .map(|b| [achieved(b), goodput(b)])
         .unwrap_or_default();
     let has_base = base_series.iter().any(|s| !s.is_empty());
     let has_goodput = !head_series[1].is_empty() || !base_series[1].is_empty();
@@ -1155,9 +1170,17 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
         .chain(base.as_ref().and_then(|b| b.knee))
         .fold(0.0, f64::max);
     let range = zero_to(max);
-    let mut subtitle = vec![
-        "Requests sent, and correct answers within the SLO latency (goodput), per second of measured time at each ramp step.".to_owned(),
-    ];
+    let achieved_label = if head.achieved_is_answers {
+        "answered"
+    } else {
+        "sent (older result)"
+    };
+    let mut subtitle = vec![if head.achieved_is_answers {
+        "Answers received (any outcome), and correct answers within the SLO latency (goodput), per second of measured time at each ramp step."
+    } else {
+        "Requests sent (this result predates counting answers), and correct answers within the SLO latency (goodput), per second of measured time at each ramp step."
+    }
+    .to_owned()];
     match &base {
         Some(b) if has_base => subtitle.push(format!(
             "Solid: {} Dashed and lighter: {} (the baseline).",
@@ -1192,8 +1215,9 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
             4,
             MUTED.stroke_width(1),
         ))?;
-        // Sent is drawn wide and goodput narrow on top of it: where they agree the goodput line
-        // runs inside the sent one, and where answers come late or wrong it falls away below.
+        // Answered is drawn wide and goodput narrow on top of it: where they agree the goodput
+        // line runs inside the answered one, and where answers come late or wrong it falls away
+        // below.
         let series = [
             (SERIES_COLOR, 4, Marker::Circle),
             (GOODPUT_COLOR, 2, Marker::Triangle),
@@ -1224,7 +1248,8 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
         draw_knees(&mut chart, &head, base.as_ref())?;
         let mut rows = vec![
             LegendRow::heading("series"),
-            LegendRow::line("sent", SERIES_COLOR, 4, false).with_marker(Marker::Circle, true),
+            LegendRow::line(achieved_label, SERIES_COLOR, 4, false)
+                .with_marker(Marker::Circle, true),
         ];
         if has_goodput {
             rows.push(
@@ -1703,6 +1728,25 @@ mod tests {
         assert!(n > 800, "the goodput line is lost: {n} pixels");
         assert!(count(&png, KNEE_COLOR) > 200, "the knee line is lost");
         assert!(non_white_share(&png) > 0.02);
+    }
+
+    /// Regression: "achieved" was requests sent, and the chart called it "sent"; it now counts
+    /// answers, and older results (whose windows lack `answered`) still say what they hold.
+    #[test]
+    fn the_throughput_chart_says_whether_achieved_counts_answers() {
+        let mut head = result(HEAD, 1.0, true);
+        let svg = render_throughput(&head, None).unwrap().unwrap();
+        assert!(svg.contains("sent (older result)"));
+        assert!(!svg.contains("answered"));
+        for phase in head["phases"].as_array_mut().unwrap() {
+            for w in phase["windows"]["windows"].as_array_mut().unwrap() {
+                w["answered"] = json!(100);
+            }
+        }
+        let svg = render_throughput(&head, None).unwrap().unwrap();
+        assert!(svg.contains("answered"));
+        assert!(svg.contains("Answers received (any outcome)"));
+        assert!(!svg.contains("sent (older result)"));
     }
 
     #[test]

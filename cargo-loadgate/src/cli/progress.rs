@@ -91,6 +91,11 @@ pub fn step_line(record: &StepRecord, colour: bool) -> String {
         )
     } else if record.held.holds {
         paint("held", Colour::Green, colour)
+    } else if record.unjudged() {
+        format!(
+            "not judged: {}",
+            record.held.note.as_deref().unwrap_or("too few requests")
+        )
     } else {
         format!(
             "{}: {}",
@@ -394,6 +399,7 @@ mod tests {
                     vec!["`landing` p99 340 ms > 200 ms".to_owned()]
                 },
                 unjudged: Vec::new(),
+                ..StepJudgement::default()
             },
             valid,
             invalid_reasons: if valid {

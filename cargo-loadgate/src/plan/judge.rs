@@ -1,21 +1,56 @@
-//! Whether a step holds: the SLO judged per operation class, and the classes that fail from the
-//! first step (a bug, not a capacity limit).
+//! Whether a step holds: the SLO judged per operation class (or, when no class alone has
+//! `slo.min-requests` requests, on every class's requests pooled), and the classes that fail from
+//! the first step (a bug, not a capacity limit).
 
 use crate::config::SloConfig;
 use crate::measure::{OperationMeasurement, PhaseMeasurement};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// What the SLO judged in a step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JudgementBasis {
+    /// Each class with at least `slo.min-requests` requests, on its own.
+    #[default]
+    PerClass,
+    /// No class alone had `slo.min-requests` requests, so the requests of all classes were
+    /// judged together.
+    Pooled,
+    /// Even all classes together had fewer than `slo.min-requests` requests: nothing was judged,
+    /// and the step neither held nor broke.
+    TooFewRequests,
+}
+
 /// The SLO's judgement of one step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepJudgement {
-    /// Whether every judged class met every limit (and the step was valid and not aborted).
+    /// Whether every judged class met every limit (and the step was valid and not aborted). False
+    /// when too few requests were sent to judge anything.
     pub holds: bool,
     /// Why it did not hold, one limit per entry, e.g. "`login` p99 340 ms > 200 ms".
     pub reasons: Vec<String>,
-    /// Classes with fewer than `slo.min-requests` requests, whose figures were not judged.
+    /// Classes with fewer than `slo.min-requests` requests, whose own figures were not judged
+    /// (with [`JudgementBasis::Pooled`] their requests were judged together with the others').
     pub unjudged: Vec<String>,
+    /// What was judged. Results written before it was recorded judged per class.
+    #[serde(default)]
+    pub basis: JudgementBasis,
+    /// What a reader needs to know about the basis, e.g. "judged pooled: no class had 100
+    /// requests"; `None` when each class was judged on its own.
+    #[serde(default)]
+    pub note: Option<String>,
 }
+
+impl StepJudgement {
+    /// Whether too few requests were sent to judge anything: such a step neither holds nor breaks.
+    pub fn too_few_requests(&self) -> bool {
+        self.basis == JudgementBasis::TooFewRequests
+    }
+}
+
+/// The label of the pooled requests of every class in a reason.
+const POOLED: &str = "all classes pooled";
 
 /// `0.99` → `p99`, `0.999` → `p99.9`, `0.5` → `p50`.
 pub fn quantile_label(q: f64) -> String {
@@ -60,16 +95,20 @@ fn error_rate(op: &OperationMeasurement) -> f64 {
     }
 }
 
-/// The latency limits `op` breaks, as reasons.
-fn latency_breaks(op: &OperationMeasurement, slo: &SloConfig) -> Vec<String> {
+/// How a class is named in a reason: "`login`".
+fn class_label(op: &OperationMeasurement) -> String {
+    format!("`{}`", op.name)
+}
+
+/// The latency limits `op` breaks, as reasons naming it `label`.
+fn latency_breaks(op: &OperationMeasurement, label: &str, slo: &SloConfig) -> Vec<String> {
     slo.latency
         .iter()
         .filter_map(|limit| {
             let measured = op.latency.quantile(limit.quantile);
             (measured > limit.limit).then(|| {
                 format!(
-                    "`{}` {} {} > {}",
-                    op.name,
+                    "{label} {} {} > {}",
                     quantile_label(limit.quantile),
                     format_latency(measured),
                     format_latency(limit.limit)
@@ -79,13 +118,12 @@ fn latency_breaks(op: &OperationMeasurement, slo: &SloConfig) -> Vec<String> {
         .collect()
 }
 
-/// The error-rate reason of `op`, when its rate is past the SLO's.
-fn error_break(op: &OperationMeasurement, slo: &SloConfig) -> Option<String> {
+/// The error-rate reason of `op`, naming it `label`, when its rate is past the SLO's.
+fn error_break(op: &OperationMeasurement, label: &str, slo: &SloConfig) -> Option<String> {
     let rate = error_rate(op);
     (rate > slo.error_rate).then(|| {
         format!(
-            "`{}` errors {:.1}% > {:.1}%",
-            op.name,
+            "{label} errors {:.1}% > {:.1}%",
             rate * 100.0,
             slo.error_rate * 100.0
         )
@@ -96,6 +134,13 @@ fn error_break(op: &OperationMeasurement, slo: &SloConfig) -> Option<String> {
 /// each latency limit (latency from the intended send time) and the error rate (errors over sent,
 /// wrong answers counted). Classes named in `errors_exempt` are failing from the first step:
 /// their error rate is reported apart and not judged again, their latency still is.
+///
+/// When no class alone has `slo.min_requests` requests, the requests of all classes are pooled
+/// (histograms and counters merged) and the pool is judged against the same limits: the SLO's
+/// limits apply to every class alike, so they are the strictest any class is held to. The pooled
+/// error rate leaves out the exempt classes. When even the pool has fewer than
+/// `slo.min_requests` requests nothing is judged: the step does not hold, and
+/// [`JudgementBasis::TooFewRequests`] tells the ramp it did not break either.
 ///
 /// Only the SLO is judged here; validity and aborts are the ramp's to add.
 pub fn judge_step(
@@ -110,15 +155,54 @@ pub fn judge_step(
             unjudged.push(op.name.clone());
             continue;
         }
-        reasons.extend(latency_breaks(op, slo));
+        let label = class_label(op);
+        reasons.extend(latency_breaks(op, &label, slo));
         if !errors_exempt.contains(&op.name) {
-            reasons.extend(error_break(op, slo));
+            reasons.extend(error_break(op, &label, slo));
         }
     }
+    let judged_any = unjudged.len() < m.operations.len();
+    if judged_any {
+        return StepJudgement {
+            holds: reasons.is_empty(),
+            reasons,
+            unjudged,
+            basis: JudgementBasis::PerClass,
+            note: None,
+        };
+    }
+    let pooled = m.total();
+    if pooled.counters.sent < slo.min_requests {
+        return StepJudgement {
+            holds: false,
+            reasons,
+            note: Some(format!(
+                "too few requests to judge: {} in all classes together, fewer than slo.min-requests ({}); neither held nor broke",
+                pooled.counters.sent, slo.min_requests
+            )),
+            unjudged,
+            basis: JudgementBasis::TooFewRequests,
+        };
+    }
+    reasons.extend(latency_breaks(&pooled, POOLED, slo));
+    let mut judged_errors = OperationMeasurement::new(POOLED);
+    for op in m
+        .operations
+        .iter()
+        .filter(|op| !errors_exempt.contains(&op.name))
+    {
+        judged_errors.counters.merge(&op.counters);
+    }
+    reasons.extend(error_break(&judged_errors, POOLED, slo));
     StepJudgement {
         holds: reasons.is_empty(),
         reasons,
         unjudged,
+        basis: JudgementBasis::Pooled,
+        note: Some(format!(
+            "judged pooled: no class had {} requests",
+            slo.min_requests
+        )),
     }
 }
 
@@ -130,7 +214,10 @@ pub fn first_step_failures(m: &PhaseMeasurement, slo: &SloConfig) -> Vec<String>
     m.operations
         .iter()
         .filter(|op| op.counters.sent >= slo.min_requests)
-        .filter(|op| error_break(op, slo).is_some() && latency_breaks(op, slo).is_empty())
+        .filter(|op| {
+            let label = class_label(op);
+            error_break(op, &label, slo).is_some() && latency_breaks(op, &label, slo).is_empty()
+        })
         .map(|op| op.name.clone())
         .collect()
 }
@@ -164,22 +251,29 @@ mod tests {
     /// A measurement of `login` with `n` requests at `latency_ms`, `wrong` of them wrong answers,
     /// and `home` with 10 requests at 900 ms (too few to judge).
     fn measurement(n: u64, latency_ms: u64, wrong: u64) -> PhaseMeasurement {
-        let names = ["login".to_owned(), "home".to_owned()];
+        classes(&[(n, latency_ms, wrong), (10, 900, 0)])
+    }
+
+    /// A measurement of classes `login`, `home`, `search` (as many as given), each with
+    /// `(requests, latency_ms, wrong answers)`.
+    fn classes(spec: &[(u64, u64, u64)]) -> PhaseMeasurement {
+        let names: Vec<String> = ["login", "home", "search"]
+            .iter()
+            .take(spec.len())
+            .map(|n| (*n).to_owned())
+            .collect();
         let mut r = PhaseRecorder::new(&names, Duration::ZERO, 200 * MS, Duration::from_secs(1));
-        for i in 0..n {
-            let t = Duration::from_millis(i);
-            r.sent(0, t, t);
-            let outcome = if i < wrong {
-                Outcome::WrongAnswer("expected status 200, got 401".into())
-            } else {
-                Outcome::Ok
-            };
-            r.completed(0, t, t, t + Duration::from_millis(latency_ms), &outcome);
-        }
-        for i in 0..10 {
-            let t = Duration::from_millis(i);
-            r.sent(1, t, t);
-            r.completed(1, t, t, t + 900 * MS, &Outcome::Ok);
+        for (op, &(n, latency_ms, wrong)) in spec.iter().enumerate() {
+            for i in 0..n {
+                let t = Duration::from_millis(i);
+                r.sent(op, t, t);
+                let outcome = if i < wrong {
+                    Outcome::WrongAnswer("expected status 200, got 401".into())
+                } else {
+                    Outcome::Ok
+                };
+                r.completed(op, t, t, t + Duration::from_millis(latency_ms), &outcome);
+            }
         }
         r.finish(crate::measure::FinishInfo {
             name: "ramp-25%".into(),
@@ -235,6 +329,64 @@ mod tests {
         assert_eq!(first_step_failures(&m, &slo()), vec!["login".to_owned()]);
         let j = judge_step(&m, &slo(), &["login".to_owned()]);
         assert!(j.holds, "{j:?}");
+    }
+
+    #[test]
+    fn a_class_with_enough_requests_is_judged_alone_and_says_nothing_of_pooling() {
+        let j = judge_step(&measurement(200, 20, 0), &slo(), &[]);
+        assert_eq!((j.basis, j.note), (JudgementBasis::PerClass, None));
+    }
+
+    /// Regression: a step "held" when every class was below `slo.min-requests`, because no class
+    /// was judged at all. Two classes of 60 requests at 340 ms now break the SLO together.
+    #[test]
+    fn when_no_class_has_enough_requests_they_are_judged_pooled() {
+        let j = judge_step(&classes(&[(60, 340, 0), (60, 340, 3)]), &slo(), &[]);
+        assert!(!j.holds, "{j:?}");
+        assert_eq!(j.basis, JudgementBasis::Pooled);
+        assert_eq!(j.unjudged, ["login", "home"]);
+        insta::assert_snapshot!(j.note.unwrap_or_default(), @"judged pooled: no class had 100 requests");
+        insta::assert_snapshot!(j.reasons.join("\n"), @r"
+        all classes pooled p50 340 ms > 50 ms
+        all classes pooled p99 340 ms > 200 ms
+        all classes pooled errors 2.5% > 1.0%
+        ");
+    }
+
+    #[test]
+    fn pooled_classes_that_meet_the_slo_hold() {
+        let j = judge_step(
+            &classes(&[(60, 20, 0), (50, 20, 0), (5, 20, 0)]),
+            &slo(),
+            &[],
+        );
+        assert!(j.holds, "{j:?}");
+        assert_eq!(j.basis, JudgementBasis::Pooled);
+    }
+
+    #[test]
+    fn the_pooled_error_rate_leaves_out_exempt_classes() {
+        let m = classes(&[(60, 20, 30), (60, 20, 0)]);
+        assert!(!judge_step(&m, &slo(), &[]).holds);
+        let j = judge_step(&m, &slo(), &["login".to_owned()]);
+        assert!(j.holds, "{j:?}");
+    }
+
+    #[test]
+    fn too_few_requests_even_pooled_neither_hold_nor_judge() {
+        let j = judge_step(&classes(&[(40, 900, 0), (40, 900, 0)]), &slo(), &[]);
+        assert!(!j.holds);
+        assert!(j.too_few_requests());
+        assert!(j.reasons.is_empty(), "nothing was judged: {j:?}");
+        insta::assert_snapshot!(j.note.unwrap_or_default(), @"too few requests to judge: 80 in all classes together, fewer than slo.min-requests (100); neither held nor broke");
+    }
+
+    #[test]
+    fn judgements_written_before_the_basis_was_recorded_still_load() {
+        let j: StepJudgement =
+            serde_json::from_str(r#"{"holds":true,"reasons":[],"unjudged":["home"]}"#)
+                .expect("deserializes");
+        assert_eq!((j.basis, j.note), (JudgementBasis::PerClass, None));
     }
 
     #[test]

@@ -14,7 +14,8 @@ mod soak;
 
 pub use abort::{AbortWatch, CONSECUTIVE_BAD_WINDOWS, abort_watch};
 pub use judge::{
-    StepJudgement, first_step_failures, format_latency, format_rate, judge_step, quantile_label,
+    JudgementBasis, StepJudgement, first_step_failures, format_latency, format_rate, judge_step,
+    quantile_label,
 };
 pub use ramp::{
     BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, render_step_table, sentence,

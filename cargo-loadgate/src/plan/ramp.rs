@@ -136,9 +136,16 @@ impl StepRecord {
         }
     }
 
-    /// Whether the step was valid and broke the SLO (or was aborted).
+    /// Whether the step was valid and broke the SLO (or was aborted). A step with too few
+    /// requests to judge did not break (unless an abort condition stopped it).
     pub fn broke(&self) -> bool {
-        self.valid && !self.held.holds
+        self.valid && !self.held.holds && (self.aborted.is_some() || !self.held.too_few_requests())
+    }
+
+    /// Whether the step was valid, not aborted, and had too few requests (all classes together)
+    /// for the SLO to judge: it neither held nor broke.
+    pub fn unjudged(&self) -> bool {
+        self.valid && self.aborted.is_none() && self.held.too_few_requests()
     }
 
     /// Whether the step was valid and held.
@@ -268,9 +275,22 @@ pub fn sentence(outcome: &RampOutcome) -> String {
                 req_s(b.offered_rate_per_sec),
                 b.reasons.join("; ")
             ),
-            (None, None) => "nothing was measured".to_owned(),
+            (None, None) if outcome.steps.is_empty() => "nothing was measured".to_owned(),
+            (None, None) => "nothing held and nothing broke".to_owned(),
         }
     };
+    let unjudged: Vec<String> = outcome
+        .steps
+        .iter()
+        .filter(|s| s.unjudged())
+        .map(|s| format!("`{}`", s.phase))
+        .collect();
+    if !unjudged.is_empty() {
+        text.push_str(&format!(
+            "; {} had too few requests to judge (fewer than slo.min-requests in all classes together) and counted as neither held nor broke",
+            unjudged.join(", ")
+        ));
+    }
     if !outcome.failing_from_first_step.is_empty() {
         let first = outcome.steps.first();
         let described: Vec<String> = outcome
@@ -323,6 +343,8 @@ pub fn render_step_table(outcome: &RampOutcome) -> String {
             "aborted"
         } else if step.held.holds {
             "held"
+        } else if step.unjudged() {
+            "too few"
         } else {
             "broke"
         };
@@ -369,10 +391,108 @@ pub fn render_step_table(outcome: &RampOutcome) -> String {
             .collect();
         format!("{}\n", padded.join("  ").trim_end())
     };
-    let mut out = String::from("rates in req/s; latency from the intended send time\n");
+    let mut out = String::from(
+        "rates in req/s (achieved: answers received); latency from the intended send time\n",
+    );
     out.push_str(&line(&headers.map(str::to_owned)));
     for row in &rows {
         out.push_str(&line(row));
     }
+    for step in &outcome.steps {
+        if let Some(note) = &step.held.note {
+            out.push_str(&format!("{}: {note}\n", step.phase));
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::JudgementBasis;
+
+    fn step(phase: &str, sessions_per_sec: f64, held: StepJudgement) -> StepRecord {
+        StepRecord {
+            phase: phase.to_owned(),
+            kind: StepKind::Step,
+            fraction: sessions_per_sec / 100.0,
+            sessions_per_sec,
+            offered_rate_per_sec: sessions_per_sec * 2.0,
+            model_rate_per_sec: sessions_per_sec * 2.0,
+            achieved_rate_per_sec: sessions_per_sec * 2.0,
+            held,
+            valid: true,
+            invalid_reasons: Vec::new(),
+            aborted: None,
+            operations: Vec::new(),
+            lag_p99: Duration::ZERO,
+            dropped: 0,
+        }
+    }
+
+    fn holds() -> StepJudgement {
+        StepJudgement {
+            holds: true,
+            ..StepJudgement::default()
+        }
+    }
+
+    fn breaks() -> StepJudgement {
+        StepJudgement {
+            holds: false,
+            reasons: vec!["`home` p99 340 ms > 200 ms".to_owned()],
+            ..StepJudgement::default()
+        }
+    }
+
+    fn too_few() -> StepJudgement {
+        StepJudgement {
+            holds: false,
+            basis: JudgementBasis::TooFewRequests,
+            note: Some("too few requests to judge".to_owned()),
+            ..StepJudgement::default()
+        }
+    }
+
+    #[test]
+    fn a_step_with_too_few_requests_is_neither_the_knee_nor_a_break() {
+        let outcome = RampOutcome::conclude(
+            vec![
+                step("ramp-10%", 10.0, too_few()),
+                step("ramp-50%", 50.0, holds()),
+                step("ramp-100%", 100.0, breaks()),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(outcome.knee_sessions_per_sec, Some(50.0));
+        assert_eq!(
+            outcome.first_break.map(|b| b.phase).as_deref(),
+            Some("ramp-100%")
+        );
+        insta::assert_snapshot!(outcome.sentence, @"held through 100 req/s; broke at 200 req/s: `home` p99 340 ms > 200 ms; `ramp-10%` had too few requests to judge (fewer than slo.min-requests in all classes together) and counted as neither held nor broke");
+    }
+
+    #[test]
+    fn a_ramp_of_unjudged_steps_says_nothing_held_or_broke() {
+        let outcome = RampOutcome::conclude(vec![step("ramp-10%", 10.0, too_few())], Vec::new());
+        assert_eq!(
+            (outcome.knee_sessions_per_sec, outcome.first_break),
+            (None, None)
+        );
+        assert!(
+            outcome
+                .sentence
+                .starts_with("nothing held and nothing broke; `ramp-10%` had too few requests"),
+            "{}",
+            outcome.sentence
+        );
+    }
+
+    #[test]
+    fn an_aborted_step_breaks_even_with_too_few_requests() {
+        let mut aborted = step("ramp-10%", 10.0, too_few());
+        aborted.aborted = Some("p99 past 5 s".to_owned());
+        assert!(aborted.broke() && !aborted.unjudged());
+        assert!(!step("ramp-10%", 10.0, too_few()).broke());
+    }
 }

@@ -226,7 +226,8 @@ impl<R: PhaseRunner> Driver<'_, R> {
                 if broke.is_none() {
                     held = Some(record.sessions_per_sec);
                 }
-            } else {
+            } else if record.broke() {
+                // A step with too few requests to judge neither held nor broke: the next one has more.
                 broke.get_or_insert(record.sessions_per_sec);
                 if !keep_going {
                     break;
@@ -259,7 +260,8 @@ impl<R: PhaseRunner> Driver<'_, R> {
             let record = self
                 .step(StepKind::Refine, format!("refine-{iteration}"), mid)
                 .await?;
-            if !record.valid {
+            // A point with too few requests to judge cannot say which way the knee lies.
+            if !record.valid || record.unjudged() {
                 return Ok(());
             }
             if record.holds() {
@@ -408,6 +410,7 @@ mod tests {
     use super::*;
     use crate::config::parse_config_str;
     use crate::measure::{FinishInfo, Outcome, PhaseRecorder};
+    use crate::plan::JudgementBasis;
     use indoc::indoc;
     use std::path::Path;
 
@@ -896,6 +899,57 @@ mod tests {
             }
             other => panic!("expected a phase error, got {other:?}"),
         }
+    }
+
+    /// Regression: a step where no class had `slo.min-requests` requests "held" (nothing was
+    /// judged). Now its classes are judged pooled, and with too few even pooled the step neither
+    /// holds nor breaks: the ramp goes on to the next step.
+    #[test]
+    fn a_step_with_too_few_requests_neither_holds_nor_breaks() {
+        // 25% sends 100 `home` and 50 `login`; 50% sends 200 and 100.
+        let (outcome, _) = plan(
+            &config("[profile.default.slo]\nmin-requests = 200\n"),
+            &mut FakeService::new(200.0),
+            &PlanOptions::default(),
+        );
+        let ramp = outcome.expect("runs").ramp;
+        let first = &ramp.steps[0];
+        assert_eq!(first.phase, "ramp-25%");
+        assert!(
+            first.unjudged() && !first.holds() && !first.broke(),
+            "{first:?}"
+        );
+        assert_eq!(ramp.steps[1].held.basis, JudgementBasis::PerClass);
+        assert!(ramp.steps[1].holds());
+        let knee = ramp
+            .knee_rate_per_sec
+            .expect("a knee above the unjudged step");
+        assert!(knee > 150.0, "{knee}");
+        assert!(
+            ramp.sentence.ends_with("; `ramp-25%` had too few requests to judge (fewer than slo.min-requests in all classes together) and counted as neither held nor broke"),
+            "{}",
+            ramp.sentence
+        );
+        let table = render_step_table_for_test(&ramp);
+        assert!(table.contains("too few\n"), "{table}");
+        assert!(table.contains("ramp-25%: too few requests to judge: 150 in all classes together, fewer than slo.min-requests (200); neither held nor broke"), "{table}");
+    }
+
+    #[test]
+    fn a_step_where_no_class_has_enough_requests_is_judged_pooled() {
+        // 25% sends 100 `home` and 50 `login`: no class has 120, together they have 150.
+        let (outcome, _) = plan(
+            &config("[profile.default.slo]\nmin-requests = 120\n"),
+            &mut FakeService::new(200.0),
+            &PlanOptions::default(),
+        );
+        let first = outcome.expect("runs").ramp.steps.remove(0);
+        assert_eq!(first.held.basis, JudgementBasis::Pooled);
+        assert!(first.holds(), "{first:?}");
+        assert_eq!(
+            first.held.note.as_deref(),
+            Some("judged pooled: no class had 120 requests")
+        );
     }
 
     #[test]

@@ -26,5 +26,5 @@ pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};
 
 pub use result::{
     BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
-    ToolInfo, config_hash, hex_sha256, unix_ms, write_json_atomic,
+    SloLatencyLimit, SloSummary, ToolInfo, config_hash, hex_sha256, unix_ms, write_json_atomic,
 };

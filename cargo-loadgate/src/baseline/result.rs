@@ -4,11 +4,11 @@
 //! measured. Its schema is checked in at `docs/schema/run-result-v1.json` and validated in tests.
 
 use crate::compare::{Comparison, Verdict};
-use crate::config::LoadgateConfig;
+use crate::config::{LoadgateConfig, SloConfig};
 use crate::measure::PhaseMeasurement;
-use crate::plan::{RampOutcome, SoakOutcome};
+use crate::plan::{RampOutcome, SoakOutcome, quantile_label};
 use crate::target::{ResourceSample, TargetExit, TargetInfo};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,9 @@ pub struct RunResult {
     pub profile: String,
     /// The config file that was read.
     pub config_path: PathBuf,
+    /// The resolved `[slo]` the steps were judged against, so readers (the charts) need not guess
+    /// it. `None` only for a result read back from one written before it was recorded.
+    pub slo: Option<SloSummary>,
     /// sha256 of the resolved configuration (everything but where it was read from): runs with the
     /// same hash drove the same workload against the same limits.
     pub config_hash: String,
@@ -62,6 +65,49 @@ pub struct RunResult {
     pub resources: Vec<ResourceSample>,
     /// The calibration figure measured before and after the phases; `None` when it could not be.
     pub calibration: Option<crate::calibrate::Calibration>,
+}
+
+/// The resolved `[slo]` of a run, as the result records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SloSummary {
+    /// The latency limits, measured from the intended send time. `[slo]` holds every operation
+    /// class to the same limits.
+    pub latency: Vec<SloLatencyLimit>,
+    /// The highest acceptable share of requests without a correct answer, per class.
+    pub error_rate: f64,
+    /// A class needs at least this many requests in a step to be judged on its own; with fewer in
+    /// every class the step is judged pooled, with fewer in all together not at all.
+    pub min_requests: u64,
+}
+
+/// One latency limit of the SLO.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SloLatencyLimit {
+    /// The quantile, in (0, 1), e.g. 0.99.
+    pub quantile: f64,
+    /// The quantile as people write it: `p99`, `p99.9`.
+    pub label: String,
+    /// The limit, in milliseconds.
+    pub limit_ms: f64,
+}
+
+impl SloSummary {
+    /// The record of `slo`.
+    pub fn of(slo: &SloConfig) -> Self {
+        Self {
+            latency: slo
+                .latency
+                .iter()
+                .map(|l| SloLatencyLimit {
+                    quantile: l.quantile,
+                    label: quantile_label(l.quantile),
+                    limit_ms: l.limit.as_secs_f64() * 1e3,
+                })
+                .collect(),
+            error_rate: slo.error_rate,
+            min_requests: slo.min_requests,
+        }
+    }
 }
 
 /// The baseline a run was compared with.
@@ -249,6 +295,36 @@ mod tests {
         assert_eq!(
             std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
             1
+        );
+    }
+
+    #[test]
+    fn the_slo_is_recorded_with_labels_and_milliseconds() {
+        let slo = SloConfig {
+            latency: vec![
+                crate::config::LatencyLimit {
+                    quantile: 0.5,
+                    limit: std::time::Duration::from_millis(50),
+                },
+                crate::config::LatencyLimit {
+                    quantile: 0.999,
+                    limit: std::time::Duration::from_micros(1_500),
+                },
+            ],
+            error_rate: 0.01,
+            min_requests: 100,
+        };
+        let value = serde_json::to_value(SloSummary::of(&slo)).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "latency": [
+                    {"quantile": 0.5, "label": "p50", "limit_ms": 50.0},
+                    {"quantile": 0.999, "label": "p99.9", "limit_ms": 1.5},
+                ],
+                "error_rate": 0.01,
+                "min_requests": 100,
+            })
         );
     }
 

@@ -182,6 +182,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         git: GitInfo::of(&git_dir),
         profile: config.profile.clone(),
         config_path: config.source.path.clone(),
+        slo: Some(crate::baseline::SloSummary::of(&config.slo)),
         config_hash: config_hash(&config),
         environment: Environment::detect(engine_version, generator_core, target_cpuset),
         target: Some(info),

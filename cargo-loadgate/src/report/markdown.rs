@@ -238,6 +238,7 @@ mod tests {
             }),
             profile: text(&value["profile"]),
             config_path: PathBuf::from(text(&value["config_path"])),
+            slo: None,
             config_hash: text(&value["config_hash"]),
             environment: Environment {
                 cpu_model: text(&env["cpu_model"]),

@@ -333,18 +333,7 @@ fn ramp_view(role: &str, result: &Value) -> RampView {
         })
         .collect();
     steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
-    let reasons = array(&ramp["steps"])
-        .iter()
-        .flat_map(|s| array(&s["held"]["reasons"]))
-        .chain(array(&ramp["first_break"]["reasons"]))
-        .chain(array(&ramp["lowest_break"]["reasons"]))
-        .filter_map(Value::as_str);
-    let mut slo: Vec<SloLimit> = Vec::new();
-    for limit in reasons.filter_map(parse_slo_reason) {
-        if !slo.iter().any(|s| s.label == limit.label) {
-            slo.push(limit);
-        }
-    }
+    let slo = recorded_slo(result).unwrap_or_else(|| slo_from_reasons(ramp));
     RampView {
         name: run_name(role, result),
         steps,
@@ -364,13 +353,49 @@ fn counts_answers(result: &Value) -> bool {
         .any(|w| w.get("answered").is_some())
 }
 
-/// The SLO limit in a step's break reason, e.g. "`login` p99 340 ms > 200 ms" → p99, 200 ms.
-///
-/// The result does not record the SLO itself (only the config file's path and hash), so the
-/// limit is known only from a step that broke on it; the plan writes these reasons with
+/// The latency limits of the `[slo]` the result records, `None` when it records none (results
+/// written before the SLO was recorded).
+fn recorded_slo(result: &Value) -> Option<Vec<SloLimit>> {
+    let latency = result["slo"]["latency"].as_array()?;
+    Some(
+        latency
+            .iter()
+            .filter_map(|limit| {
+                Some(SloLimit {
+                    label: limit["label"].as_str()?.to_owned(),
+                    ms: number(&limit["limit_ms"]).filter(|ms| *ms > 0.0)?,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The latency limits named in the ramp's break reasons: the fallback for results written before
+/// the SLO was recorded, where a limit is known only from a step that broke on it.
+fn slo_from_reasons(ramp: &Value) -> Vec<SloLimit> {
+    let reasons = array(&ramp["steps"])
+        .iter()
+        .flat_map(|s| array(&s["held"]["reasons"]))
+        .chain(array(&ramp["first_break"]["reasons"]))
+        .chain(array(&ramp["lowest_break"]["reasons"]))
+        .filter_map(Value::as_str);
+    let mut slo: Vec<SloLimit> = Vec::new();
+    for limit in reasons.filter_map(parse_slo_reason) {
+        if !slo.iter().any(|s| s.label == limit.label) {
+            slo.push(limit);
+        }
+    }
+    slo
+}
+
+/// The SLO limit in a step's break reason, e.g. "`login` p99 340 ms > 200 ms" (or "all classes
+/// pooled p99 340 ms > 200 ms") → p99, 200 ms. The plan writes these reasons with
 /// `format_latency`, which this reads back.
 fn parse_slo_reason(reason: &str) -> Option<SloLimit> {
-    let (_, rest) = reason.strip_prefix('`')?.split_once("` ")?;
+    let rest = match reason.strip_prefix('`') {
+        Some(quoted) => quoted.split_once("` ")?.1,
+        None => reason.strip_prefix("all classes pooled ")?,
+    };
     let mut words = rest.split_whitespace();
     let label = words.next()?;
     let is_percentile = label
@@ -941,10 +966,12 @@ pub fn render_latency(head: &Value, base: Option<&Value>) -> Result<Option<Strin
         subtitle.push(run_line(&head.name, head_result));
     }
     if slo.is_empty() {
-        subtitle.push(
-            "No SLO line: result.json does not record the SLO, and no step broke on a latency limit."
-                .to_owned(),
-        );
+        subtitle.push(if head_result["slo"].is_object() {
+            "No SLO line: the SLO has no latency limit.".to_owned()
+        } else {
+            "No SLO line: this result predates recording the SLO, and no step broke on a latency limit."
+                .to_owned()
+        });
     }
     let height = 600 + 18 * (subtitle.len() as u32 - 1);
     let svg = render(LATENCY_CHART, (WIDTH, height), |root| {
@@ -1668,6 +1695,47 @@ mod tests {
         assert!(distinct_colors(&png) > 50);
         assert!(non_white_share(&png) > 0.02);
         assert!(!svg.contains("not judged"));
+    }
+
+    /// Regression: the SLO line was guessed from break reasons, so a ramp where nothing broke on
+    /// latency had none. The recorded `[slo]` now gives every limit.
+    #[test]
+    fn the_slo_line_comes_from_the_recorded_slo() {
+        let mut head = result(HEAD, 1.0, false);
+        for step in head["ramp"]["steps"].as_array_mut().unwrap() {
+            step["held"]["reasons"] = json!([]);
+        }
+        head["slo"] = json!({
+            "latency": [
+                {"quantile": 0.5, "label": "p50", "limit_ms": 50.0},
+                {"quantile": 0.99, "label": "p99", "limit_ms": 250.0},
+            ],
+            "error_rate": 0.01, "min_requests": 100,
+        });
+        let svg = render_latency(&head, None).unwrap().unwrap();
+        assert!(svg.contains("SLO p50 50 ms"), "{svg}");
+        assert!(svg.contains("SLO p99 250 ms"));
+        assert!(!svg.contains("SLO p99 200 ms"));
+    }
+
+    #[test]
+    fn without_a_recorded_slo_the_limits_are_read_from_break_reasons() {
+        let mut head = result(HEAD, 1.0, false);
+        assert_eq!(
+            ramp_view("head", &head).slo,
+            [SloLimit {
+                label: "p99".to_owned(),
+                ms: 200.0
+            }]
+        );
+        for step in head["ramp"]["steps"].as_array_mut().unwrap() {
+            if step["held"]["holds"] == json!(false) {
+                step["held"]["reasons"] = json!(["all classes pooled p99 310 ms > 180 ms"]);
+            }
+        }
+        let view = ramp_view("head", &head);
+        assert_eq!(view.slo.len(), 1);
+        assert!((view.slo[0].ms - 180.0).abs() < 1e-9);
     }
 
     #[test]

@@ -9,7 +9,6 @@ use super::error::BaselineError;
 use super::note::{StoredEntry, StoredNote};
 use super::store::{Store, is_full_commit_id};
 use std::fs::{File, OpenOptions};
-use std::io::Write as _;
 use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
@@ -102,16 +101,9 @@ impl Store for DirStore {
         let _lock = self.lock()?;
         let mut note = self.read(&entry.commit)?.unwrap_or_default();
         note.upsert(entry.clone());
-        let write = || -> std::io::Result<()> {
-            let mut tmp = tempfile::Builder::new()
-                .prefix(".save-")
-                .tempfile_in(&self.root)?;
-            tmp.write_all(&note.to_bytes())?;
-            tmp.as_file().sync_all()?;
-            tmp.persist(&path).map_err(|e| e.error)?;
-            Ok(())
-        };
-        write().map_err(Self::io("write", &path))
+        // Readable by everyone (0644 minus the umask): the directory is often a CI cache shared
+        // between jobs running as other users.
+        super::result::write_file_atomic(&path, &note.to_bytes()).map_err(Self::io("write", &path))
     }
 
     fn list(&self) -> Result<Vec<String>, BaselineError> {
@@ -164,6 +156,22 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, [".lock".to_owned(), format!("{C}.json")]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn stored_baselines_are_readable_like_a_normal_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path());
+        store.save(&entry("A")).unwrap();
+        let reference = dir.path().join("reference");
+        std::fs::write(&reference, "").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode(&dir.path().join(format!("{C}.json"))),
+            mode(&reference) & super::super::WRITTEN_FILE_MODE
+        );
     }
 
     #[test]

@@ -26,5 +26,6 @@ pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};
 
 pub use result::{
     BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
-    SloLatencyLimit, SloSummary, ToolInfo, config_hash, hex_sha256, unix_ms, write_json_atomic,
+    SloLatencyLimit, SloSummary, ToolInfo, WRITTEN_FILE_MODE, config_hash, hex_sha256, unix_ms,
+    write_file_atomic, write_json_atomic,
 };

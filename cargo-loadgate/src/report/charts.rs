@@ -20,7 +20,6 @@ use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::Value;
-use std::io::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -97,23 +96,12 @@ pub fn write_charts(
 /// Writes `bytes` to `path` through a temporary file in the same directory, so a reader never
 /// sees half a chart.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
-    let error = |source| ChartError::Write {
+    // Readable like any file the user writes (0644 minus the umask), not 0600 like a temporary
+    // file: charts are meant to be published as CI artifacts.
+    crate::baseline::write_file_atomic(path, bytes).map_err(|source| ChartError::Write {
         path: path.to_owned(),
         source,
-    };
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        // Readable like any file the user writes (the umask applies), not 0600 like a temporary
-        // file: charts are meant to be published as CI artifacts.
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut tmp = builder.tempfile_in(dir).map_err(error)?;
-    tmp.write_all(bytes).map_err(error)?;
-    tmp.persist(path).map_err(|e| error(e.error))?;
-    Ok(())
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1758,8 +1746,12 @@ mod tests {
         let reference = dir.path().join("reference");
         std::fs::write(&reference, "").unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        // The umask's mode, not the 0600 of a temporary file.
-        assert_eq!(mode(&written[0]), mode(&reference));
+        // 0644 minus the umask (a normal file create, 0666 minus the umask, minus group and other
+        // write), not the 0600 of a temporary file.
+        assert_eq!(
+            mode(&written[0]),
+            mode(&reference) & crate::baseline::WRITTEN_FILE_MODE
+        );
     }
 
     #[test]

@@ -96,17 +96,12 @@ pub fn junit_report(result: &RunResult) -> Report {
     report
 }
 
-/// Writes the report to `path` atomically.
+/// Writes the report to `path` atomically, readable by everyone (0644 minus the umask).
 pub fn write_junit(path: &Path, result: &RunResult) -> std::io::Result<()> {
     let xml = junit_report(result)
         .to_string()
         .map_err(std::io::Error::other)?;
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::fs::write(tmp.path(), xml)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::baseline::write_file_atomic(path, xml.as_bytes())
 }
 
 fn check_case(m: &MetricComparison) -> TestCase {
@@ -161,4 +156,65 @@ fn properties(result: &RunResult) -> Vec<Property> {
         props.push(Property::new("base_commit", base.commit.clone()));
     }
     props
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::{Environment, RESULT_FORMAT_VERSION, RunStatus, ToolInfo};
+
+    /// A run that measured nothing: enough for the writer.
+    fn empty_result() -> RunResult {
+        RunResult {
+            format_version: RESULT_FORMAT_VERSION,
+            tool: ToolInfo::current(),
+            started_at_unix_ms: 0,
+            status: RunStatus::Complete,
+            git: None,
+            profile: "ci".to_owned(),
+            config_path: "loadgate.toml".into(),
+            slo: None,
+            config_hash: String::new(),
+            environment: Environment {
+                cpu_model: "test".to_owned(),
+                cores: 1,
+                kernel: "test".to_owned(),
+                engine_version: None,
+                generator_core: None,
+                target_cpuset: None,
+            },
+            target: None,
+            target_exit: None,
+            ramp: None,
+            soak: None,
+            soak_skipped: None,
+            valid: Some(true),
+            baseline: None,
+            comparison: None,
+            verdict: None,
+            phases: Vec::new(),
+            resources: Vec::new(),
+            calibration: None,
+        }
+    }
+
+    /// Regression: junit.xml was written 0600 (the temporary file's mode), unreadable to the CI
+    /// user that publishes test reports.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn junit_xml_gets_0644_minus_the_umask_not_0600() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("junit.xml");
+        write_junit(&path, &empty_result()).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644 & !umask);
+        assert!(std::fs::read_to_string(&path).unwrap().starts_with("<?xml"));
+    }
 }

@@ -149,7 +149,10 @@ fn a_run_against_a_url_passes_and_writes_what_it_measured() {
     let _load = load_lock();
     let demo = DemoProcess::start(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let path = write_config(dir.path(), &url_config(&demo.url, ""));
+    // The quick steps send 10 to 40 requests: enough to judge only with a lower min-requests (with
+    // fewer than min-requests in all, a step neither holds nor breaks, and nothing would be soaked).
+    let slo = "[slo]\nmin-requests = 10\n";
+    let path = write_config(dir.path(), &url_config(&demo.url, slo));
     let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
         .arg_path(&path)
         .args(["--out-dir"])
@@ -158,6 +161,7 @@ fn a_run_against_a_url_passes_and_writes_what_it_measured() {
     out.assert_code(code::PASS);
     let result = read_result(dir.path());
     assert_matches_result_schema(&result);
+    assert_eq!(result["slo"]["min_requests"], 10);
     assert_eq!(result["format_version"], 1);
     assert_eq!(result["status"], "complete");
     let phases = result["phases"].as_array().unwrap();

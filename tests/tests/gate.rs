@@ -30,6 +30,11 @@ expect = { status = 200, body-contains = "Demo Bank" }
 # Behaviour, not pacing, is under test on a possibly busy machine.
 [generator]
 max-lag = "250ms"
+
+# The quick steps send 10 to 40 requests; with fewer than min-requests in all a step neither holds
+# nor breaks, and there would be no knee to soak at.
+[slo]
+min-requests = 10
 "#;
 
 /// Parses the run's JUnit report with an independent JUnit parser.

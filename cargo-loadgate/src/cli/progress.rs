@@ -161,6 +161,7 @@ fn step_label(phase: &str, ramp_index: usize, ramp_total: usize, refine_total: u
 struct Counts {
     elapsed: Duration,
     sent: u64,
+    answered: u64,
     dropped: u64,
 }
 
@@ -169,6 +170,7 @@ impl Counts {
         Self {
             elapsed: p.elapsed,
             sent: p.sent,
+            answered: p.answered,
             dropped: p.dropped,
         }
     }
@@ -188,10 +190,11 @@ fn rates_between(before: Counts, now: Counts) -> Option<Rates> {
         return None;
     }
     let sent = now.sent.saturating_sub(before.sent) as f64;
+    let answered = now.answered.saturating_sub(before.answered) as f64;
     let dropped = now.dropped.saturating_sub(before.dropped) as f64;
     Some(Rates {
         offered: (sent + dropped) / secs,
-        achieved: sent / secs,
+        achieved: answered / secs,
     })
 }
 
@@ -480,26 +483,28 @@ mod tests {
 
     #[test]
     fn rates_come_from_the_counters_between_two_reports() {
-        let at = |ms, sent, dropped| Counts {
+        let at = |ms, sent, answered, dropped| Counts {
             elapsed: Duration::from_millis(ms),
             sent,
+            answered,
             dropped,
         };
+        // Achieved counts answers: past the knee they fall behind what was sent.
         assert_eq!(
-            rates_between(at(1000, 100, 0), at(2000, 220, 10)),
+            rates_between(at(1000, 100, 90, 0), at(2000, 220, 170, 10)),
             Some(Rates {
                 offered: 130.0,
-                achieved: 120.0
+                achieved: 80.0
             })
         );
         assert_eq!(
-            rates_between(Counts::default(), at(500, 50, 0)),
+            rates_between(Counts::default(), at(500, 50, 50, 0)),
             Some(Rates {
                 offered: 100.0,
                 achieved: 100.0
             })
         );
-        assert_eq!(rates_between(at(1000, 1, 0), at(1000, 1, 0)), None);
+        assert_eq!(rates_between(at(1000, 1, 1, 0), at(1000, 1, 1, 0)), None);
     }
 
     #[test]
@@ -509,6 +514,7 @@ mod tests {
             elapsed: Duration::from_millis(1000),
             warming_up: true,
             sent: 80,
+            answered: 78,
             in_flight: 2,
             dropped: 0,
             window: None,
@@ -560,6 +566,7 @@ mod tests {
             elapsed: Duration::from_millis(ms),
             warming_up: false,
             sent,
+            answered: sent,
             in_flight: 0,
             dropped: 0,
             window: None,
@@ -571,6 +578,7 @@ mod tests {
             Counts {
                 elapsed: Duration::from_millis(2000),
                 sent: 250,
+                answered: 250,
                 dropped: 0
             }
         );

@@ -439,12 +439,13 @@ async fn dispatch(
 
 /// Closes the windows that ended, reports progress, and asks the abort hook.
 fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> WindowDecision {
-    let (windows, sent, dropped) = {
+    let (windows, sent, answered, dropped) = {
         let mut recorder = ctx.recorder.borrow_mut();
         let windows = recorder.roll_to(now);
         (
             windows,
             recorder.requests_total(),
+            recorder.answers_total(),
             recorder.dropped_so_far(),
         )
     };
@@ -453,6 +454,7 @@ fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> W
         elapsed: now,
         warming_up: now < spec.warmup,
         sent,
+        answered,
         in_flight: ctx.in_flight.get(),
         dropped,
         window: windows.last().cloned(),

@@ -308,6 +308,9 @@ pub struct Progress {
     pub warming_up: bool,
     /// Requests sent so far, warm-up included.
     pub sent: u64,
+    /// HTTP answers received so far (any outcome, not timeouts or transport errors), warm-up
+    /// included.
+    pub answered: u64,
     /// Requests outstanding now.
     pub in_flight: usize,
     /// Measured arrivals dropped so far.
@@ -329,6 +332,7 @@ pub struct PhaseRecorder {
     /// Windows already returned by [`PhaseRecorder::roll_to`].
     reported: usize,
     requests_total: u64,
+    answers_total: u64,
 }
 
 impl PhaseRecorder {
@@ -349,6 +353,7 @@ impl PhaseRecorder {
             windows: WindowSeries::new(window),
             reported: 0,
             requests_total: 0,
+            answers_total: 0,
         }
     }
 
@@ -416,6 +421,9 @@ impl PhaseRecorder {
         done: Duration,
         outcome: &Outcome,
     ) {
+        if outcome.is_answer() {
+            self.answers_total += 1;
+        }
         if !self.is_measured(intended) {
             return;
         }
@@ -455,6 +463,11 @@ impl PhaseRecorder {
     /// Requests sent so far, warm-up included.
     pub fn requests_total(&self) -> u64 {
         self.requests_total
+    }
+
+    /// HTTP answers received so far, warm-up included.
+    pub fn answers_total(&self) -> u64 {
+        self.answers_total
     }
 
     /// Measured arrivals dropped so far.

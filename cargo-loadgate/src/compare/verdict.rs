@@ -27,8 +27,10 @@ pub const DEFAULT_ALPHA: f64 = 0.01;
 /// The power at which the smallest detectable change is reported.
 pub const DETECTION_POWER: f64 = 0.8;
 /// The largest relative difference of the calibration figures before the machines are considered
-/// not comparable ("a few percent", `STATISTICS.md` §9).
-pub const CALIBRATION_TOLERANCE: f64 = 0.05;
+/// not comparable. `STATISTICS.md` §9 says "a few percent"; measured on a quiet shared 2-core VM,
+/// the figure moved by 5–14% between runs (and 6–11% within one) while the service's p50 and p99
+/// under the same load stayed within ±3%, so 5% only hid regressions (docs/statistics.md).
+pub const CALIBRATION_TOLERANCE: f64 = 0.20;
 /// The largest relative difference of the compared phases' offered loads.
 pub const LOAD_TOLERANCE: f64 = 0.01;
 /// The fewest windows with answers a side needs for the window-based estimates.
@@ -1185,18 +1187,18 @@ mod tests {
             f
         };
         let base = calibrated(figures(soak(1, medium)), 1000.0);
-        // The same service on a machine 8% slower: would pass, is inconclusive.
-        let same = calibrated(figures(soak(2, medium)), 920.0);
+        // The same service on a machine 25% slower: would pass, is inconclusive.
+        let same = calibrated(figures(soak(2, medium)), 750.0);
         let c = compare(&base, &same, &gate());
         assert_eq!(c.verdict.outcome, VerdictOutcome::Inconclusive, "{c:#?}");
         assert!(
             c.verdict
                 .rule_fired
-                .contains("calibration differs by -8.0%"),
+                .contains("calibration differs by -25.0%"),
             "{}",
             c.verdict.rule_fired
         );
-        // A 2× slower tail is far beyond 10% + 8%: still a regression, thresholds widened.
+        // A 2× slower tail is far beyond (1 + 10%)(1 + 25%): still a regression, thresholds widened.
         let slower = calibrated(
             figures(soak(
                 2,
@@ -1205,7 +1207,7 @@ mod tests {
                     ..medium
                 },
             )),
-            920.0,
+            750.0,
         );
         let c = compare(&base, &slower, &gate());
         assert_eq!(c.verdict.outcome, VerdictOutcome::Regression, "{c:#?}");
@@ -1216,8 +1218,8 @@ mod tests {
             .or_else(|| c.metrics.iter().find(|m| m.metric == Metric::P99))
             .expect("p99 compared");
         assert!(
-            (p99.threshold - 1.1 * 1.08).abs() < 1e-9,
-            "threshold widened to (1 + 10%)(1 + 8%): {p99:?}"
+            (p99.threshold - 1.1 * 1.25).abs() < 1e-9,
+            "threshold widened to (1 + 10%)(1 + 25%): {p99:?}"
         );
         assert!(c.verdict.warnings.iter().any(|w| w.contains("calibration")));
     }
@@ -1396,9 +1398,9 @@ mod tests {
         let mut calibrated_base = base.clone();
         calibrated_base.calibration = Some(1000.0);
         let mut slower_machine = figures(phase.clone());
-        slower_machine.calibration = Some(900.0);
+        slower_machine.calibration = Some(700.0);
         let mut drifting = figures(phase.clone());
-        drifting.calibration_drift = Some(0.08);
+        drifting.calibration_drift = Some(0.25);
         let mut no_soak = figures(phase);
         no_soak.phase = None;
         insta::assert_snapshot!([
@@ -1410,8 +1412,8 @@ mod tests {
         ].join("\n"), @r"
         not measured at the same offered load: 50.000 sessions/s (base) vs 40.000 (head)
         this run's phase `soak` is invalid: 5.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%
-        the calibration differs by -10.0% between the baseline's machine and this one, beyond 5%: the numbers are not comparable; no metric regressed beyond what that could explain
-        the machine drifted during this run: its calibration moved +8.0% between before and after the phases, beyond 5%; no metric regressed beyond what that could explain
+        the calibration differs by -30.0% between the baseline's machine and this one, beyond 20%: the numbers are not comparable; no metric regressed beyond what that could explain
+        the machine drifted during this run: its calibration moved +25.0% between before and after the phases, beyond 20%; no metric regressed beyond what that could explain
         this run has no phase measured at the comparison's load point (the soak)
         ");
     }

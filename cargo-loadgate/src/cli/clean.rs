@@ -5,17 +5,11 @@ use crate::target::{SweepScope, sweep};
 
 /// Runs `cargo loadgate clean` and returns the exit code.
 pub fn run(opts: &CleanOpts) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprint!("{}", render_error(&e));
-            return ExitCode::OTHER_ERROR;
-        }
-    };
-    match runtime.block_on(sweep(SweepScope::All, opts.dry_run)) {
+    super::block_on_current_thread(clean(opts))
+}
+
+async fn clean(opts: &CleanOpts) -> i32 {
+    match sweep(SweepScope::All, opts.dry_run).await {
         Ok(report) => {
             let verb = if report.dry_run {
                 "would remove"

@@ -49,6 +49,21 @@ pub fn main() -> i32 {
     }
 }
 
+/// Runs `fut` to its exit code on a current-thread runtime; a runtime that cannot be built is
+/// reported and exits 1.
+fn block_on_current_thread(fut: impl std::future::Future<Output = i32>) -> i32 {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(fut),
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            ExitCode::OTHER_ERROR
+        }
+    }
+}
+
 /// Parses arguments as `cargo loadgate …` (argv: `cargo-loadgate loadgate …`) and also accepts
 /// `cargo-loadgate …` run directly, without the `loadgate` word cargo inserts.
 pub fn parse_args<I, T>(args: I) -> Result<CargoOpts, clap::Error>

@@ -207,17 +207,7 @@ impl QualifyReport {
 /// Runs `cargo loadgate qualify` and returns the exit code: 0 when every series ran (whatever the
 /// rates), 1 when the baseline run failed, 2 for bad usage, 130/143 when interrupted.
 pub fn run(opts: &QualifyOpts) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprint!("{}", render_error(&e));
-            return ExitCode::OTHER_ERROR;
-        }
-    };
-    runtime.block_on(qualify(opts))
+    super::block_on_current_thread(qualify(opts))
 }
 
 async fn qualify(opts: &QualifyOpts) -> i32 {

@@ -334,6 +334,7 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         max_in_flight: opts.max_in_flight,
         max_lag: MAX_LAG,
         max_drop_rate: MAX_DROP_RATE,
+        connections: usize::from(opts.connections),
     };
     if let Some(path) = &opts.config {
         let text = std::fs::read_to_string(path).map_err(|source| AttackError::ReadConfig {
@@ -357,6 +358,12 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         let generator = GeneratorConfig {
             max_lag: config.generator.max_lag,
             max_drop_rate: config.generator.max_drop_rate,
+            // `--connections` when given, else the file's `generator.connections`.
+            connections: if opts.connections > 0 {
+                generator.connections
+            } else {
+                config.generator.connections
+            },
             ..generator
         };
         return Ok(Plan {
@@ -588,6 +595,7 @@ mod tests {
             seed: 42,
             timeout: Duration::from_secs(1),
             max_in_flight: 100,
+            connections: 0,
             cpu: None,
             realtime: false,
             json: None,
@@ -653,6 +661,31 @@ mod tests {
                 .ok(),
             Some(true)
         );
+    }
+
+    #[test]
+    fn connections_come_from_the_flag_else_from_the_config_file() {
+        let mut o = opts("http://127.0.0.1:8080/");
+        o.connections = 5;
+        let p = plan(&o, "http://127.0.0.1:8080/").expect("plan");
+        assert_eq!(p.generator.connections, 5);
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("loadgate.toml");
+        std::fs::write(
+            &path,
+            "[target]\nurl = \"http://127.0.0.1:8080\"\n\n[workload]\nsessions-per-sec = 10\n\
+             entry = \"home\"\n\n[[workload.operation]]\nname = \"home\"\n\
+             request = { path = \"/\" }\n\n[generator]\nconnections = 7\n",
+        )
+        .expect("write");
+        let mut o = opts("http://127.0.0.1:8080/");
+        o.config = Some(path);
+        let from_file = plan(&o, "http://127.0.0.1:8080").expect("plan");
+        assert_eq!(from_file.generator.connections, 7);
+        o.connections = 3;
+        let from_flag = plan(&o, "http://127.0.0.1:8080").expect("plan");
+        assert_eq!(from_flag.generator.connections, 3);
     }
 
     #[test]

@@ -252,6 +252,10 @@ pub struct AttackOpts {
     /// The most requests in flight; arrivals beyond it are dropped and counted.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_in_flight: usize,
+    /// Use a fixed pool of N keep-alive connections, opened before the attack starts (at most
+    /// 256); 0 opens up to 256 on demand (`generator.connections`, docs/config.md).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
+    pub connections: u16,
     /// Pin the generator to this CPU core.
     #[arg(long, value_name = "CORE")]
     pub cpu: Option<usize>,

@@ -242,6 +242,7 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         "max-drop-rate",
         &string(&format_percent(g.max_drop_rate)),
     );
+    kv(&mut out, "connections", &g.connections.to_string());
 
     let r = &cfg.ramp;
     out.push_str("\n[ramp]\n");

@@ -264,6 +264,9 @@ pub struct GeneratorConfig {
     pub max_lag: Duration,
     /// A phase whose dropped share of arrivals exceeds this is invalid.
     pub max_drop_rate: f64,
+    /// A fixed pool of this many keep-alive connections, opened before each phase starts; 0:
+    /// opened on demand, up to [`crate::engine::MAX_CONNECTIONS`].
+    pub connections: usize,
 }
 
 /// `[ramp]`: steps, then bisection between the last step that held and the first that broke.

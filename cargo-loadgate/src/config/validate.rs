@@ -97,7 +97,16 @@ const SLO_KEYS: &[&str] = &[
     "min-requests",
 ];
 const WORKLOAD_KEYS: &[&str] = &["seed", "sessions-per-sec", "entry", "operation"];
-const GENERATOR_KEYS: &[&str] = &["timeout", "max-in-flight", "max-lag", "max-drop-rate"];
+/// `generator.connections`: 0 (on demand) up to the engine's cap.
+const CONNECTIONS: std::ops::RangeInclusive<i64> = 0..=crate::engine::MAX_CONNECTIONS as i64;
+
+const GENERATOR_KEYS: &[&str] = &[
+    "timeout",
+    "max-in-flight",
+    "max-lag",
+    "max-drop-rate",
+    "connections",
+];
 const RAMP_KEYS: &[&str] = &["steps", "hold", "warmup", "refine"];
 const SOAK_KEYS: &[&str] = &["duration", "at", "window"];
 const ABORT_KEYS: &[&str] = &["error-rate", "p99", "max-duration"];
@@ -634,6 +643,9 @@ fn check_value(cx: &Cx<'_>, section: &str, key: &str, v: Val<'_>, table: &str) {
         ("generator", "max-in-flight") => {
             integer_in(cx, v, "`max-in-flight`", 1..=i64::MAX);
         }
+        ("generator", "connections") => {
+            integer_in(cx, v, "`connections`", CONNECTIONS);
+        }
         ("generator", "max-lag") | ("ramp", "warmup") | ("soak", "duration") => {
             duration(cx, v);
         }
@@ -798,6 +810,9 @@ fn build(
             max_drop_rate: look.need(cx, "generator", "max-drop-rate", |v| {
                 share(cx, v, "`max-drop-rate`", Some(1.0))
             })?,
+            connections: look.need(cx, "generator", "connections", |v| {
+                integer_in(cx, v, "`connections`", CONNECTIONS)
+            })? as usize,
         })
     })();
     let ramp = build_ramp(cx, look, profile);
@@ -1163,6 +1178,7 @@ mod tests {
     #[test_case("[soak]\nat = \"0%\"\n", 7, 6, "`soak.at` must be more than 0%", None; "soak at zero")]
     #[test_case("[gate]\nrss-slope = \"2MiB\"\n", 7, 13, "`2MiB` is not a rate", Some("write e.g. \"2MiB/min\""); "rss slope without time")]
     #[test_case("[generator]\nmax-in-flight = 0\n", 7, 17, "`max-in-flight` must be at least 1, found 0", None; "zero in flight")]
+    #[test_case("[generator]\nconnections = 300\n", 7, 15, "`connections` must be between 0 and 256, found 300", None; "connections past the cap")]
     #[test_case("[profile.ci.target]\nbin = \"app\"\n", 7, 1, "`bin` cannot be set in a profile", Some("a profile changes how the target is measured, not which target; set it in the top-level `[target]`"); "bin in a profile")]
     #[test_case("[profile.ci.ramp]\nhodl = \"1s\"\n", 7, 1, "unknown key `hodl` in `[profile.ci.ramp]`", Some("did you mean `hold`?"); "unknown key in a profile")]
     #[test_case("[profile.ci]\nramps = {}\n", 7, 1, "unknown key `ramps` in `[profile.ci]`", Some("did you mean `ramp`?"); "unknown section in a profile")]

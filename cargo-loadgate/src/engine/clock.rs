@@ -23,6 +23,11 @@ impl Clock {
         monotonic_now().saturating_sub(self.origin)
     }
 
+    /// The offset of an absolute `CLOCK_MONOTONIC` reading (zero for one before the origin).
+    pub fn offset_of(&self, absolute: Duration) -> Duration {
+        absolute.saturating_sub(self.origin)
+    }
+
     /// The absolute `CLOCK_MONOTONIC` reading of offset `at`.
     pub fn absolute(&self, at: Duration) -> Duration {
         self.origin + at
@@ -63,5 +68,7 @@ mod tests {
             "{now:?}"
         );
         assert_eq!(clock.absolute(now) - clock.absolute(Duration::ZERO), now);
+        assert_eq!(clock.offset_of(clock.absolute(now)), now);
+        assert_eq!(clock.offset_of(Duration::ZERO), Duration::ZERO);
     }
 }

@@ -33,6 +33,7 @@ use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -46,6 +47,10 @@ pub struct Answer {
     pub status: u16,
     /// The body, read to its end.
     pub body: Bytes,
+    /// When the request was handed to its connection, after any wait for a free one: the
+    /// absolute `CLOCK_MONOTONIC` reading (see [`super::clock::Clock::offset_of`]). Service
+    /// time runs from here; the wait is the client's, and counts in latency only.
+    pub written_at: Duration,
 }
 
 type HyperConnection = hyper::client::conn::http1::Connection<TokioIo<TcpStream>, RequestBody>;
@@ -256,6 +261,7 @@ impl Pool {
         let mut leased: Option<Connection> = None;
         let exchange = async {
             let conn = leased.insert(self.checkout().await?);
+            let written_at = super::clock::monotonic_now();
             let sent = conn.sender.send_request(request);
             let response = conn
                 .drive(sent)
@@ -269,7 +275,11 @@ impl Pool {
                 .ok_or(TransportErrorKind::Reset)?
                 .map_err(classify)?
                 .to_bytes();
-            Ok(Answer { status, body })
+            Ok(Answer {
+                status,
+                body,
+                written_at,
+            })
         };
         let result = match tokio::time::timeout_at(deadline, exchange).await {
             Ok(result) => result,
@@ -284,6 +294,31 @@ impl Pool {
             // Dropping the connection of a failed request closes its socket at once.
             (result, _) => result,
         }
+    }
+
+    /// Opens up to `n` connections (within the cap) and keeps them idle, one after another;
+    /// stops at the first that fails to open or takes longer than `timeout` (the phase will
+    /// count that failure on its requests anyway). Returns how many it opened.
+    pub async fn prewarm(&self, n: usize, timeout: Duration) -> usize {
+        let mut opened = 0;
+        while opened < n {
+            {
+                let mut state = self.state.borrow_mut();
+                if state.open >= state.max_open {
+                    break;
+                }
+                state.open += 1;
+            }
+            let Ok(Ok(conn)) = tokio::time::timeout(timeout, self.connect()).await else {
+                break;
+            };
+            let Some(conn) = usable(conn).await else {
+                break;
+            };
+            self.state.borrow_mut().idle.push(conn);
+            opened += 1;
+        }
+        opened
     }
 
     /// Closes every idle connection.
@@ -346,23 +381,31 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn addr_of(server: &TestServer) -> SocketAddr {
+        server
+            .url
+            .trim_start_matches("http://")
+            .parse()
+            .expect("addr")
+    }
+
+    /// Runs `f` on a current-thread runtime inside a `LocalSet` (the pool is `!Send`).
+    fn block_on_local<F: Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
     #[test]
     fn requests_past_the_cap_wait_for_a_connection_instead_of_opening_one() {
         let server = TestServer::start(|_| Reply {
             delay: Duration::from_millis(100),
             ..Reply::ok("ok")
         });
-        let addr: SocketAddr = server
-            .url
-            .trim_start_matches("http://")
-            .parse()
-            .expect("addr");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let local = tokio::task::LocalSet::new();
-        let (statuses, elapsed, opened) = local.block_on(&rt, async {
+        let addr = addr_of(&server);
+        let (statuses, elapsed, opened) = block_on_local(async {
             let pool = Pool::new(addr, 2);
             let started = std::time::Instant::now();
             let deadline = Instant::now() + Duration::from_secs(5);
@@ -392,22 +435,52 @@ mod tests {
     }
 
     #[test]
+    fn prewarm_opens_idle_connections_within_the_cap_that_requests_then_reuse() {
+        let server = TestServer::start(|_| Reply::ok("ok"));
+        let addr = addr_of(&server);
+        let (warm, capped, status, opened, open) = block_on_local(async {
+            let pool = Pool::new(addr, 3);
+            let warm = pool.prewarm(2, Duration::from_secs(5)).await;
+            // Asking for more than the cap opens only up to it.
+            let capped = pool.prewarm(10, Duration::from_secs(5)).await;
+            let request = http::Request::builder()
+                .uri("/")
+                .header(http::header::HOST, "test")
+                .body(Full::new(Bytes::new()))
+                .expect("request");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let status = pool.send(request, deadline).await.map(|a| a.status);
+            (warm, capped, status, pool.opened_total(), pool.open())
+        });
+        assert_eq!((warm, capped), (2, 1));
+        assert_eq!(status, Ok(200));
+        // The request went out on a warm connection: none was opened for it.
+        assert_eq!(opened, 3);
+        assert_eq!(open, 3);
+    }
+
+    #[test]
+    fn prewarm_stops_at_a_refused_connect_and_frees_its_slot() {
+        // A port nothing listens on: bind, read the port, close.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port");
+        let (warm, open) = block_on_local(async {
+            let pool = Pool::new(addr, 4);
+            let warm = pool.prewarm(4, Duration::from_secs(5)).await;
+            (warm, pool.open())
+        });
+        assert_eq!((warm, open), (0, 0));
+    }
+
+    #[test]
     fn waiting_past_the_deadline_is_a_timeout() {
         let server = TestServer::start(|_| Reply {
             delay: Duration::from_millis(400),
             ..Reply::ok("ok")
         });
-        let addr: SocketAddr = server
-            .url
-            .trim_start_matches("http://")
-            .parse()
-            .expect("addr");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let local = tokio::task::LocalSet::new();
-        let results = local.block_on(&rt, async {
+        let addr = addr_of(&server);
+        let results = block_on_local(async {
             let pool = Pool::new(addr, 1);
             let deadline = Instant::now() + Duration::from_millis(200);
             let send = |pool: Pool| async move {

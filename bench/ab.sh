@@ -5,12 +5,14 @@
 # and goes hits all of them alike.
 #
 # Usage: bench/ab.sh RATES SECONDS REPS TOOL...
-#   TOOL is `oha` or a path to a cargo-loadgate binary.
+#   TOOL is `oha`, `floor` (bench/floor.c, built here with gcc: the kernel's floor, see there) or
+#   a path to a cargo-loadgate binary.
 #   e.g. bench/ab.sh "2000 10000" 5 5 /tmp/lg-old target/release/cargo-loadgate oha
 # Env:   GEN_CORE=0 TARGET_CORE=1 PORT=18081 GEN_PREFIX="chrt -f 10" (prefix for every generator)
 #        ATTACK_ARGS="--realtime" (extra arguments for every cargo-loadgate attack)
 # Prints one line per run and, per rate and tool, the median and range of: generator CPU µs per
-# request (user+sys of the whole process from /usr/bin/time), lag p99 (loadgate), latency p99.
+# request (user+sys of the whole process from /usr/bin/time) and its kernel (sys) part, lag p99
+# (loadgate), latency p99.
 # Loopback only; every run is bounded in time; nginx is stopped by PID on exit.
 set -euo pipefail
 rates=$1 dur=$2 reps=$3; shift 3
@@ -58,6 +60,10 @@ NGINX_PID=$!
 for _ in $(seq 50); do curl -fsS "$URL" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fsS "$URL" >/dev/null || { echo "nginx did not come up" >&2; exit 1; }
 
+case " $* " in
+  *" floor "*) gcc -O2 -o "$WORK/floor" "$(dirname "$0")/floor.c" -lm ;;
+esac
+
 echo "# $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg); ${dur}s runs, $reps reps, prefix ${GEN_PREFIX:-none}, attack args ${ATTACK_ARGS:-none}"
 results=$WORK/results
 : > "$results"
@@ -67,7 +73,11 @@ for rep in $(seq "$reps"); do
     for tool in "$@"; do
       idx=$((idx + 1))
       out=$WORK/out-$idx
-      if [ "$tool" = oha ]; then
+      if [ "$tool" = floor ]; then
+        # shellcheck disable=SC2086
+        /usr/bin/time -f "%U %S" -o "$WORK/time" $GEN_PREFIX taskset -c "$GEN_CORE" \
+          "$WORK/floor" 127.0.0.1 "$PORT" /index.txt "$rate" "$dur" 256 > "$out" 2>/dev/null || true
+      elif [ "$tool" = oha ]; then
         # shellcheck disable=SC2086
         /usr/bin/time -f "%U %S" -o "$WORK/time" $GEN_PREFIX taskset -c "$GEN_CORE" \
           oha --no-tui --output-format json -z "${dur}s" -q "$rate" -c 100 "$URL" > "$out" 2>/dev/null || true
@@ -84,14 +94,14 @@ u, s = map(float, open(tfile).read().split()[-2:])
 try:
     j = json.load(open(out))
 except Exception:
-    print(f"{tool} {rate} nan nan nan 0"); sys.exit()
+    print(f"{tool} {rate} nan nan nan 0 nan"); sys.exit()
 if "latencyPercentiles" in j:
     n = sum(j.get("statusCodeDistribution", {}).values())
     p99 = (j["latencyPercentiles"]["p99"] or 0) * 1e3
     lag = float("nan")
 else:
     n, p99, lag = j["requests"], j["p99_ms"], j["lag_p99_ms"]
-print(f"{tool} {rate} {(u + s) * 1e6 / max(n, 1):.1f} {lag:.3f} {p99:.3f} {n}")
+print(f"{tool} {rate} {(u + s) * 1e6 / max(n, 1):.1f} {lag:.3f} {p99:.3f} {n} {s * 1e6 / max(n, 1):.1f}")
 PY
       tail -1 "$results"
     done
@@ -99,19 +109,19 @@ PY
 done
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| rate | tool | CPU µs/req median (range) | lag p99 ms median (range) | latency p99 ms median | runs (CPU) |"
-echo "|---|---|---|---|---|---|"
+echo "| rate | tool | CPU µs/req median (range) | of which kernel (sys) | lag p99 ms median (range) | latency p99 ms median | runs (CPU) |"
+echo "|---|---|---|---|---|---|---|"
 python3 - "$results" <<'PY'
 import statistics, sys, math
 rows = {}
 for line in open(sys.argv[1]):
-    tool, rate, cpu, lag, p99, n = line.split()
-    rows.setdefault((int(rate), tool), []).append((float(cpu), float(lag), float(p99)))
+    tool, rate, cpu, lag, p99, n, sys_us = line.split()
+    rows.setdefault((int(rate), tool), []).append((float(cpu), float(lag), float(p99), float(sys_us)))
 def fmt(v):
     v = [x for x in v if not math.isnan(x)]
     return f"{statistics.median(v):.2f} ({min(v):.2f}–{max(v):.2f})" if v else "–"
 for (rate, tool), runs in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1])):
     cpus = [r[0] for r in runs]
     name = tool.split(":", 1)[1].replace("/tmp/", "")
-    print(f"| {rate} | {name} | {fmt(cpus)} | {fmt([r[1] for r in runs])} | {fmt([r[2] for r in runs])} | {' '.join(f'{c:.1f}' for c in cpus)} |")
+    print(f"| {rate} | {name} | {fmt(cpus)} | {fmt([r[3] for r in runs])} | {fmt([r[1] for r in runs])} | {fmt([r[2] for r in runs])} | {' '.join(f'{c:.1f}' for c in cpus)} |")
 PY

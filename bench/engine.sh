@@ -128,6 +128,8 @@ tool_cmd() {  # tool_cmd TOOL RATE DURATION OUTNAME
   local tool=$1 rate=$2 dur=$3 out=$4
   case $tool in
     loadgate) echo "$LOADGATE loadgate attack --url $URL --rate $rate --duration ${dur}s --cpu $GEN_CORE --timeout 10s --json $WORK/$out.json" ;;
+    # A fixed pool of 100 warm connections, as oha's and wrk2's -c 100 (docs/config.md).
+    loadgate-c100) echo "$LOADGATE loadgate attack --url $URL --rate $rate --duration ${dur}s --cpu $GEN_CORE --timeout 10s --connections 100 --json $WORK/$out.json" ;;
     oha) echo "oha --no-tui --output-format json -z ${dur}s -q $rate -c 100 $URL" ;;
     oha-lc) echo "oha --no-tui --output-format json -z ${dur}s -q $rate -c 100 --latency-correction $URL" ;;
     wrk) echo "wrk -t1 -c50 -d${dur}s -s $LUA $URL" ;;
@@ -137,7 +139,7 @@ tool_cmd() {  # tool_cmd TOOL RATE DURATION OUTNAME
 result_file() {  # parse the right output of a run
   local tool=$1 out=$2
   case $tool in
-    loadgate) parse loadgate "$WORK/$out.json" ;;
+    loadgate|loadgate-c100) parse loadgate "$WORK/$out.json" ;;
     oha|oha-lc) parse oha "$WORK/$out.out" ;;
     *) parse wrk "$WORK/$out.out" ;;
   esac
@@ -236,11 +238,14 @@ fi
 if want stall; then
 echo "## Stall test: nginx's worker SIGSTOPped for 1 s at t=4.5 s of a 10 s run at 2,000 req/s"
 echo
-echo "Truth: ~10% of requests wait up to 1 s, so p90 ≈ base, p99 ≈ 900 ms, p99.9 ≈ 990 ms, max ≈ 1000 ms."
+echo "Truth: ~10% of requests wait up to 1 s, so p90 ≈ base, p99 ≈ 900 ms, p99.9 ≈ 990 ms, max ≈ 1000 ms,"
+echo "for a client whose connections are open before the stall (oha and wrk: -c; loadgate-c100:"
+echo "--connections 100). loadgate's default opens connections on demand, so nginx must accept those"
+echo "opened during the stall before it answers them (~50 ms with multi_accept off): that adds to its tail."
 echo
 echo "| tool | requests | p90 ms | p99 ms | p99.9 ms | max ms |"
 echo "|---|---|---|---|---|---|"
-for tool in $TOOLS; do
+for tool in loadgate-c100 $TOOLS; do
   name="stall-$tool"
   # shellcheck disable=SC2046
   ( run_timed "$name" $(tool_cmd "$tool" 2000 10 "$name") ) &

@@ -304,6 +304,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn generator_connections_enter_the_config_hash_only_when_set() {
+        let toml = |extra: &str| {
+            format!(
+                "[target]\nurl = \"http://127.0.0.1:8080\"\n\n[workload]\n\
+                 sessions-per-sec = 10\nentry = \"home\"\n\n[[workload.operation]]\n\
+                 name = \"home\"\nrequest = {{ path = \"/\" }}\n\n[generator]\n{extra}"
+            )
+        };
+        let parse = |text: String| {
+            crate::config::parse_config_str(&text, std::path::Path::new("l.toml"), None, "default")
+                .expect("config")
+        };
+        let unset = parse(toml(""));
+        let zero = parse(toml("connections = 0\n"));
+        let three = parse(toml("connections = 3\n"));
+        // 0 is left out of the serialized config: configs from before the key hash as before.
+        let generator = serde_json::to_value(&unset.generator).expect("json");
+        assert!(generator.get("connections").is_none(), "{generator}");
+        assert!(generator.get("max_in_flight").is_some(), "{generator}");
+        assert_eq!(config_hash(&unset), config_hash(&zero));
+        assert_ne!(config_hash(&unset), config_hash(&three));
+    }
+
+    #[test]
     fn atomic_write_replaces_the_file_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out/result.json");

@@ -265,7 +265,10 @@ pub struct GeneratorConfig {
     /// A phase whose dropped share of arrivals exceeds this is invalid.
     pub max_drop_rate: f64,
     /// A fixed pool of this many keep-alive connections, opened before each phase starts; 0:
-    /// opened on demand, up to [`crate::engine::MAX_CONNECTIONS`].
+    /// opened on demand, up to [`crate::engine::MAX_CONNECTIONS`]. Left out of the serialized
+    /// config when 0, so that the config hash of a config that does not use it is what it was
+    /// before the key existed (baselines stored then still match).
+    #[serde(skip_serializing_if = "is_zero")]
     pub connections: usize,
 }
 
@@ -317,4 +320,9 @@ pub struct GateConfig {
     pub error_rate: f64,
     /// RSS growth in bytes per second that counts as a leak.
     pub rss_slope_bytes_per_sec: f64,
+}
+
+/// For `skip_serializing_if`.
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -122,6 +122,20 @@ pub enum EngineError {
     /// The pacing timer could not be created (it needs a tokio runtime with I/O enabled).
     #[error("cannot create the pacing timer")]
     Timer(#[source] std::io::Error),
+    /// `generator.connections` asked for a fixed pool the target did not accept in full.
+    #[error(
+        "the target accepted {opened} of the {wanted} connections of the fixed pool \
+         (`generator.connections`) within {timeout:?}\nhint: lower `connections` (or \
+         `--connections`) to what the target allows, or set it to 0 to open connections on demand"
+    )]
+    Prewarm {
+        /// Connections opened before one failed or the time ran out.
+        opened: usize,
+        /// `generator.connections`.
+        wanted: usize,
+        /// The time allowed for all of them (`generator.timeout`).
+        timeout: Duration,
+    },
 }
 
 /// Where requests go: the socket address, the `Host` header and the base path.
@@ -293,7 +307,20 @@ async fn run_phase_paced(
                     fixed => fixed,
                 },
             );
-            pool.prewarm(generator.connections, generator.timeout).await;
+            let wanted = generator.connections;
+            let opened = tokio::select! {
+                biased;
+                // Stopped while connecting: the dispatcher sees the signal at once.
+                () = stop.cancelled() => wanted,
+                opened = pool.prewarm(wanted, tokio::time::Instant::now() + generator.timeout) => opened,
+            };
+            if opened < wanted {
+                return Err(EngineError::Prewarm {
+                    opened,
+                    wanted,
+                    timeout: generator.timeout,
+                });
+            }
             let clock = Clock::start();
             let cpu_start = cpu_time(CpuScope::Thread);
             let timer = PreciseTimer::with_early_window(clock, pacing.early_window)
@@ -563,7 +590,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
         }
         let deadline = tokio::time::Instant::now() + ctx.timeout;
-        let result = ctx.pool.send(request, deadline).await;
+        let exchange = ctx.pool.send(request, deadline).await;
         let done = ctx.clock.now();
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         ctx.outstanding.borrow_mut().remove(slot);
@@ -572,12 +599,11 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
         }
         // Service time runs from the moment the request had a connection (a wait for a free one
         // is the client's queue, counted in latency from the intended time, not in service time).
-        let mut service_from = sent_at;
-        let Judgement { outcome, abandon } = match result {
-            Ok(answer) => {
-                service_from = ctx.clock.offset_of(answer.written_at).max(sent_at);
-                judge(&ctx.workload, op, &answer, &mut vars)
-            }
+        let service_from = exchange
+            .handed_at
+            .map_or(sent_at, |at| ctx.clock.offset_of(at).max(sent_at));
+        let Judgement { outcome, abandon } = match exchange.result {
+            Ok(answer) => judge(&ctx.workload, op, &answer, &mut vars),
             Err(kind) => Judgement {
                 outcome: Outcome::Transport(kind),
                 abandon: true,
@@ -842,6 +868,43 @@ mod tests {
             "p50 {:?} vs service p50 {:?}",
             s.total.p50,
             s.total.service_p50
+        );
+    }
+
+    #[test]
+    fn a_fixed_pool_the_target_refuses_is_an_engine_error_not_a_silent_on_demand_run() {
+        // A port nothing listens on: bind, read the port, close.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let w = workload(vec![op("get", "GET", "/")], 50.0);
+        let g = GeneratorConfig {
+            connections: 3,
+            ..generator(1000 * MS, 100)
+        };
+        let err = run(
+            &format!("http://127.0.0.1:{port}"),
+            &w,
+            &g,
+            &spec(50.0, 200 * MS, 1),
+            PhaseHooks::default(),
+        )
+        .expect_err("refused");
+        assert!(
+            matches!(
+                err,
+                EngineError::Prewarm {
+                    opened: 0,
+                    wanted: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("hint: lower `connections`"),
+            "{err}"
         );
     }
 

@@ -47,10 +47,18 @@ pub struct Answer {
     pub status: u16,
     /// The body, read to its end.
     pub body: Bytes,
-    /// When the request was handed to its connection, after any wait for a free one: the
-    /// absolute `CLOCK_MONOTONIC` reading (see [`super::clock::Clock::offset_of`]). Service
-    /// time runs from here; the wait is the client's, and counts in latency only.
-    pub written_at: Duration,
+}
+
+/// What became of one request: its answer or failure, and when it was handed to a connection.
+#[derive(Debug)]
+pub struct Exchange {
+    /// The answer, or why there is none.
+    pub result: Result<Answer, TransportErrorKind>,
+    /// When the request was handed to its connection, after any wait for a free one and any
+    /// connect: the absolute `CLOCK_MONOTONIC` reading (see
+    /// [`super::clock::Clock::offset_of`]); `None` if it never got one. Service time runs from
+    /// here; the wait is the client's, and counts in latency only.
+    pub handed_at: Option<Duration>,
 }
 
 type HyperConnection = hyper::client::conn::http1::Connection<TokioIo<TcpStream>, RequestBody>;
@@ -107,9 +115,21 @@ impl Connection {
     }
 }
 
-/// A request waiting for a connection gets one handed over (`Some`), or is told that a slot
-/// freed up and it may connect (`None`).
-type Waiter = tokio::sync::oneshot::Sender<Option<Connection>>;
+/// What a request waiting for a connection is handed, in the order the requests asked.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "sent once through a oneshot that holds the larger variant either way; boxing would \
+              only add an allocation"
+)]
+enum Handover {
+    /// A connection checked in by a finished request.
+    Conn(Connection),
+    /// A slot freed by a closed connection, already counted in `open` for this request, so
+    /// that a later arrival cannot take it first. Dropping it unused frees it again.
+    Slot(OpenGuard),
+}
+
+type Waiter = tokio::sync::oneshot::Sender<Handover>;
 
 struct PoolState {
     idle: Vec<Connection>,
@@ -121,11 +141,21 @@ struct PoolState {
 }
 
 impl PoolState {
-    /// Tells the first waiter still waiting that a slot is free.
-    fn free_slot(&mut self) {
+    /// A slot was freed: hands it, reserved, to the first waiter still waiting, if any. `pool`
+    /// is this state's own pool (the reservation's guard points back at it).
+    fn free_slot(&mut self, pool: &Weak<RefCell<PoolState>>) {
         while let Some(waiter) = self.waiters.pop_front() {
-            if waiter.send(None).is_ok() {
-                return;
+            self.open += 1;
+            match waiter.send(Handover::Slot(OpenGuard(Weak::clone(pool)))) {
+                Ok(()) => return,
+                Err(back) => {
+                    // That request gave up (timed out). The guard's drop would need the state,
+                    // which is borrowed here: release the reservation by hand instead.
+                    self.open -= 1;
+                    if let Handover::Slot(guard) = back {
+                        std::mem::forget(guard);
+                    }
+                }
             }
         }
     }
@@ -165,10 +195,19 @@ impl Pool {
         self.state.borrow().opened_total
     }
 
-    /// Opens a connection in a slot already reserved (`open` counts it); the slot is freed when
-    /// the connect fails or the connection is dropped.
-    async fn connect(&self) -> Result<Connection, TransportErrorKind> {
-        let slot = OpenGuard(Rc::downgrade(&self.state));
+    /// Reserves a slot under the cap (`open` counts it), or `None` at the cap. The slot is freed
+    /// when the guard is dropped: by a failed connect, or with the connection it was used for.
+    fn reserve(&self) -> Option<OpenGuard> {
+        let mut state = self.state.borrow_mut();
+        if state.open >= state.max_open {
+            return None;
+        }
+        state.open += 1;
+        Some(OpenGuard(Rc::downgrade(&self.state)))
+    }
+
+    /// Opens a connection in a reserved `slot`.
+    async fn connect(&self, slot: OpenGuard) -> Result<Connection, TransportErrorKind> {
         let stream = TcpStream::connect(self.addr)
             .await
             .map_err(|_| TransportErrorKind::Connect)?;
@@ -199,31 +238,26 @@ impl Pool {
                 }
                 continue;
             }
-            let waiting = {
-                let mut state = self.state.borrow_mut();
-                if state.open < state.max_open {
-                    state.open += 1;
-                    None
-                } else {
+            let slot = match self.reserve() {
+                Some(slot) => slot,
+                None => {
                     let (tx, rx) = tokio::sync::oneshot::channel();
-                    state.waiters.push_back(tx);
-                    Some(rx)
+                    self.state.borrow_mut().waiters.push_back(tx);
+                    match rx.await {
+                        Ok(Handover::Conn(conn)) => match usable(conn).await {
+                            Some(conn) => return Ok(conn),
+                            // It closed on the way: ask again.
+                            None => continue,
+                        },
+                        Ok(Handover::Slot(slot)) => slot,
+                        // The pool is being dropped.
+                        Err(_) => return Err(TransportErrorKind::Connect),
+                    }
                 }
             };
-            let Some(rx) = waiting else {
-                let conn = self.connect().await?;
-                // A fresh connection is ready once hyper has seen it polled.
-                match usable(conn).await {
-                    Some(conn) => return Ok(conn),
-                    None => return Err(TransportErrorKind::Connect),
-                }
-            };
-            if let Ok(Some(conn)) = rx.await
-                && let Some(conn) = usable(conn).await
-            {
-                return Ok(conn);
-            }
-            // A slot freed up, or the connection handed over had closed: try again.
+            let conn = self.connect(slot).await?;
+            // A fresh connection is ready once hyper has seen it polled.
+            return usable(conn).await.ok_or(TransportErrorKind::Connect);
         }
     }
 
@@ -233,11 +267,17 @@ impl Pool {
         }
         let mut state = self.state.borrow_mut();
         while let Some(waiter) = state.waiters.pop_front() {
-            match waiter.send(Some(conn)) {
+            match waiter.send(Handover::Conn(conn)) {
                 Ok(()) => return,
                 // That request gave up (timed out): offer the connection to the next one.
-                Err(Some(back)) => conn = back,
-                Err(None) => return,
+                Err(Handover::Conn(back)) => conn = back,
+                // Not what was sent; nothing to offer (dropped outside the borrow, as guards
+                // must be).
+                Err(other) => {
+                    drop(state);
+                    drop(other);
+                    return;
+                }
             }
         }
         state.idle.push(conn);
@@ -250,18 +290,15 @@ impl Pool {
     /// [`TransportErrorKind::Connect`] error, an answer not complete by the deadline a
     /// [`TransportErrorKind::Timeout`]; the connection of any failed request is closed and not
     /// reused.
-    pub async fn send(
-        &self,
-        request: http::Request<RequestBody>,
-        deadline: Instant,
-    ) -> Result<Answer, TransportErrorKind> {
+    pub async fn send(&self, request: http::Request<RequestBody>, deadline: Instant) -> Exchange {
         // One timer for the wait, the connect and the exchange: each tokio timer registration
         // costs a lock of the time driver, and one whose deadline is the earliest pending an
         // eventfd write to unpark the driver.
         let mut leased: Option<Connection> = None;
+        let mut handed_at = None;
         let exchange = async {
             let conn = leased.insert(self.checkout().await?);
-            let written_at = super::clock::monotonic_now();
+            handed_at = Some(super::clock::monotonic_now());
             let sent = conn.sender.send_request(request);
             let response = conn
                 .drive(sent)
@@ -275,44 +312,37 @@ impl Pool {
                 .ok_or(TransportErrorKind::Reset)?
                 .map_err(classify)?
                 .to_bytes();
-            Ok(Answer {
-                status,
-                body,
-                written_at,
-            })
+            Ok(Answer { status, body })
         };
         let result = match tokio::time::timeout_at(deadline, exchange).await {
             Ok(result) => result,
             // Waiting for a free connection, the connect or the answer took the whole timeout.
             Err(_) => Err(TransportErrorKind::Timeout),
         };
-        match (result, leased) {
+        let result = match (result, leased) {
             (Ok(answer), Some(conn)) => {
                 self.checkin(conn);
                 Ok(answer)
             }
             // Dropping the connection of a failed request closes its socket at once.
             (result, _) => result,
-        }
+        };
+        Exchange { result, handed_at }
     }
 
     /// Opens up to `n` connections (within the cap) and keeps them idle, one after another;
-    /// stops at the first that fails to open or takes longer than `timeout` (the phase will
-    /// count that failure on its requests anyway). Returns how many it opened.
-    pub async fn prewarm(&self, n: usize, timeout: Duration) -> usize {
+    /// stops at the first that fails to open, or at `deadline`. Returns how many it opened.
+    pub async fn prewarm(&self, n: usize, deadline: Instant) -> usize {
         let mut opened = 0;
         while opened < n {
-            {
-                let mut state = self.state.borrow_mut();
-                if state.open >= state.max_open {
-                    break;
-                }
-                state.open += 1;
-            }
-            let Ok(Ok(conn)) = tokio::time::timeout(timeout, self.connect()).await else {
+            let Some(slot) = self.reserve() else {
                 break;
             };
-            let Some(conn) = usable(conn).await else {
+            let open = async {
+                let conn = self.connect(slot).await.ok()?;
+                usable(conn).await
+            };
+            let Ok(Some(conn)) = tokio::time::timeout_at(deadline, open).await else {
                 break;
             };
             self.state.borrow_mut().idle.push(conn);
@@ -342,7 +372,7 @@ impl Drop for OpenGuard {
         // drop them outside their borrows); a slot is never freed twice either way.
         if let Ok(mut s) = state.try_borrow_mut() {
             s.open = s.open.saturating_sub(1);
-            s.free_slot();
+            s.free_slot(&self.0);
         }
     }
 }
@@ -418,7 +448,7 @@ mod tests {
                         .header(http::header::HOST, "test")
                         .body(Full::new(Bytes::new()))
                         .expect("request");
-                    pool.send(request, deadline).await.map(|a| a.status)
+                    pool.send(request, deadline).await.result.map(|a| a.status)
                 }));
             }
             let mut statuses = Vec::new();
@@ -440,16 +470,19 @@ mod tests {
         let addr = addr_of(&server);
         let (warm, capped, status, opened, open) = block_on_local(async {
             let pool = Pool::new(addr, 3);
-            let warm = pool.prewarm(2, Duration::from_secs(5)).await;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let warm = pool.prewarm(2, deadline).await;
             // Asking for more than the cap opens only up to it.
-            let capped = pool.prewarm(10, Duration::from_secs(5)).await;
+            let capped = pool.prewarm(10, deadline).await;
             let request = http::Request::builder()
                 .uri("/")
                 .header(http::header::HOST, "test")
                 .body(Full::new(Bytes::new()))
                 .expect("request");
             let deadline = Instant::now() + Duration::from_secs(5);
-            let status = pool.send(request, deadline).await.map(|a| a.status);
+            let exchange = pool.send(request, deadline).await;
+            assert!(exchange.handed_at.is_some());
+            let status = exchange.result.map(|a| a.status);
             (warm, capped, status, pool.opened_total(), pool.open())
         });
         assert_eq!((warm, capped), (2, 1));
@@ -467,10 +500,41 @@ mod tests {
             .expect("free port");
         let (warm, open) = block_on_local(async {
             let pool = Pool::new(addr, 4);
-            let warm = pool.prewarm(4, Duration::from_secs(5)).await;
+            let warm = pool
+                .prewarm(4, Instant::now() + Duration::from_secs(5))
+                .await;
             (warm, pool.open())
         });
         assert_eq!((warm, open), (0, 0));
+    }
+
+    #[test]
+    fn a_freed_slot_is_reserved_for_the_first_waiter_not_taken_by_a_later_arrival() {
+        let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        block_on_local(async {
+            let pool = Pool::new(addr, 1);
+            let held = pool.reserve().expect("a slot under the cap");
+            assert!(pool.reserve().is_none(), "the cap is 1");
+            let (gave_up, _) = tokio::sync::oneshot::channel::<Handover>();
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            {
+                let mut state = pool.state.borrow_mut();
+                // A waiter that timed out, then one still waiting.
+                state.waiters.push_back(gave_up);
+                state.waiters.push_back(tx);
+            }
+            drop(held);
+            // The slot went to the waiter: a request arriving now finds the pool at its cap.
+            assert_eq!(pool.open(), 1);
+            assert!(pool.reserve().is_none());
+            let Ok(Handover::Slot(slot)) = rx.await else {
+                panic!("the waiter was handed the slot");
+            };
+            // Unused, the reservation frees the slot again.
+            drop(slot);
+            assert_eq!(pool.open(), 0);
+            assert!(pool.reserve().is_some());
+        });
     }
 
     #[test]
@@ -489,7 +553,7 @@ mod tests {
                     .header(http::header::HOST, "test")
                     .body(Full::new(Bytes::new()))
                     .expect("request");
-                pool.send(request, deadline).await.map(|a| a.status)
+                pool.send(request, deadline).await.result.map(|a| a.status)
             };
             let a = tokio::task::spawn_local(send(pool.clone()));
             let b = tokio::task::spawn_local(send(pool.clone()));

@@ -61,7 +61,9 @@ for _ in $(seq 50); do curl -fsS "$URL" >/dev/null 2>&1 && break; sleep 0.1; don
 curl -fsS "$URL" >/dev/null || { echo "nginx did not come up" >&2; exit 1; }
 
 case " $* " in
-  *" floor "*) gcc -O2 -o "$WORK/floor" "$(dirname "$0")/floor.c" -lm ;;
+  *" floor "*)
+    command -v gcc > /dev/null || { echo "the floor tool needs gcc (apt-get install -y gcc)" >&2; exit 1; }
+    gcc -O2 -o "$WORK/floor" "$(dirname "$0")/floor.c" -lm ;;
 esac
 
 echo "# $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg); ${dur}s runs, $reps reps, prefix ${GEN_PREFIX:-none}, attack args ${ATTACK_ARGS:-none}"

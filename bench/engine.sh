@@ -5,7 +5,8 @@
 # core 0. Reports: generator CPU µs per request at open-loop 2,000 and 10,000 req/s (median of
 # 3), the highest open-loop rate loadgate sustains on one core with lag p99 < 1 ms and < 0.1%
 # dropped, loadgate's RSS after 1M requests, and a stall test (nginx's worker SIGSTOPped for 1 s
-# in the middle of a 10 s run at 2,000 req/s).
+# in the middle of a 10 s run at 2,000 req/s), which also runs loadgate with a fixed pool of 100
+# warm connections (`loadgate-c100`, like oha's and wrk's -c 100) beside its on-demand default.
 #
 # Usage: bench/engine.sh            (from the workspace root; about 10 minutes)
 # Env:   REPS=3 DURATION=10 LOADGATE=target/release/cargo-loadgate GEN_CORE=0 TARGET_CORE=1

@@ -305,13 +305,7 @@ mod tests {
 
     #[test]
     fn generator_connections_enter_the_config_hash_only_when_set() {
-        let toml = |extra: &str| {
-            format!(
-                "[target]\nurl = \"http://127.0.0.1:8080\"\n\n[workload]\n\
-                 sessions-per-sec = 10\nentry = \"home\"\n\n[[workload.operation]]\n\
-                 name = \"home\"\nrequest = {{ path = \"/\" }}\n\n[generator]\n{extra}"
-            )
-        };
+        let toml = |extra: &str| format!("{}\n[generator]\n{extra}", crate::config::MINIMAL_CONFIG);
         let parse = |text: String| {
             crate::config::parse_config_str(&text, std::path::Path::new("l.toml"), None, "default")
                 .expect("config")

@@ -674,9 +674,10 @@ mod tests {
         let path = dir.path().join("loadgate.toml");
         std::fs::write(
             &path,
-            "[target]\nurl = \"http://127.0.0.1:8080\"\n\n[workload]\nsessions-per-sec = 10\n\
-             entry = \"home\"\n\n[[workload.operation]]\nname = \"home\"\n\
-             request = { path = \"/\" }\n\n[generator]\nconnections = 7\n",
+            format!(
+                "{}\n[generator]\nconnections = 7\n",
+                crate::config::MINIMAL_CONFIG
+            ),
         )
         .expect("write");
         let mut o = opts("http://127.0.0.1:8080/");

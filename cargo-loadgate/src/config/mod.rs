@@ -15,6 +15,8 @@ mod types;
 mod units;
 mod validate;
 
+#[cfg(test)]
+pub(crate) use error::MINIMAL_CONFIG;
 pub use error::{ConfigError, Diagnostic, Sources};
 pub use find::{CONFIG_FILE_NAME, LoadOpts, load};
 pub use model::{

@@ -206,7 +206,7 @@ impl Pool {
         Some(OpenGuard(Rc::downgrade(&self.state)))
     }
 
-    /// Opens a connection in a reserved `slot`.
+    /// Opens a connection in a reserved `slot`, ready for a request.
     async fn connect(&self, slot: OpenGuard) -> Result<Connection, TransportErrorKind> {
         let stream = TcpStream::connect(self.addr)
             .await
@@ -219,12 +219,14 @@ impl Pool {
             .await
             .map_err(|_| TransportErrorKind::Connect)?;
         self.state.borrow_mut().opened_total += 1;
-        Ok(Connection {
+        let conn = Connection {
             sender,
             conn,
             ended: false,
             _slot: slot,
-        })
+        };
+        // A fresh connection is ready once hyper has seen it polled.
+        usable(conn).await.ok_or(TransportErrorKind::Connect)
     }
 
     /// An idle connection ready for a request, a new one when under the cap, or else the next
@@ -255,9 +257,7 @@ impl Pool {
                     }
                 }
             };
-            let conn = self.connect(slot).await?;
-            // A fresh connection is ready once hyper has seen it polled.
-            return usable(conn).await.ok_or(TransportErrorKind::Connect);
+            return self.connect(slot).await;
         }
     }
 
@@ -338,11 +338,7 @@ impl Pool {
             let Some(slot) = self.reserve() else {
                 break;
             };
-            let open = async {
-                let conn = self.connect(slot).await.ok()?;
-                usable(conn).await
-            };
-            let Ok(Some(conn)) = tokio::time::timeout_at(deadline, open).await else {
+            let Ok(Ok(conn)) = tokio::time::timeout_at(deadline, self.connect(slot)).await else {
                 break;
             };
             self.state.borrow_mut().idle.push(conn);
@@ -419,6 +415,14 @@ mod tests {
             .expect("addr")
     }
 
+    fn get() -> http::Request<RequestBody> {
+        http::Request::builder()
+            .uri("/")
+            .header(http::header::HOST, "test")
+            .body(Full::new(Bytes::new()))
+            .expect("request")
+    }
+
     /// Runs `f` on a current-thread runtime inside a `LocalSet` (the pool is `!Send`).
     fn block_on_local<F: Future>(f: F) -> F::Output {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -443,11 +447,7 @@ mod tests {
             for _ in 0..6 {
                 let pool = pool.clone();
                 tasks.push(tokio::task::spawn_local(async move {
-                    let request = http::Request::builder()
-                        .uri("/")
-                        .header(http::header::HOST, "test")
-                        .body(Full::new(Bytes::new()))
-                        .expect("request");
+                    let request = get();
                     pool.send(request, deadline).await.result.map(|a| a.status)
                 }));
             }
@@ -474,11 +474,7 @@ mod tests {
             let warm = pool.prewarm(2, deadline).await;
             // Asking for more than the cap opens only up to it.
             let capped = pool.prewarm(10, deadline).await;
-            let request = http::Request::builder()
-                .uri("/")
-                .header(http::header::HOST, "test")
-                .body(Full::new(Bytes::new()))
-                .expect("request");
+            let request = get();
             let deadline = Instant::now() + Duration::from_secs(5);
             let exchange = pool.send(request, deadline).await;
             assert!(exchange.handed_at.is_some());
@@ -548,11 +544,7 @@ mod tests {
             let pool = Pool::new(addr, 1);
             let deadline = Instant::now() + Duration::from_millis(200);
             let send = |pool: Pool| async move {
-                let request = http::Request::builder()
-                    .uri("/")
-                    .header(http::header::HOST, "test")
-                    .body(Full::new(Bytes::new()))
-                    .expect("request");
+                let request = get();
                 pool.send(request, deadline).await.result.map(|a| a.status)
             };
             let a = tokio::task::spawn_local(send(pool.clone()));

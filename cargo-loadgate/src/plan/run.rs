@@ -170,8 +170,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
             spec.warmup + spec.duration,
             spec.seed,
         )
-        .sessions()
-        .count() as u64;
+        .session_count();
         self.next_session = self.next_session.saturating_add(sessions);
         (self.observer)(PlanEvent::PhaseStarting {
             offered_rate_per_sec: spec.sessions_per_sec * self.requests_per_session,

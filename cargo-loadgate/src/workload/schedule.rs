@@ -88,11 +88,11 @@ pub struct Schedule {
     duration: Duration,
 }
 
-/// The relative arrival rate g(t) while the session population fills, on a grid: `rate[k]` holds
-/// on `[k·step, (k+1)·step)`, `cumulative[k]` = ∫₀^{k·step} g, and g = 1 after the grid.
+/// The relative arrival rate g(t) while the session population fills, on a grid of
+/// [`FILL_STEP_SECS`]: `rate[k]` holds on `[k·step, (k+1)·step)`, `cumulative[k]` =
+/// ∫₀^{k·step} g, and g = 1 after the grid.
 #[derive(Debug, PartialEq)]
 struct Fill {
-    step: f64,
     rate: Vec<f64>,
     cumulative: Vec<f64>,
 }
@@ -135,22 +135,33 @@ impl Fill {
             rate.push(g);
             cumulative.push(cumulative[k] + g * FILL_STEP_SECS);
         }
-        Some(Self {
-            step: FILL_STEP_SECS,
-            rate,
-            cumulative,
-        })
+        Some(Self { rate, cumulative })
     }
 
     /// ∫₀ᵗ g.
     fn integral(&self, t: f64) -> f64 {
-        let end = self.step * self.rate.len() as f64;
+        let end = FILL_STEP_SECS * self.rate.len() as f64;
         let total = *self.cumulative.last().unwrap_or(&0.0);
         if t >= end {
             return total + (t - end);
         }
-        let k = ((t / self.step) as usize).min(self.rate.len() - 1);
-        self.cumulative[k] + self.rate[k] * (t - k as f64 * self.step)
+        let k = ((t / FILL_STEP_SECS) as usize).min(self.rate.len() - 1);
+        self.cumulative[k] + self.rate[k] * (t - k as f64 * FILL_STEP_SECS)
+    }
+
+    /// The time t at which ∫₀ᵗ g reaches `v`: the inverse of [`Fill::integral`], walking the
+    /// grid forward from `bin` (the bin of the previous, earlier `v`), which it updates.
+    fn time_at(&self, v: f64, bin: &mut usize) -> f64 {
+        let bins = self.rate.len();
+        while *bin < bins && self.cumulative[*bin + 1] <= v {
+            *bin += 1;
+        }
+        let k = *bin;
+        if k >= bins {
+            return FILL_STEP_SECS * bins as f64 + (v - self.cumulative[bins]);
+        }
+        // g > 0 in this bin: its cumulative rises past v within it.
+        k as f64 * FILL_STEP_SECS + (v - self.cumulative[k]) / self.rate[k]
     }
 }
 
@@ -167,19 +178,6 @@ impl Schedule {
             sessions_per_sec,
             duration,
         }
-    }
-
-    /// The session arrival rate at `t` from the start of the phase: above
-    /// [`Schedule::sessions_per_sec`] while the session population fills, then equal to it.
-    pub fn arrival_rate_at(&self, t: Duration) -> f64 {
-        if !self.rate_is_usable() {
-            return 0.0;
-        }
-        let g = self.fill.as_ref().map_or(1.0, |fill| {
-            let k = (t.as_secs_f64() / fill.step) as usize;
-            fill.rate.get(k).copied().unwrap_or(1.0)
-        });
-        self.sessions_per_sec * g
     }
 
     /// The session arrival rate of this schedule.
@@ -200,6 +198,17 @@ impl Schedule {
         }
         let secs = self.duration.as_secs_f64();
         self.sessions_per_sec * self.fill.as_ref().map_or(secs, |f| f.integral(secs))
+    }
+
+    /// How many sessions the phase holds: the length of [`Schedule::sessions`], counted from the
+    /// arrivals alone, without drawing any session's path.
+    pub fn session_count(&self) -> u64 {
+        let mut sessions = self.sessions();
+        let mut count = 0;
+        while sessions.next_arrival().is_some() {
+            count += 1;
+        }
+        count
     }
 
     /// The sessions of the phase, lazily, in order of arrival: indices 0, 1, 2, … and starts
@@ -294,6 +303,19 @@ impl Iterator for Sessions {
     type Item = SessionPlan;
 
     fn next(&mut self) -> Option<SessionPlan> {
+        let (index, start) = self.next_arrival()?;
+        Some(SessionPlan {
+            index,
+            start,
+            steps: self.model.steps(index),
+        })
+    }
+}
+
+impl Sessions {
+    /// The next session's index and start, without its path (the arrivals draw from their own
+    /// stream, so skipping the paths changes nothing that follows).
+    fn next_arrival(&mut self) -> Option<(u64, Duration)> {
         if self.done {
             return None;
         }
@@ -303,9 +325,9 @@ impl Iterator for Sessions {
         // `elapsed_secs` is the arrival process in operational time (∫ g, in seconds at rate λ);
         // without a fill it is the time itself.
         self.elapsed_secs += exponential(&mut self.arrivals, self.mean_gap_secs);
-        let at = match &self.fill {
+        let at = match self.fill.as_deref() {
             None => self.elapsed_secs,
-            Some(fill) => self.fill_time(&Arc::clone(fill)),
+            Some(fill) => fill.time_at(self.elapsed_secs, &mut self.fill_bin),
         };
         if at.is_nan() || at >= self.end_secs {
             self.done = true;
@@ -313,29 +335,7 @@ impl Iterator for Sessions {
         }
         let index = self.next_index;
         self.next_index += 1;
-        Some(SessionPlan {
-            index,
-            start: secs_to_duration(at),
-            steps: self.model.steps(index),
-        })
-    }
-}
-
-impl Sessions {
-    /// The time t at which ∫₀ᵗ g reaches the current operational time: the inverse of
-    /// [`Fill::integral`], walking the grid forward from the last arrival's bin.
-    fn fill_time(&mut self, fill: &Fill) -> f64 {
-        let v = self.elapsed_secs;
-        let bins = fill.rate.len();
-        while self.fill_bin < bins && fill.cumulative[self.fill_bin + 1] <= v {
-            self.fill_bin += 1;
-        }
-        let k = self.fill_bin;
-        if k >= bins {
-            return fill.step * bins as f64 + (v - fill.cumulative[bins]);
-        }
-        // g > 0 in this bin: its cumulative rises past v within it.
-        k as f64 * fill.step + (v - fill.cumulative[k]) / fill.rate[k]
+        Some((index, secs_to_duration(at)))
     }
 }
 
@@ -548,6 +548,8 @@ pub(crate) mod tests {
         let (sa, sb) = (collect(&a), collect(&b));
         assert!(sa.len() > 500, "{} sessions", sa.len());
         assert_eq!(sa, sb);
+        // Counting the arrivals alone gives the same number as drawing every session.
+        assert_eq!(a.session_count(), sa.len() as u64);
         assert_eq!(a.hash(), b.hash());
     }
 
@@ -716,10 +718,6 @@ pub(crate) mod tests {
         }
         let mean = per_second.iter().sum::<f64>() / secs as f64;
         assert!((mean / steady - 1.0).abs() < 0.03, "{mean} vs {steady}");
-        assert_eq!(
-            Schedule::new(&w, rate, Duration::from_secs(3), 5).arrival_rate_at(Duration::ZERO),
-            rate * fill.rate[0]
-        );
     }
 
     /// A model whose sessions make one request needs no fill: plain Poisson arrivals.
@@ -727,7 +725,6 @@ pub(crate) mod tests {
     fn single_request_sessions_have_no_fill() {
         let schedule = Schedule::new(&single(), 50.0, Duration::from_secs(2), 1);
         assert!(schedule.fill.is_none());
-        assert_eq!(schedule.arrival_rate_at(Duration::from_secs(1)), 50.0);
         assert_eq!(schedule.expected_sessions(), 100.0);
     }
 
@@ -794,6 +791,7 @@ pub(crate) mod tests {
     fn an_unusable_rate_gives_no_sessions(rate: f64) {
         let schedule = Schedule::new(&single(), rate, Duration::from_secs(10), 1);
         assert_eq!(schedule.sessions().count(), 0);
+        assert_eq!(schedule.session_count(), 0);
         assert_eq!(schedule.expected_sessions(), 0.0);
     }
 

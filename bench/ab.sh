@@ -24,41 +24,14 @@ ATTACK_ARGS=${ATTACK_ARGS:-}
 URL="http://127.0.0.1:$PORT/index.txt"
 
 WORK=$(mktemp -d /tmp/loadgate-ab.XXXXXX)
-NGINX_PID=""
+# shellcheck source=bench/nginx.sh
+. "$(dirname "$0")/nginx.sh"
 cleanup() {
-  if [ -n "$NGINX_PID" ] && kill -0 "$NGINX_PID" 2>/dev/null; then
-    kill -QUIT "$NGINX_PID" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$NGINX_PID" 2>/dev/null || true
-  fi
+  stop_nginx
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
-chmod 755 "$WORK"
-mkdir -p "$WORK/www" "$WORK/logs"
-printf 'hello from nginx\n' > "$WORK/www/index.txt"
-cat > "$WORK/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/tmp_body;
-  proxy_temp_path $WORK/tmp_proxy;
-  fastcgi_temp_path $WORK/tmp_fastcgi;
-  uwsgi_temp_path $WORK/tmp_uwsgi;
-  scgi_temp_path $WORK/tmp_scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 60s;
-  server { listen 127.0.0.1:$PORT; root $WORK/www; }
-}
-CONF
-taskset -c "$TARGET_CORE" nginx -c "$WORK/nginx.conf" -p "$WORK" &
-NGINX_PID=$!
-for _ in $(seq 50); do curl -fsS "$URL" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "$URL" >/dev/null || { echo "nginx did not come up" >&2; exit 1; }
+start_nginx
 
 case " $* " in
   *" floor "*)

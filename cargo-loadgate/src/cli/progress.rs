@@ -11,7 +11,7 @@ use crate::compare::{Verdict, VerdictOutcome};
 use crate::config::format_duration;
 use crate::engine::PhaseSpec;
 use crate::measure::Progress;
-use crate::plan::{StepRecord, format_rate};
+use crate::plan::{StepRecord, StepStatus, format_rate};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::ffi::OsStr;
 use std::io::IsTerminal;
@@ -83,25 +83,22 @@ fn paint(text: &str, colour: Colour, on: bool) -> String {
 /// held and why not. With `colour`, `held` is green, `broke` yellow (a step that breaks is how the
 /// knee is found, not a failure) and `INVALID` red.
 pub fn step_line(record: &StepRecord, colour: bool) -> String {
-    let verdict = if !record.valid {
-        format!(
+    let verdict = match record.status() {
+        StepStatus::Invalid => format!(
             "{} ({})",
             paint("INVALID", Colour::Red, colour),
             record.invalid_reasons.join("; ")
-        )
-    } else if record.held.holds {
-        paint("held", Colour::Green, colour)
-    } else if record.unjudged() {
-        format!(
+        ),
+        StepStatus::Held => paint("held", Colour::Green, colour),
+        StepStatus::TooFewRequests => format!(
             "not judged: {}",
             record.held.note.as_deref().unwrap_or("too few requests")
-        )
-    } else {
-        format!(
+        ),
+        StepStatus::Aborted | StepStatus::Broke => format!(
             "{}: {}",
             paint("broke", Colour::Yellow, colour),
             record.held.reasons.join("; ")
-        )
+        ),
     };
     format!(
         "{}: offered {}, achieved {}: {verdict}",

@@ -136,22 +136,54 @@ impl StepRecord {
         }
     }
 
+    /// How the step ended, for the readers (step table, progress line, charts).
+    pub fn status(&self) -> StepStatus {
+        if !self.valid {
+            StepStatus::Invalid
+        } else if self.aborted.is_some() {
+            StepStatus::Aborted
+        } else if self.held.holds {
+            StepStatus::Held
+        } else if self.held.too_few_requests() {
+            StepStatus::TooFewRequests
+        } else {
+            StepStatus::Broke
+        }
+    }
+
     /// Whether the step was valid and broke the SLO (or was aborted). A step with too few
     /// requests to judge did not break (unless an abort condition stopped it).
     pub fn broke(&self) -> bool {
-        self.valid && !self.held.holds && (self.aborted.is_some() || !self.held.too_few_requests())
+        matches!(self.status(), StepStatus::Aborted | StepStatus::Broke)
     }
 
     /// Whether the step was valid, not aborted, and had too few requests (all classes together)
     /// for the SLO to judge: it neither held nor broke.
     pub fn unjudged(&self) -> bool {
-        self.valid && self.aborted.is_none() && self.held.too_few_requests()
+        self.status() == StepStatus::TooFewRequests
     }
 
     /// Whether the step was valid and held.
     pub fn holds(&self) -> bool {
         self.valid && self.held.holds
     }
+}
+
+/// How a step ended, in the order the checks apply: a step the generator could not pace proves
+/// nothing; an aborted one was stopped; otherwise the SLO held, broke, or had too few requests
+/// to judge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepStatus {
+    /// The generator could not keep its schedule.
+    Invalid,
+    /// An abort condition stopped it.
+    Aborted,
+    /// The SLO held.
+    Held,
+    /// Too few requests, even all classes pooled, to judge the SLO: neither held nor broke.
+    TooFewRequests,
+    /// The SLO broke.
+    Broke,
 }
 
 /// A rate at which the SLO broke, with why.
@@ -337,16 +369,12 @@ pub fn render_step_table(outcome: &RampOutcome) -> String {
     ];
     let mut rows: Vec<Vec<String>> = Vec::new();
     for step in &outcome.steps {
-        let result = if !step.valid {
-            "invalid"
-        } else if step.aborted.is_some() {
-            "aborted"
-        } else if step.held.holds {
-            "held"
-        } else if step.unjudged() {
-            "too few"
-        } else {
-            "broke"
+        let result = match step.status() {
+            StepStatus::Invalid => "invalid",
+            StepStatus::Aborted => "aborted",
+            StepStatus::Held => "held",
+            StepStatus::TooFewRequests => "too few",
+            StepStatus::Broke => "broke",
         };
         for (i, op) in step.operations.iter().enumerate() {
             let first = i == 0;

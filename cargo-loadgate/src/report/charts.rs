@@ -178,6 +178,8 @@ impl ClassLatency {
 enum StepState {
     Held,
     Broke,
+    /// Too few requests, even all classes pooled, to judge the SLO (`held.basis`).
+    TooFew,
     Invalid,
 }
 
@@ -292,6 +294,10 @@ fn ramp_view(role: &str, result: &Value) -> RampView {
                 StepState::Invalid
             } else if step["held"]["holds"].as_bool() == Some(true) {
                 StepState::Held
+            } else if step["aborted"].is_null()
+                && step["held"]["basis"].as_str() == Some("too-few-requests")
+            {
+                StepState::TooFew
             } else {
                 StepState::Broke
             };
@@ -1249,6 +1255,7 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
                 for (state, kind, style) in [
                     (StepState::Held, kind, color.filled()),
                     (StepState::Broke, kind, color.stroke_width(2)),
+                    (StepState::TooFew, kind, MUTED.stroke_width(1)),
                     (StepState::Invalid, Marker::Cross, color.stroke_width(2)),
                 ] {
                     let at: Vec<(f64, f64)> = points
@@ -1284,6 +1291,7 @@ pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<St
             LegendRow::heading("step"),
             LegendRow::marker("held the SLO", Marker::Circle, INK, true),
             LegendRow::marker("broke the SLO", Marker::Circle, INK, false),
+            LegendRow::marker("too few requests to judge", Marker::Circle, MUTED, false),
             LegendRow::marker("invalid (generator lag)", Marker::Cross, INK, false),
             LegendRow::heading("reference"),
             LegendRow::line("y = x (keeping up)", MUTED, 1, true),
@@ -1735,6 +1743,25 @@ mod tests {
         assert_eq!(judged, [false, true, true]);
         let svg = render_latency(&head, None).unwrap().unwrap();
         assert!(svg.contains("not judged (slo.min-requests)"));
+    }
+
+    /// Regression: a step with too few requests to judge (neither held nor broke) was drawn as
+    /// having broken the SLO.
+    #[test]
+    fn a_step_with_too_few_requests_is_not_drawn_as_broken() {
+        let mut head = result(HEAD, 1.0, false);
+        let steps = head["ramp"]["steps"].as_array_mut().unwrap();
+        steps[0]["held"] =
+            json!({"holds": false, "reasons": [], "unjudged": [], "basis": "too-few-requests"});
+        // Aborted, the same step broke.
+        steps[1]["held"] =
+            json!({"holds": false, "reasons": [], "unjudged": [], "basis": "too-few-requests"});
+        steps[1]["aborted"] = json!("p99 past 5 s");
+        let view = ramp_view("head", &head);
+        assert_eq!(view.steps[0].state, StepState::TooFew);
+        assert_eq!(view.steps[1].state, StepState::Broke);
+        let svg = render_throughput(&head, None).unwrap().unwrap();
+        assert!(svg.contains("too few requests to judge"));
     }
 
     #[cfg(unix)]

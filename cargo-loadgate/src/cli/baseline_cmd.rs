@@ -8,7 +8,6 @@ use super::{
 };
 use crate::baseline::{BaselineError, StoreSpec, StoredEntry, resolve_commit, short};
 use crate::compare::{RunFigures, compare};
-use crate::config::LoadOpts;
 use std::path::{Path, PathBuf};
 
 /// Runs `cargo loadgate baseline …` and returns the exit code.
@@ -107,13 +106,7 @@ fn entry_row(entry: &StoredEntry) -> Vec<String> {
 /// Runs `cargo loadgate compare BASE.json HEAD.json` and returns the exit code of the verdict.
 pub fn compare_files(opts: &CompareOpts) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let config = match crate::config::load(&LoadOpts {
-        manifest_path: opts.config.manifest_path.clone(),
-        package: opts.config.package.clone(),
-        config: opts.config.config.clone(),
-        profile: opts.config.profile.clone(),
-        cwd,
-    }) {
+    let config = match crate::config::load(&opts.config.load_opts(cwd)) {
         Ok(config) => config,
         Err(e) => {
             eprint!("{}", render_error(&e));

@@ -1,7 +1,7 @@
 //! `cargo loadgate check`: validate the configuration, print the resolved profile and the user model.
 
 use super::{CheckOpts, ExitCode, render::render_error};
-use crate::config::{LoadOpts, render_resolved};
+use crate::config::render_resolved;
 use crate::workload::{analyze, render_check, validate_mix};
 
 /// Sessions simulated to confirm the generated mix matches the model (seed 000's validation): enough
@@ -18,13 +18,7 @@ pub fn run(opts: &CheckOpts) -> i32 {
             return ExitCode::OTHER_ERROR;
         }
     };
-    let loaded = crate::config::load(&LoadOpts {
-        manifest_path: opts.config.manifest_path.clone(),
-        package: opts.config.package.clone(),
-        config: opts.config.config.clone(),
-        profile: opts.config.profile.clone(),
-        cwd,
-    });
+    let loaded = crate::config::load(&opts.config.load_opts(cwd));
     match loaded {
         Ok(config) => {
             print!("{}", render_resolved(&config));

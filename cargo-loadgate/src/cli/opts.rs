@@ -148,6 +148,19 @@ pub struct ConfigOpts {
     pub profile: Option<String>,
 }
 
+impl ConfigOpts {
+    /// What [`crate::config::load`] needs to find the configuration these flags name.
+    pub fn load_opts(&self, cwd: PathBuf) -> crate::config::LoadOpts {
+        crate::config::LoadOpts {
+            manifest_path: self.manifest_path.clone(),
+            package: self.package.clone(),
+            config: self.config.clone(),
+            profile: self.profile.clone(),
+            cwd,
+        }
+    }
+}
+
 /// The kinds of target on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TargetKindArg {

@@ -7,9 +7,8 @@
 //! false-regression rate (A/A runs that said regression) and the detection rate (injected runs that
 //! said regression), each with a 95% Wilson interval, and how many runs were inconclusive or invalid.
 
-use super::{ExitCode, QualifyOpts, TargetKindArg, render::render_error};
+use super::{ExitCode, QualifyOpts, render::render_error};
 use crate::compare::CALIBRATION_TOLERANCE;
-use crate::config::LoadOpts;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -219,24 +218,14 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         }
     };
     // Load once here so a bad config is reported once, not by every child.
-    let config = match crate::config::load(&LoadOpts {
-        manifest_path: opts.config.manifest_path.clone(),
-        package: opts.config.package.clone(),
-        config: opts.config.config.clone(),
-        profile: opts.config.profile.clone(),
-        cwd: cwd.clone(),
-    }) {
+    let config = match crate::config::load(&opts.config.load_opts(cwd.clone())) {
         Ok(config) => config,
         Err(e) => {
             eprint!("{}", render_error(&e));
             return ExitCode::USAGE;
         }
     };
-    let out_dir = match (&opts.out_dir, &config.source.package) {
-        (Some(dir), _) => cwd.join(dir),
-        (None, Some(package)) => package.target_directory.join("loadgate").join("qualify"),
-        (None, None) => cwd.join("target/loadgate/qualify"),
-    };
+    let out_dir = super::run::out_dir(opts.out_dir.as_deref(), &config, &cwd, Some("qualify"));
     let store = out_dir.join("baselines");
     // A fresh baseline every time: an old one from another commit or config would not be found,
     // and one from earlier on this commit would not be fresh.
@@ -341,10 +330,7 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         .json
         .as_ref()
         .map_or_else(|| out_dir.join("qualify.json"), |p| cwd.join(p));
-    match serde_json::to_vec_pretty(&report)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| std::fs::write(&json_path, bytes))
-    {
+    match crate::baseline::write_json_atomic(&json_path, &report) {
         Ok(()) => println!("report: {}", json_path.display()),
         Err(e) => {
             eprintln!("error: cannot write {}: {e}", json_path.display());
@@ -383,13 +369,11 @@ impl ChildRun<'_> {
         if let Some(profile) = &config.profile {
             push("--profile", profile.clone());
         }
-        if let Some(target) = opts.target {
-            let name = match target {
-                TargetKindArg::Container => "container",
-                TargetKindArg::Process => "process",
-                TargetKindArg::Url => "url",
-            };
-            push("--target", name.to_owned());
+        if let Some(value) = opts
+            .target
+            .and_then(|t| clap::ValueEnum::to_possible_value(&t))
+        {
+            push("--target", value.get_name().to_owned());
         }
         for (k, v) in &opts.env {
             push("--env", format!("{k}={v}"));
@@ -640,7 +624,7 @@ mod tests {
                 profile: Some("ci".to_owned()),
                 ..Default::default()
             },
-            target: Some(TargetKindArg::Process),
+            target: Some(crate::cli::TargetKindArg::Process),
             runs: 3,
             inject: vec![("DEMO_CPU_US".to_owned(), "3000".to_owned())],
             env: vec![("RUST_LOG".to_owned(), "warn".to_owned())],

@@ -11,8 +11,7 @@ use crate::baseline::{
 use crate::calibrate::Calibration;
 use crate::compare::SlopeEstimate;
 use crate::config::{
-    ConfigError, GeneratorConfig, LoadOpts, LoadgateConfig, TargetKind, TargetSource,
-    WorkloadConfig,
+    ConfigError, GeneratorConfig, LoadgateConfig, TargetKind, TargetSource, WorkloadConfig,
 };
 use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
 use crate::measure::{PhaseMeasurement, Progress};
@@ -124,15 +123,9 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let cwd = std::env::current_dir().map_err(|e| RunError::Usage {
         message: format!("cannot read the current directory: {e}"),
     })?;
-    let config = crate::config::load(&LoadOpts {
-        manifest_path: opts.config.manifest_path.clone(),
-        package: opts.config.package.clone(),
-        config: opts.config.config.clone(),
-        profile: opts.config.profile.clone(),
-        cwd: cwd.clone(),
-    })?;
+    let config = crate::config::load(&opts.config.load_opts(cwd.clone()))?;
     let kind = resolve_kind(opts, &config).await?;
-    let out_dir = out_dir(opts, &config, &cwd);
+    let out_dir = out_dir(opts.out_dir.as_deref(), &config, &cwd, None);
     let result_path = out_dir.join("result.json");
     let run_id = std::env::var("LOADGATE_RUN_ID").unwrap_or_else(|_| new_run_id());
 
@@ -725,11 +718,22 @@ async fn resolve_kind(opts: &RunOpts, config: &LoadgateConfig) -> Result<TargetK
     }
 }
 
-fn out_dir(opts: &RunOpts, config: &LoadgateConfig, cwd: &Path) -> PathBuf {
-    match (&opts.out_dir, &config.source.package) {
+/// `--out-dir` (relative to `cwd`), else `loadgate` in the package's target directory, else
+/// `target/loadgate` under `cwd`; `sub` is appended to the default (not to `--out-dir`).
+pub(crate) fn out_dir(
+    given: Option<&Path>,
+    config: &LoadgateConfig,
+    cwd: &Path,
+    sub: Option<&str>,
+) -> PathBuf {
+    let default = match &config.source.package {
+        Some(package) => package.target_directory.join("loadgate"),
+        None => cwd.join("target/loadgate"),
+    };
+    match (given, sub) {
         (Some(dir), _) => cwd.join(dir),
-        (None, Some(package)) => package.target_directory.join("loadgate"),
-        (None, None) => cwd.join("target/loadgate"),
+        (None, Some(sub)) => default.join(sub),
+        (None, None) => default,
     }
 }
 

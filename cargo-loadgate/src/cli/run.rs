@@ -776,11 +776,7 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     if let Some(soak) = &outcome.soak {
         out.push_str(&format!(
             "\nsoak at {:.0}% of {} capacity: offered {} req/s, achieved {} req/s over {} windows\n",
-            if soak.capacity_sessions_per_sec > 0.0 {
-                soak.at_sessions_per_sec / soak.capacity_sessions_per_sec * 100.0
-            } else {
-                0.0
-            },
+            soak.percent_of_capacity(),
             match soak.capacity_from {
                 CapacitySource::Baseline => "the baseline's",
                 CapacitySource::ThisRun => "this run's",

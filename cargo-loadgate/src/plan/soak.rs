@@ -67,6 +67,17 @@ pub struct SoakOutcome {
     pub samples: usize,
 }
 
+impl SoakOutcome {
+    /// The soak's rate as a percentage of the capacity it was set from (0 without a capacity).
+    pub fn percent_of_capacity(&self) -> f64 {
+        if self.capacity_sessions_per_sec > 0.0 {
+            self.at_sessions_per_sec / self.capacity_sessions_per_sec * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The slopes of a soak: p99 of each window in which something completed, against the window's
 /// middle; RSS, threads and fds of each sample against its time. Samples should cover only the
 /// measured part of the phase (see [`super::PhaseRun::resources`]); their time origin does not

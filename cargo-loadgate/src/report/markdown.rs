@@ -11,17 +11,28 @@ use crate::plan::{SoakOutcome, format_bytes_per_sec, format_latency, format_rate
 use std::fmt::Write as _;
 use std::time::Duration;
 
-/// Renders the summary of a run.
-pub fn markdown_summary(result: &RunResult) -> String {
-    let mut md = String::new();
-    let (icon, word) = match result.verdict.as_ref().map(|v| v.outcome) {
+/// The icon and word of a verdict's outcome; `None` is a run without one.
+pub(crate) fn verdict_badge(outcome: Option<VerdictOutcome>) -> (&'static str, &'static str) {
+    match outcome {
         Some(VerdictOutcome::Pass) => ("✅", "pass"),
         Some(VerdictOutcome::Regression) => ("❌", "regression"),
         Some(VerdictOutcome::Inconclusive) => ("⚠️", "inconclusive"),
         Some(VerdictOutcome::NoBaseline) => ("ℹ️", "no baseline"),
-        None => ("⏳", "no verdict (the run did not finish)"),
+        None => ("⏳", "no verdict"),
+    }
+}
+
+/// Renders the summary of a run.
+pub fn markdown_summary(result: &RunResult) -> String {
+    let mut md = String::new();
+    let outcome = result.verdict.as_ref().map(|v| v.outcome);
+    let (icon, word) = verdict_badge(outcome);
+    let unfinished = if outcome.is_none() {
+        " (the run did not finish)"
+    } else {
+        ""
     };
-    let _ = writeln!(md, "## {icon} cargo-loadgate: {word}\n");
+    let _ = writeln!(md, "## {icon} cargo-loadgate: {word}{unfinished}\n");
     if let Some(verdict) = &result.verdict {
         let _ = writeln!(md, "{}\n", escape(&verdict.rule_fired));
     }

@@ -12,7 +12,7 @@
 use super::markdown::escape;
 use crate::baseline::{RESULT_FORMAT_VERSION, short};
 use crate::cli::table;
-use crate::compare::{FiguresError, RunFigures, SlopeEstimate, Verdict, VerdictOutcome};
+use crate::compare::{FiguresError, RunFigures, SlopeEstimate, Verdict};
 use crate::measure::{OperationSummary, PhaseSummary};
 use crate::plan::{CapacitySource, RampOutcome, SoakOutcome, format_bytes_per_sec, format_rate};
 use serde::Deserialize;
@@ -424,14 +424,7 @@ fn times(value: f64, base: f64) -> String {
     if !(base > 0.0 && value.is_finite() && base.is_finite()) {
         return "–".to_owned();
     }
-    let ratio = value / base;
-    if ratio >= 100.0 {
-        format!("{ratio:.0}×")
-    } else if ratio >= 10.0 {
-        format!("{ratio:.1}×")
-    } else {
-        format!("{ratio:.2}×")
-    }
+    format!("{}×", format_rate(value / base))
 }
 
 fn ms(d: Duration) -> String {
@@ -606,13 +599,7 @@ fn render(runs: &[ReportRun], style: Style) -> String {
 }
 
 fn outcome_word(verdict: Option<&Verdict>, style: Style) -> String {
-    let (icon, word) = match verdict.map(|v| v.outcome) {
-        Some(VerdictOutcome::Pass) => ("✅", "pass"),
-        Some(VerdictOutcome::Regression) => ("❌", "regression"),
-        Some(VerdictOutcome::Inconclusive) => ("⚠️", "inconclusive"),
-        Some(VerdictOutcome::NoBaseline) => ("ℹ️", "no baseline"),
-        None => ("⏳", "no verdict"),
-    };
+    let (icon, word) = super::markdown::verdict_badge(verdict.map(|v| v.outcome));
     match style {
         Style::Terminal => word.to_owned(),
         Style::Markdown => format!("{icon} {word}"),
@@ -811,11 +798,7 @@ fn soak(out: &mut String, runs: &[ReportRun], style: Style) {
         .iter()
         .map(|(run, soak)| {
             let o = &soak.outcome;
-            let share = if o.capacity_sessions_per_sec > 0.0 {
-                o.at_sessions_per_sec / o.capacity_sessions_per_sec * 100.0
-            } else {
-                0.0
-            };
+            let share = o.percent_of_capacity();
             let of = match o.capacity_from {
                 CapacitySource::Baseline => "the baseline's knee",
                 CapacitySource::ThisRun => "its own knee",

@@ -9,7 +9,6 @@ use crate::baseline::{
     ToolInfo, config_hash, fingerprint, short, write_json_atomic,
 };
 use crate::calibrate::Calibration;
-use crate::compare::SlopeEstimate;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadgateConfig, TargetKind, TargetSource, WorkloadConfig,
 };
@@ -17,8 +16,8 @@ use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
 use crate::measure::{PhaseMeasurement, Progress};
 use crate::plan::{
     CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
-    PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_bytes_per_sec, format_rate,
-    render_step_table, run_plan,
+    PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_rate, render_step_table,
+    run_plan,
 };
 use crate::target::{BootEvent, BootRequest, ResourceSampler, TargetError};
 use crate::workload::Schedule;
@@ -835,8 +834,9 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
                     .unwrap_or_default()
             ));
         }
-        let slope =
-            |name: &str, value: Option<&SlopeEstimate>, fmt: &dyn Fn(f64) -> String| match value {
+        out.push_str("slopes over the soak:\n");
+        for (name, value, fmt) in soak.slopes.named() {
+            out.push_str(&match value {
                 Some(v) => format!(
                     "  {name:<8} {} per s (95% interval {} to {})\n",
                     fmt(v.estimate),
@@ -844,26 +844,8 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
                     fmt(v.high)
                 ),
                 None => format!("  {name:<8} too few points for a slope\n"),
-            };
-        out.push_str("slopes over the soak:\n");
-        out.push_str(&slope(
-            "RSS",
-            soak.slopes.rss_bytes_per_sec.as_ref(),
-            &|v| format_bytes_per_sec(v).trim_end_matches("/s").to_owned(),
-        ));
-        out.push_str(&slope(
-            "p99",
-            soak.slopes.p99_seconds_per_sec.as_ref(),
-            &|v| format!("{:.3} ms", v * 1e3),
-        ));
-        out.push_str(&slope(
-            "threads",
-            soak.slopes.threads_per_sec.as_ref(),
-            &|v| format!("{v:.3}"),
-        ));
-        out.push_str(&slope("fds", soak.slopes.fds_per_sec.as_ref(), &|v| {
-            format!("{v:.3}")
-        }));
+            });
+        }
         if let Some(leak) = &soak.leak {
             out.push_str(&format!("LEAK: {leak}\n"));
         }

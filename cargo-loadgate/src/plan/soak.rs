@@ -21,6 +21,31 @@ pub struct Slopes {
     pub fds_per_sec: Option<SlopeEstimate>,
 }
 
+/// A slope's name, its estimate if there were enough points, and how one of its values reads.
+pub type NamedSlope<'a> = (&'static str, Option<&'a SlopeEstimate>, fn(f64) -> String);
+
+impl Slopes {
+    /// The four slopes in the order the readers list them, each with its name and how one of
+    /// its values reads (per second, the "/s" left to the reader).
+    pub fn named(&self) -> [NamedSlope<'_>; 4] {
+        fn bytes(v: f64) -> String {
+            format_bytes_per_sec(v).trim_end_matches("/s").to_owned()
+        }
+        fn millis(v: f64) -> String {
+            format!("{:.3} ms", v * 1e3)
+        }
+        fn count(v: f64) -> String {
+            format!("{v:.3}")
+        }
+        [
+            ("RSS", self.rss_bytes_per_sec.as_ref(), bytes),
+            ("p99", self.p99_seconds_per_sec.as_ref(), millis),
+            ("threads", self.threads_per_sec.as_ref(), count),
+            ("fds", self.fds_per_sec.as_ref(), count),
+        ]
+    }
+}
+
 /// Where the soak's capacity figure came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

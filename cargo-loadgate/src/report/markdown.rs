@@ -7,7 +7,7 @@ use crate::baseline::RunResult;
 use crate::compare::{
     Metric, MetricComparison, Outcome, VerdictOutcome, format_change, format_threshold, metric_name,
 };
-use crate::plan::{SoakOutcome, format_bytes_per_sec, format_latency, format_rate};
+use crate::plan::{SoakOutcome, format_latency, format_rate};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -168,33 +168,17 @@ fn soak_section(md: &mut String, soak: &SoakOutcome) {
         "**Soak:** {:.1} req/s offered for {} windows; slopes with 95% intervals:\n",
         soak.offered_rate_per_sec, soak.windows
     );
-    let line = |name: &str,
-                v: Option<&crate::compare::SlopeEstimate>,
-                f: &dyn Fn(f64) -> String| match v {
-        Some(v) => format!(
-            "- {name}: {} per s ({} … {})\n",
-            f(v.estimate),
-            f(v.low),
-            f(v.high)
-        ),
-        None => format!("- {name}: too few points\n"),
-    };
-    md.push_str(&line("RSS", soak.slopes.rss_bytes_per_sec.as_ref(), &|v| {
-        format_bytes_per_sec(v).trim_end_matches("/s").to_owned()
-    }));
-    md.push_str(&line(
-        "p99",
-        soak.slopes.p99_seconds_per_sec.as_ref(),
-        &|v| format!("{:.3} ms", v * 1e3),
-    ));
-    md.push_str(&line(
-        "threads",
-        soak.slopes.threads_per_sec.as_ref(),
-        &|v| format!("{v:.3}"),
-    ));
-    md.push_str(&line("fds", soak.slopes.fds_per_sec.as_ref(), &|v| {
-        format!("{v:.3}")
-    }));
+    for (name, value, f) in soak.slopes.named() {
+        md.push_str(&match value {
+            Some(v) => format!(
+                "- {name}: {} per s ({} … {})\n",
+                f(v.estimate),
+                f(v.low),
+                f(v.high)
+            ),
+            None => format!("- {name}: too few points\n"),
+        });
+    }
     if let Some(leak) = &soak.leak {
         let _ = writeln!(md, "\n**Leak:** {}", escape(leak));
     }

@@ -14,7 +14,7 @@ use crate::baseline::{RESULT_FORMAT_VERSION, short};
 use crate::cli::table;
 use crate::compare::{FiguresError, RunFigures, SlopeEstimate, Verdict};
 use crate::measure::{OperationSummary, PhaseSummary};
-use crate::plan::{CapacitySource, RampOutcome, SoakOutcome, format_bytes_per_sec, format_rate};
+use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, format_rate};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -945,26 +945,22 @@ fn operations(
 }
 
 fn slopes(out: &mut String, with_soak: &[(&ReportRun, &Soak)], style: Style) {
-    let cell = |v: Option<&SlopeEstimate>, f: &dyn Fn(f64) -> String| match v {
+    let cell = |v: Option<&SlopeEstimate>, f: fn(f64) -> String| match v {
         Some(v) => format!("{} ({} … {})", f(v.estimate), f(v.low), f(v.high)),
         None => "too few points".to_owned(),
     };
-    let bytes = |v: f64| format_bytes_per_sec(v).trim_end_matches("/s").to_owned();
-    let millis = |v: f64| format!("{:.3} ms", v * 1e3);
-    let count = |v: f64| format!("{v:.3}");
-    type Pick = fn(&SoakOutcome) -> Option<&SlopeEstimate>;
-    type Format<'a> = &'a dyn Fn(f64) -> String;
-    let metrics: [(&str, Pick, Format<'_>); 4] = [
-        ("RSS", |o| o.slopes.rss_bytes_per_sec.as_ref(), &bytes),
-        ("p99", |o| o.slopes.p99_seconds_per_sec.as_ref(), &millis),
-        ("threads", |o| o.slopes.threads_per_sec.as_ref(), &count),
-        ("fds", |o| o.slopes.fds_per_sec.as_ref(), &count),
-    ];
-    let rows: Vec<Vec<String>> = metrics
+    // Row i is the i-th of each run's named slopes.
+    let per_run: Vec<_> = with_soak
         .iter()
-        .map(|(name, pick, f)| {
+        .map(|(_, s)| s.outcome.slopes.named())
+        .collect();
+    let rows: Vec<Vec<String>> = Slopes::default()
+        .named()
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _, _))| {
             std::iter::once((*name).to_owned())
-                .chain(with_soak.iter().map(|(_, s)| cell(pick(&s.outcome), *f)))
+                .chain(per_run.iter().map(|named| cell(named[i].1, named[i].2)))
                 .collect()
         })
         .collect();

@@ -12,7 +12,7 @@
 //! or the machines (or their moods) differ and the comparison is inconclusive; and the run's own
 //! figures before and after its phases must agree, or the machine drifted during the run.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: calibration\r\n\r\n";
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 /// One calibration measurement.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
     /// The median burst's round trips per second.
     pub round_trips_per_sec: f64,
@@ -37,7 +37,7 @@ pub struct Measurement {
 }
 
 /// The run's calibration, as recorded in the result (top-level `calibration`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     /// The figure compared between base and head: the mean of `before` and `after` (or the one
     /// that was measured) in round trips per second.

@@ -13,5 +13,7 @@ pub mod image;
 pub mod measure;
 pub mod plan;
 pub mod report;
-pub mod target;
+pub mod result;
+pub mod stats;
+pub mod targets;
 pub mod workload;

@@ -11,7 +11,7 @@ mod support;
 
 use cargo_loadgate::{
     config::TargetKind,
-    target::{boot, install_cleanup_handlers},
+    targets::{boot, install_cleanup_handlers},
 };
 use std::{
     io::{BufRead as _, BufReader},

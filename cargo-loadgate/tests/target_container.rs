@@ -9,7 +9,7 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 use cargo_loadgate::{
     config::{TargetKind, TargetSource},
     image::{BuildMode, Packing, cargo_build, host_triple, pack_binary},
-    target::{BootEvent, SampleSource, SweepScope, TargetError, boot, sweep},
+    targets::{BootEvent, SampleSource, SweepScope, TargetError, boot, sweep},
 };
 use std::{
     collections::HashMap,

@@ -6,7 +6,7 @@ mod support;
 
 use cargo_loadgate::{
     config::TargetKind,
-    target::{BootEvent, SampleSource, TargetError, boot},
+    targets::{BootEvent, SampleSource, TargetError, boot},
 };
 use std::time::{Duration, Instant};
 use support::*;

@@ -103,7 +103,7 @@ impl Store for DirStore {
         note.upsert(entry.clone());
         // Readable by everyone (0644 minus the umask): the directory is often a CI cache shared
         // between jobs running as other users.
-        super::result::write_file_atomic(&path, &note.to_bytes()).map_err(Self::io("write", &path))
+        crate::result::write_file_atomic(&path, &note.to_bytes()).map_err(Self::io("write", &path))
     }
 
     fn list(&self) -> Result<Vec<String>, BaselineError> {
@@ -170,7 +170,7 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(
             mode(&dir.path().join(format!("{C}.json"))),
-            mode(&reference) & super::super::WRITTEN_FILE_MODE
+            mode(&reference) & crate::result::WRITTEN_FILE_MODE
         );
     }
 

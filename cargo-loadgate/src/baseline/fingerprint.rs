@@ -7,8 +7,8 @@
 //! enters as a count, not as core ids, since the same machine class pins different ids.
 
 use super::error::BaselineError;
-use super::result::{Environment, hex_sha256};
-use crate::target::TargetInfo;
+use crate::result::{Environment, hex_sha256};
+use crate::targets::TargetInfo;
 use serde::{Deserialize, Serialize};
 
 /// What must match between a baseline's environment and this run's.

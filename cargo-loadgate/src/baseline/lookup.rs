@@ -7,8 +7,8 @@ use super::error::{BaselineError, short};
 use super::fingerprint::Fingerprint;
 use super::git::Git;
 use super::note::StoredEntry;
-use super::result::RESULT_FORMAT_VERSION;
 use super::store::Store;
+use crate::result::RESULT_FORMAT_VERSION;
 use std::fmt;
 use std::path::Path;
 

@@ -9,7 +9,6 @@ mod git;
 mod lookup;
 mod note;
 mod notes;
-mod result;
 mod store;
 
 pub use dir::DirStore;
@@ -23,9 +22,3 @@ pub use lookup::{
 pub use note::{NOTE_FORMAT_VERSION, StoredEntry, StoredNote};
 pub use notes::{MAX_SAVE_ATTEMPTS, NotesStore};
 pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};
-
-pub use result::{
-    BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
-    SloLatencyLimit, SloSummary, ToolInfo, WRITTEN_FILE_MODE, config_hash, hex_sha256, unix_ms,
-    write_file_atomic, write_json_atomic,
-};

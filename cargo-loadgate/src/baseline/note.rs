@@ -12,7 +12,7 @@
 
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
-use super::result::RESULT_FORMAT_VERSION;
+use crate::result::RESULT_FORMAT_VERSION;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -79,7 +79,7 @@ fn run_inner(opts: &BaselineOpts) -> Result<(), BaselineError> {
                     location: from.display().to_string(),
                     detail: e.to_string(),
                 })?;
-            let entry = StoredEntry::from_result(&value, *allow_dirty, crate::baseline::unix_ms())?;
+            let entry = StoredEntry::from_result(&value, *allow_dirty, crate::result::unix_ms())?;
             store.save(&entry)?;
             println!(
                 "saved the baseline of {} in {}",

@@ -1,7 +1,7 @@
 //! `cargo loadgate clean`: remove containers and images that loadgate labelled and left behind.
 
 use super::{CleanOpts, ExitCode, render::render_error};
-use crate::target::{SweepScope, sweep};
+use crate::targets::{SweepScope, sweep};
 
 /// Runs `cargo loadgate clean` and returns the exit code.
 pub fn run(opts: &CleanOpts) -> i32 {

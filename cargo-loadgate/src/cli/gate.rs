@@ -4,14 +4,13 @@
 
 use super::render::table;
 use crate::baseline::{
-    BaselineError, BaselineRef, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, RunResult, StoreSpec,
-    StoredEntry, Wanted, lookup, short,
+    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, Wanted,
+    lookup, short,
 };
-use crate::compare::{
-    Comparison, Outcome, RunFigures, Verdict, VerdictOutcome, compare, format_change,
-    format_threshold, metric_name,
-};
+use crate::compare::{RunFigures, compare, format_change, format_threshold, metric_name};
 use crate::config::GateConfig;
+use crate::result::{BaselineRef, RunResult};
+use crate::result::{Comparison, Outcome, Verdict, VerdictOutcome};
 use std::path::Path;
 
 /// Where the gate's options come from (a part of `RunOpts`).
@@ -163,7 +162,7 @@ pub fn save(
     // Serializing our own result cannot fail (no non-string map keys); a `null` would be refused
     // by `from_result` as not savable anyway.
     let value = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
-    let entry = StoredEntry::from_result(&value, options.allow_dirty, crate::baseline::unix_ms())?;
+    let entry = StoredEntry::from_result(&value, options.allow_dirty, crate::result::unix_ms())?;
     let store = StoreSpec::parse(&options.store)?.open(repo);
     store.save(&entry)?;
     Ok(format!("{} for {}", store.describe(), short(&entry.commit)))

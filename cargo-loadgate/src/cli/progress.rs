@@ -7,11 +7,11 @@
 //! <https://no-color.org>: only on a terminal, never when `NO_COLOR` is set to a non-empty value,
 //! and sparingly — the word that says whether a step held and the verdict's word.
 
-use crate::compare::{Verdict, VerdictOutcome};
 use crate::config::format_duration;
 use crate::engine::PhaseSpec;
 use crate::measure::Progress;
 use crate::plan::{StepRecord, StepStatus, format_rate};
+use crate::result::{Verdict, VerdictOutcome};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::ffi::OsStr;
 use std::io::IsTerminal;

@@ -87,7 +87,7 @@ impl Rate {
         }
         let n = f64::from(of);
         let p = f64::from(hits) / n;
-        let z = crate::compare::normal_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0);
+        let z = crate::stats::normal_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0);
         let z2 = z * z;
         let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
         let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
@@ -330,7 +330,7 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         .json
         .as_ref()
         .map_or_else(|| out_dir.join("qualify.json"), |p| cwd.join(p));
-    match crate::baseline::write_json_atomic(&json_path, &report) {
+    match crate::result::write_json_atomic(&json_path, &report) {
         Ok(()) => println!("report: {}", json_path.display()),
         Err(e) => {
             eprintln!("error: cannot write {}: {e}", json_path.display());

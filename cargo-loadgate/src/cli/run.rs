@@ -4,10 +4,7 @@
 use super::gate::{self, Baseline, GateOptions};
 use super::progress::{self, OutputMode, PhaseBar, RunDisplay};
 use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::table};
-use crate::baseline::{
-    BaselineError, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
-    ToolInfo, config_hash, fingerprint, short, write_json_atomic,
-};
+use crate::baseline::{BaselineError, fingerprint, short};
 use crate::calibrate::Calibration;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadgateConfig, TargetKind, TargetSource, WorkloadConfig,
@@ -19,7 +16,11 @@ use crate::plan::{
     PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_rate, render_step_table,
     run_plan,
 };
-use crate::target::{BootEvent, BootRequest, ResourceSampler, TargetError};
+use crate::result::{
+    Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
+    config_hash, write_json_atomic,
+};
+use crate::targets::{BootEvent, BootRequest, ResourceSampler, TargetError};
 use crate::workload::Schedule;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// How long to wait for the Docker engine to answer before falling back to a process target.
-const ENGINE_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What can stop a run before it measured anything worth keeping.
 #[derive(Debug, thiserror::Error)]
@@ -128,12 +129,12 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let result_path = out_dir.join("result.json");
     let run_id = std::env::var("LOADGATE_RUN_ID").unwrap_or_else(|_| new_run_id());
 
-    crate::target::install_cleanup_handlers()?;
+    crate::targets::install_cleanup_handlers()?;
 
     let generator_core = crate::engine::generator_core();
     let target_cpuset = generator_core.map(|_| cpuset_string(&crate::engine::target_cores()));
     let engine_version = if kind == TargetKind::Container {
-        crate::target::detect_engine(ENGINE_PROBE_TIMEOUT)
+        crate::targets::detect_docker(DOCKER_PROBE_TIMEOUT)
             .await
             .ok()
             .map(|e| e.version)
@@ -151,7 +152,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         run_id: run_id.clone(),
         cpuset: target_cpuset.clone(),
     };
-    let target = crate::target::boot(request, &print_boot_event).await?;
+    let target = crate::targets::boot(request, &print_boot_event).await?;
     let info = target.info();
     eprintln!(
         "      Target {} at {}{}",
@@ -169,12 +170,12 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let mut result = RunResult {
         format_version: RESULT_FORMAT_VERSION,
         tool: ToolInfo::current(),
-        started_at_unix_ms: crate::baseline::unix_ms(),
+        started_at_unix_ms: crate::result::unix_ms(),
         status: RunStatus::Running,
         git: GitInfo::of(&git_dir),
         profile: config.profile.clone(),
         config_path: config.source.path.clone(),
-        slo: Some(crate::baseline::SloSummary::of(&config.slo)),
+        slo: Some(crate::result::SloSummary::of(&config.slo)),
         config_hash: config_hash(&config),
         environment: Environment::detect(engine_version, generator_core, target_cpuset),
         target: Some(info),
@@ -704,7 +705,7 @@ async fn resolve_kind(opts: &RunOpts, config: &LoadgateConfig) -> Result<TargetK
         }),
         (Some(kind), false) => Ok(kind),
         (None, false) if config_is_url => Ok(TargetKind::Url),
-        (None, false) => match crate::target::detect_engine(ENGINE_PROBE_TIMEOUT).await {
+        (None, false) => match crate::targets::detect_docker(DOCKER_PROBE_TIMEOUT).await {
             Ok(_) => Ok(TargetKind::Container),
             Err(e) => {
                 let first_line = e.to_string().lines().next().unwrap_or_default().to_owned();
@@ -872,7 +873,7 @@ fn cpuset_string(cores: &[usize]) -> String {
 }
 
 fn new_run_id() -> String {
-    format!("{:x}-{:x}", crate::baseline::unix_ms(), std::process::id())
+    format!("{:x}-{:x}", crate::result::unix_ms(), std::process::id())
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! stored in a baseline): the phase measured at the comparison's load point, the knee bracket,
 //! the soak's RSS series and the calibration figure.
 
-use super::slope::{DEFAULT_CONFIDENCE, SlopeEstimate};
-use crate::baseline::RunResult;
 use crate::measure::PhaseMeasurement;
+use crate::result::RunResult;
+use crate::stats::slope::{DEFAULT_CONFIDENCE, SlopeEstimate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

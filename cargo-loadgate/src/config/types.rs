@@ -86,7 +86,7 @@ pub enum TargetSource {
 
 /// How the target is run. Chosen on the command line, or automatically (container when a Docker
 /// engine answers, process otherwise).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TargetKind {
     /// In a container on the local Docker engine.

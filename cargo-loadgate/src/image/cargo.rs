@@ -1,7 +1,7 @@
 //! Building the crate's binary with cargo: `--message-format=json-render-diagnostics`, so that the
 //! executable's path comes from cargo's own JSON messages and the human diagnostics stay readable.
 
-use crate::{config::PackageRef, target::TargetError, target::ring::LogRing};
+use crate::{config::PackageRef, targets::TargetError, targets::ring::LogRing};
 use std::{path::PathBuf, process::Stdio};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 

@@ -5,7 +5,7 @@
 use super::{BuildMode, ElfLinkage, cargo_build, elf_linkage, host_triple};
 use crate::{
     config::PackageRef,
-    target::{BootEvent, TargetError, engine::is_not_found, ring::LogRing},
+    targets::{BootEvent, TargetError, docker::is_not_found, ring::LogRing},
 };
 use bollard::{Docker, query_parameters::BuildImageOptionsBuilder};
 use futures::StreamExt as _;

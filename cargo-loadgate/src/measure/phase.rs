@@ -173,7 +173,7 @@ mod option_millis {
 }
 
 /// Percentiles and counts of one operation (or of all of them), for people and the CLI.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OperationSummary {
     /// The operation's name, or `total`.
     pub name: String,
@@ -228,7 +228,7 @@ impl OperationSummary {
 }
 
 /// The figures a person reads first about a phase.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PhaseSummary {
     /// The phase's name.
     pub name: String,

@@ -1,10 +1,10 @@
 //! The soak sample's figures: Theil–Sen slopes with block-bootstrap intervals of RSS, p99,
 //! threads and file descriptors over time, and the leak finding.
 
-use crate::compare::slope::{BootstrapOptions, SlopeEstimate, theil_sen_bootstrap};
 use crate::config::GateConfig;
 use crate::measure::Window;
-use crate::target::ResourceSample;
+use crate::stats::slope::{BootstrapOptions, SlopeEstimate, theil_sen_bootstrap};
+use crate::targets::ResourceSample;
 use serde::{Deserialize, Serialize};
 
 /// The slopes of the soak's series, each `null` when the series had fewer than three points (a

@@ -98,7 +98,7 @@ pub fn write_charts(
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChartError> {
     // Readable like any file the user writes (0644 minus the umask), not 0600 like a temporary
     // file: charts are meant to be published as CI artifacts.
-    crate::baseline::write_file_atomic(path, bytes).map_err(|source| ChartError::Write {
+    crate::result::write_file_atomic(path, bytes).map_err(|source| ChartError::Write {
         path: path.to_owned(),
         source,
     })
@@ -1777,7 +1777,7 @@ mod tests {
         // write), not the 0600 of a temporary file.
         assert_eq!(
             mode(&written[0]),
-            mode(&reference) & crate::baseline::WRITTEN_FILE_MODE
+            mode(&reference) & crate::result::WRITTEN_FILE_MODE
         );
     }
 

@@ -5,10 +5,9 @@
 //! `error`. Properties hold the commits, the profile and the environment. The XML is written with
 //! nextest's `quick-junit`, which escapes markup and drops characters XML cannot carry.
 
-use crate::baseline::RunResult;
-use crate::compare::{
-    Metric, MetricComparison, Outcome, VerdictOutcome, format_change, format_threshold, metric_name,
-};
+use crate::compare::{format_change, format_threshold, metric_name};
+use crate::result::RunResult;
+use crate::result::{Metric, MetricComparison, Outcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
 
@@ -101,7 +100,7 @@ pub fn write_junit(path: &Path, result: &RunResult) -> std::io::Result<()> {
     let xml = junit_report(result)
         .to_string()
         .map_err(std::io::Error::other)?;
-    crate::baseline::write_file_atomic(path, xml.as_bytes())
+    crate::result::write_file_atomic(path, xml.as_bytes())
 }
 
 fn check_case(m: &MetricComparison) -> TestCase {
@@ -161,7 +160,7 @@ fn properties(result: &RunResult) -> Vec<Property> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::{Environment, RESULT_FORMAT_VERSION, RunStatus, ToolInfo};
+    use crate::result::{Environment, RESULT_FORMAT_VERSION, RunStatus, ToolInfo};
 
     /// A run that measured nothing: enough for the writer.
     fn empty_result() -> RunResult {

@@ -3,11 +3,10 @@
 //! the generator's health, and where and what was measured. Formatting only: every number comes
 //! from the result and the comparison.
 
-use crate::baseline::RunResult;
-use crate::compare::{
-    Metric, MetricComparison, Outcome, VerdictOutcome, format_change, format_threshold, metric_name,
-};
+use crate::compare::{format_change, format_threshold, metric_name};
 use crate::plan::{SoakOutcome, format_latency, format_rate};
+use crate::result::RunResult;
+use crate::result::{Metric, MetricComparison, Outcome, VerdictOutcome};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -195,12 +194,12 @@ pub(super) fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::{
-        BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunStatus, ToolInfo,
-    };
-    use crate::compare::{Comparison, Verdict};
     use crate::measure::PhaseMeasurement;
     use crate::plan::RampOutcome;
+    use crate::result::{
+        BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunStatus, ToolInfo,
+    };
+    use crate::result::{Comparison, Verdict};
     use serde::Deserialize;
     use serde_json::Value;
     use std::path::PathBuf;

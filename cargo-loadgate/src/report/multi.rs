@@ -10,11 +10,14 @@
 //! the statistical comparison with its baseline.
 
 use super::markdown::escape;
-use crate::baseline::{RESULT_FORMAT_VERSION, short};
+use crate::baseline::short;
 use crate::cli::table;
-use crate::compare::{FiguresError, RunFigures, SlopeEstimate, Verdict};
+use crate::compare::{FiguresError, RunFigures};
 use crate::measure::{OperationSummary, PhaseSummary};
 use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, format_rate};
+use crate::result::RESULT_FORMAT_VERSION;
+use crate::result::Verdict;
+use crate::stats::SlopeEstimate;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;

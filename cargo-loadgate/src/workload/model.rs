@@ -9,8 +9,8 @@
 //! elimination with partial pivoting instead of inverting.
 
 use super::schedule::{MAX_SESSION_STEPS, PathModel};
-use crate::compare::normal_quantile;
 use crate::config::{ThinkTime, WorkloadConfig};
+use crate::stats::normal_quantile;
 use serde::Serialize;
 use std::fmt;
 

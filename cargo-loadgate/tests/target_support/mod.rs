@@ -9,7 +9,7 @@
 
 use cargo_loadgate::{
     config::{PackageRef, ReadyConfig, TargetConfig, TargetKind, TargetSource},
-    target::{BootEvent, BootRequest, ResourceSample, cleanup},
+    targets::{BootEvent, BootRequest, ResourceSample, cleanup},
 };
 use std::{
     collections::BTreeMap,
@@ -166,7 +166,7 @@ impl Events {
 /// Whether the Docker engine answers. When it does not, says so LOUDLY on stderr and returns
 /// false, except under `CI`, where container tests are required and this panics.
 pub async fn docker_available(test: &str) -> bool {
-    match cargo_loadgate::target::detect_engine(Duration::from_secs(5)).await {
+    match cargo_loadgate::targets::detect_docker(Duration::from_secs(5)).await {
         Ok(_) => true,
         Err(e) => {
             let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");

@@ -79,7 +79,7 @@ fn erfc(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::normal_quantile;
+    use crate::stats::normal_quantile;
     use test_case::test_case;
 
     #[test_case(0.0, 0.5)]

@@ -3,21 +3,19 @@
 //! It is written to the out-dir after every phase (atomically), so an interrupted run keeps what it
 //! measured. Its schema is checked in at `docs/schema/run-result-v1.json` and validated in tests.
 
-use crate::compare::{Comparison, Verdict};
-use crate::config::{LoadgateConfig, SloConfig};
+use super::{Comparison, Verdict};
+use crate::config::SloConfig;
 use crate::measure::PhaseMeasurement;
 use crate::plan::{RampOutcome, SoakOutcome, quantile_label};
-use crate::target::{ResourceSample, TargetExit, TargetInfo};
+use crate::targets::{ResourceSample, TargetExit, TargetInfo};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The version of the result format. Readers refuse versions newer than the one they know.
 pub const RESULT_FORMAT_VERSION: u32 = 1;
 
 /// What one run measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
     /// [`RESULT_FORMAT_VERSION`] when written.
     pub format_version: u32,
@@ -111,7 +109,7 @@ impl SloSummary {
 }
 
 /// The baseline a run was compared with.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BaselineRef {
     /// The commit whose stored result is the baseline.
     pub commit: String,
@@ -122,7 +120,7 @@ pub struct BaselineRef {
 }
 
 /// One phase of the run with the hash of the schedule it followed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PhaseRecord {
     /// sha256 of the phase's seeded schedule: equal hashes mean the same offered load.
     pub schedule_hash: String,
@@ -132,7 +130,7 @@ pub struct PhaseRecord {
 }
 
 /// How far a run got.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunStatus {
     /// Still running: this file was written after a phase, and more were to come.
@@ -144,7 +142,7 @@ pub enum RunStatus {
 }
 
 /// The tool that wrote a result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ToolInfo {
     /// `cargo-loadgate`.
     pub name: String,
@@ -163,7 +161,7 @@ impl ToolInfo {
 }
 
 /// The commit a run measured.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GitInfo {
     /// The full commit id of HEAD.
     pub commit: String,
@@ -192,7 +190,7 @@ impl GitInfo {
 }
 
 /// Where a run happened: what makes numbers from two runs comparable or not.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     /// The CPU model (`model name` of /proc/cpuinfo).
     pub cpu_model: String,
@@ -239,15 +237,6 @@ impl Environment {
     }
 }
 
-/// sha256 (hex) of the resolved configuration, leaving out where it was read from.
-pub fn config_hash(config: &LoadgateConfig) -> String {
-    let mut value = serde_json::to_value(config).unwrap_or(serde_json::Value::Null);
-    if let Some(map) = value.as_object_mut() {
-        map.remove("source");
-    }
-    hex_sha256(value.to_string().as_bytes())
-}
-
 /// Milliseconds since the Unix epoch, now (0 if the clock is before it).
 pub fn unix_ms() -> u64 {
     std::time::SystemTime::now()
@@ -255,89 +244,9 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Lowercase hex sha256 of `bytes`.
-pub fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The mode of a file this tool writes, before the process umask applies: readable by everyone,
-/// writable by its owner (0644 under the usual umask 022), as a normal file create would leave it,
-/// not the 0600 of a temporary file. Results, reports, charts and stored baselines are read by
-/// other users and CI tools (artifact uploads, caches shared between jobs).
-pub const WRITTEN_FILE_MODE: u32 = 0o644;
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed and
-/// renamed over the old one, so a reader (or an interrupted run) never sees half a file. The file
-/// gets [`WRITTEN_FILE_MODE`] minus the process umask. The directory is created when missing.
-pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)?;
-    let mut builder = tempfile::Builder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        // Applied at creation (open's mode argument), so the umask still applies.
-        builder.permissions(std::fs::Permissions::from_mode(WRITTEN_FILE_MODE));
-    }
-    let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Writes `value` as pretty JSON (with a final newline) to `path` with [`write_file_atomic`].
-pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    let mut text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    text.push(b'\n');
-    write_file_atomic(path, &text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn generator_connections_enter_the_config_hash_only_when_set() {
-        let toml = |extra: &str| format!("{}\n[generator]\n{extra}", crate::config::MINIMAL_CONFIG);
-        let parse = |text: String| {
-            crate::config::parse_config_str(&text, std::path::Path::new("l.toml"), None, "default")
-                .expect("config")
-        };
-        let unset = parse(toml(""));
-        let zero = parse(toml("connections = 0\n"));
-        let three = parse(toml("connections = 3\n"));
-        // 0 is left out of the serialized config: configs from before the key hash as before.
-        let generator = serde_json::to_value(&unset.generator).expect("json");
-        assert!(generator.get("connections").is_none(), "{generator}");
-        assert!(generator.get("max_in_flight").is_some(), "{generator}");
-        assert_eq!(config_hash(&unset), config_hash(&zero));
-        assert_ne!(config_hash(&unset), config_hash(&three));
-    }
-
-    #[test]
-    fn atomic_write_replaces_the_file_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out/result.json");
-        write_json_atomic(&path, &serde_json::json!({"a": 1})).unwrap();
-        write_json_atomic(&path, &serde_json::json!({"a": 2})).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&text).unwrap()["a"],
-            2
-        );
-        // No temporary files are left beside it.
-        assert_eq!(
-            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
-            1
-        );
-    }
 
     #[test]
     fn the_slo_is_recorded_with_labels_and_milliseconds() {
@@ -366,53 +275,6 @@ mod tests {
                 "error_rate": 0.01,
                 "min_requests": 100,
             })
-        );
-    }
-
-    /// The process umask, read from `/proc/self/status` (reading it through `umask(2)` would
-    /// change it for every thread for a moment).
-    #[cfg(target_os = "linux")]
-    fn process_umask() -> u32 {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
-        u32::from_str_radix(line.trim_start_matches("Umask:").trim(), 8).unwrap()
-    }
-
-    /// The permission bits of `path`.
-    #[cfg(target_os = "linux")]
-    fn mode(path: &Path) -> u32 {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-    }
-
-    /// Regression: result.json was written 0600 (the temporary file's mode), unreadable to the
-    /// CI user that uploads artifacts.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn written_files_get_0644_minus_the_umask_not_0600() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("result.json");
-        write_json_atomic(&path, &serde_json::json!({"a": 1})).unwrap();
-        assert_eq!(mode(&path), 0o644 & !process_umask());
-        // Also when it replaces a file.
-        write_file_atomic(&path, b"{}").unwrap();
-        assert_eq!(mode(&path), 0o644 & !process_umask());
-        assert_eq!(std::fs::read(&path).unwrap(), b"{}");
-    }
-
-    #[test]
-    fn missing_directories_are_created() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("nested/deeper/out.json");
-        write_json_atomic(&path, &serde_json::json!([])).unwrap();
-        assert!(path.is_file());
-    }
-
-    #[test]
-    fn sha256_is_lowercase_hex() {
-        assert_eq!(
-            hex_sha256(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }
 

@@ -2,7 +2,7 @@
 //! e.g. after a `kill -9` of a run, which no handler can catch.
 
 use super::{
-    TargetError, cleanup::LABEL_RUN, engine::CONNECT_TIMEOUT, engine::connect, engine::is_not_found,
+    TargetError, cleanup::LABEL_RUN, docker::CONNECT_TIMEOUT, docker::connect, docker::is_not_found,
 };
 use crate::image::LABEL;
 use bollard::query_parameters::{

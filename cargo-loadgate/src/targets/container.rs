@@ -11,7 +11,7 @@
 use super::{
     LogRing, OutputStream, TargetError, TargetExit,
     cleanup::{LABEL_RUN, register_container, unregister_container},
-    engine::is_not_found,
+    docker::is_not_found,
 };
 use crate::image::LABEL;
 use bollard::{

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// What the Docker engine says about itself; recorded in a run's environment fingerprint.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct EngineInfo {
+pub struct DockerInfo {
     /// The engine's version, e.g. `20.10.24+dfsg1`.
     pub version: String,
     /// The API version in use after negotiation, e.g. `1.41`.
@@ -33,7 +33,7 @@ pub async fn connect(timeout: Duration) -> Result<Docker, TargetError> {
 }
 
 /// Pings the engine and asks its version, all within `timeout`.
-pub async fn detect_engine(timeout: Duration) -> Result<EngineInfo, TargetError> {
+pub async fn detect_docker(timeout: Duration) -> Result<DockerInfo, TargetError> {
     let attempt = async {
         let docker = connect(timeout).await?;
         let unavailable = |e: bollard::errors::Error| TargetError::EngineUnavailable {
@@ -41,7 +41,7 @@ pub async fn detect_engine(timeout: Duration) -> Result<EngineInfo, TargetError>
         };
         docker.ping().await.map_err(unavailable)?;
         let version = docker.version().await.map_err(unavailable)?;
-        Ok(EngineInfo {
+        Ok(DockerInfo {
             version: version.version.unwrap_or_else(|| "unknown".into()),
             api_version: docker.client_version().to_string(),
         })

@@ -4,7 +4,7 @@
 use super::{
     BootEvent, ERROR_LOG_LINES, LogRing, ResourceSampler, SampleSource, TargetError,
     container::{ContainerHandle, ContainerSpec, short},
-    engine::{CONNECT_TIMEOUT, connect},
+    docker::{CONNECT_TIMEOUT, connect},
     process::{ProcessHandle, SHUTDOWN_GRACE, Spawn, describe_status, free_loopback_port},
     ring::DEFAULT_LOG_LINES,
     sample::{Probe, procfs_readable},
@@ -16,7 +16,7 @@ use crate::{
         BuildMode, ImageRef, Packing, build_dockerfile, cargo_build, inspect_local_image, pack_bin,
     },
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::{
     path::PathBuf,
     time::{Duration, Instant},
@@ -44,7 +44,7 @@ pub struct BootRequest {
 }
 
 /// What a run records about its target.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
     /// How it was run.
     pub kind: TargetKind,
@@ -75,7 +75,7 @@ pub struct TargetInfo {
 }
 
 /// How the target ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetExit {
     /// For a person: `exit status 0`, `signal 15 (SIGTERM)`.
     pub description: String,

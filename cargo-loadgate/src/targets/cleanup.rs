@@ -231,7 +231,7 @@ pub fn remove_containers_blocking(
 /// Force-removes these containers and those labelled with these run ids. Errors are swallowed: this
 /// is the last line of defence, and a container that is already gone is the goal.
 pub async fn remove_containers(ids: &[String], run_ids: &[String]) -> Vec<String> {
-    let Ok(docker) = super::engine::connect(Duration::from_secs(5)).await else {
+    let Ok(docker) = super::docker::connect(Duration::from_secs(5)).await else {
         return Vec::new();
     };
     let mut all: Vec<String> = ids.to_vec();

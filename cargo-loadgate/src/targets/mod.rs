@@ -8,7 +8,7 @@
 mod boot;
 pub mod cleanup;
 mod container;
-pub(crate) mod engine;
+pub(crate) mod docker;
 mod error;
 mod event;
 mod process;
@@ -19,7 +19,7 @@ mod url;
 
 pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot};
 pub use cleanup::install_cleanup_handlers;
-pub use engine::{EngineInfo, detect_engine};
+pub use docker::{DockerInfo, detect_docker};
 pub use error::{ERROR_LOG_LINES, TargetError};
 pub use event::BootEvent;
 pub use process::{free_loopback_port, parse_cpuset};

@@ -1,0 +1,164 @@
+//! The comparison's part of the run document: each metric's estimate with its interval and
+//! outcome, and the verdict. `compare/` decides them; this module only holds what is written and
+//! read back, so that the document does not depend on the code that judges it.
+
+use crate::cli::ExitCode;
+use serde::{Deserialize, Serialize};
+
+/// A compared metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// Median latency from the intended send time, at the same offered load.
+    P50,
+    /// 99th percentile latency from the intended send time, at the same offered load.
+    P99,
+    /// The share of requests without a correct answer, at the same offered load.
+    ErrorRate,
+    /// The knee: the highest session rate that holds the SLO.
+    Capacity,
+    /// The growth of the target's RSS over the soak, in bytes per second.
+    RssSlope,
+}
+
+impl Metric {
+    /// The metric's name for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::P50 => "p50",
+            Metric::P99 => "p99",
+            Metric::ErrorRate => "error rate",
+            Metric::Capacity => "capacity",
+            Metric::RssSlope => "RSS slope",
+        }
+    }
+}
+
+/// How a metric's estimate relates head to base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scale {
+    /// head / base; 1 is no change.
+    Ratio,
+    /// head − base in the metric's unit; 0 is no change.
+    Difference,
+}
+
+/// What the interval rule concluded for one metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The whole interval lies beyond the threshold on the bad side.
+    Regression,
+    /// The whole interval lies within the threshold.
+    Pass,
+    /// The interval straddles the threshold, or the data did not allow a comparison.
+    Inconclusive,
+    /// The whole interval lies beyond the threshold on the good side (a pass, worth reporting).
+    Improvement,
+}
+
+/// One metric of the comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricComparison {
+    /// Which metric.
+    pub metric: Metric,
+    /// The operation class; `None` for all operations together.
+    pub operation: Option<String>,
+    /// Whether the metric is in the Holm family (primary) or only warns (secondary).
+    pub primary: bool,
+    /// Whether `estimate`, `low`, `high` and `threshold` are ratios or differences.
+    pub scale: Scale,
+    /// The baseline's figure in the metric's unit (ms, a fraction, sessions/s, bytes/s).
+    pub base: Option<f64>,
+    /// This run's figure in the same unit.
+    pub head: Option<f64>,
+    /// The point estimate: head/base or head − base.
+    pub estimate: Option<f64>,
+    /// The lower end of the interval; `None` when unknown or unbounded.
+    pub low: Option<f64>,
+    /// The upper end of the interval; `None` when unknown or unbounded.
+    pub high: Option<f64>,
+    /// The two-sided confidence of the interval: 1 − 2 × its one-sided level, which is the Holm
+    /// level for a regression found by Holm's procedure and α otherwise.
+    pub confidence: f64,
+    /// Where the bad side begins, on the estimate's scale: 1 + δ for latency, 1 − δ for capacity,
+    /// δ for the error rate and the RSS slope.
+    pub threshold: f64,
+    /// The one-sided p-value of "no regression beyond the threshold", when there is one.
+    pub p_value: Option<f64>,
+    /// The conclusion.
+    pub outcome: Outcome,
+    /// The smallest true change this run would call a regression with 80% power: a relative
+    /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, no
+    /// power involved), an absolute increase for differences.
+    pub detectable: Option<f64>,
+    /// Why the metric could not be judged, or what limited it.
+    pub note: Option<String>,
+}
+
+/// The gate's conclusion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictOutcome {
+    /// No metric regressed and every primary metric passed.
+    Pass,
+    /// A metric regressed.
+    Regression,
+    /// The run cannot tell: a straddling interval, an invalid phase, a different machine.
+    Inconclusive,
+    /// No baseline was found to compare with.
+    NoBaseline,
+}
+
+/// The verdict: the outcome, the rule that fired and the numbers behind it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The outcome.
+    pub outcome: VerdictOutcome,
+    /// The rule that decided it, with its numbers, for people.
+    pub rule_fired: String,
+    /// Indices into [`Comparison::metrics`] of the metrics behind the rule.
+    pub metrics: Vec<usize>,
+    /// What a person should know that did not decide the outcome.
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    /// The verdict when no baseline was found; `explanations` say why each candidate was skipped.
+    pub fn no_baseline(explanations: Vec<String>) -> Self {
+        Self {
+            outcome: VerdictOutcome::NoBaseline,
+            rule_fired: "no baseline matches this run".to_owned(),
+            metrics: Vec::new(),
+            warnings: explanations,
+        }
+    }
+
+    /// The process exit code: inconclusive fails only with `fail_on_inconclusive`, a missing
+    /// baseline only with `require_baseline`.
+    pub fn exit_code(&self, fail_on_inconclusive: bool, require_baseline: bool) -> i32 {
+        match self.outcome {
+            VerdictOutcome::Pass => ExitCode::PASS,
+            VerdictOutcome::Regression => ExitCode::REGRESSION,
+            VerdictOutcome::Inconclusive if fail_on_inconclusive => ExitCode::INCONCLUSIVE,
+            VerdictOutcome::NoBaseline if require_baseline => ExitCode::NO_BASELINE,
+            VerdictOutcome::Inconclusive | VerdictOutcome::NoBaseline => ExitCode::PASS,
+        }
+    }
+}
+
+/// A run compared with its baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The baseline's commit.
+    pub base_commit: Option<String>,
+    /// This run's commit.
+    pub head_commit: Option<String>,
+    /// The family-wise α of the primary metrics.
+    pub alpha: f64,
+    /// Every metric, primary ones first.
+    pub metrics: Vec<MetricComparison>,
+    /// The verdict.
+    pub verdict: Verdict,
+}

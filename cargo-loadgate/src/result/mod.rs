@@ -1,0 +1,21 @@
+//! The run document: [`RunResult`] and its parts as written to `result.json` and stored as a
+//! baseline, the one atomic writer, and the hashes that decide which runs are comparable.
+//!
+//! It sits after `measure` and `plan` in the flow (it holds what they produced) and before
+//! `compare` and `report` (they read it). Its schema is checked in at
+//! `docs/schema/run-result-v1.json`.
+
+mod comparison;
+mod hash;
+mod run;
+mod write;
+
+pub use comparison::{
+    Comparison, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
+};
+pub use hash::{config_hash, hex_sha256};
+pub use run::{
+    BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
+    SloLatencyLimit, SloSummary, ToolInfo, unix_ms,
+};
+pub use write::{WRITTEN_FILE_MODE, write_file_atomic, write_json_atomic};

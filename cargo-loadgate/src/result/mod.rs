@@ -1,5 +1,6 @@
 //! The run document: [`RunResult`] and its parts as written to `result.json` and stored as a
-//! baseline, the one atomic writer, and the hashes that decide which runs are comparable.
+//! baseline, the one typed reader, the one atomic writer, and the hashes that decide which runs
+//! are comparable.
 //!
 //! It sits after `measure` and `plan` in the flow (it holds what they produced) and before
 //! `compare` and `report` (they read it). Its schema is checked in at
@@ -7,6 +8,7 @@
 
 mod comparison;
 mod hash;
+mod read;
 mod run;
 mod write;
 
@@ -14,8 +16,12 @@ pub use comparison::{
     Comparison, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
 };
 pub use hash::{config_hash, hex_sha256};
+pub use read::{ReadError, read_result, result_from_str, result_from_value};
 pub use run::{
     BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
     SloLatencyLimit, SloSummary, ToolInfo, unix_ms,
 };
 pub use write::{WRITTEN_FILE_MODE, write_file_atomic, write_json_atomic};
+
+#[cfg(test)]
+pub(crate) use read::testing;

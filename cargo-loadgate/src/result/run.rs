@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub const RESULT_FORMAT_VERSION: u32 = 1;
 
 /// What one run measured.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// [`RESULT_FORMAT_VERSION`] when written.
     pub format_version: u32,
@@ -33,9 +33,12 @@ pub struct RunResult {
     pub config_path: PathBuf,
     /// The resolved `[slo]` the steps were judged against, so readers (the charts) need not guess
     /// it. `None` only for a result read back from one written before it was recorded.
+    #[serde(default)]
     pub slo: Option<SloSummary>,
-    /// sha256 of the resolved configuration (everything but where it was read from): runs with the
-    /// same hash drove the same workload against the same limits.
+    /// sha256 of what in the resolved configuration changes the measurement (see
+    /// [`config_hash`](super::config_hash)): runs with the same hash drove the same workload
+    /// against the same target, SLO and limits. Results written before `[gate]` was left out hash
+    /// the whole configuration ([`legacy_config_hash`](super::legacy_config_hash)).
     pub config_hash: String,
     /// Where the run happened.
     pub environment: Environment,
@@ -44,24 +47,32 @@ pub struct RunResult {
     /// How the target ended, once it has.
     pub target_exit: Option<TargetExit>,
     /// The capacity ramp: its steps so far while running, then its knee and sentence.
+    #[serde(default)]
     pub ramp: Option<RampOutcome>,
     /// The soak sample with its slopes, once it ran.
+    #[serde(default)]
     pub soak: Option<SoakOutcome>,
     /// Why the soak did not run, when it did not.
+    #[serde(default)]
     pub soak_skipped: Option<String>,
     /// Whether every phase kept its schedule; `None` until the run is over.
+    #[serde(default)]
     pub valid: Option<bool>,
     /// The stored run this one was compared with, when one matched.
+    #[serde(default)]
     pub baseline: Option<BaselineRef>,
     /// The comparison with the baseline, metric by metric.
+    #[serde(default)]
     pub comparison: Option<Comparison>,
     /// The decision: pass, regression, inconclusive or no baseline, with the rule that fired.
+    #[serde(default)]
     pub verdict: Option<Verdict>,
     /// Every phase run so far, in order, with its full measurement.
     pub phases: Vec<PhaseRecord>,
     /// The target's resources, sampled once a second over the whole run.
     pub resources: Vec<ResourceSample>,
     /// The calibration figure measured before and after the phases; `None` when it could not be.
+    #[serde(default)]
     pub calibration: Option<crate::calibrate::Calibration>,
 }
 
@@ -109,7 +120,7 @@ impl SloSummary {
 }
 
 /// The baseline a run was compared with.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRef {
     /// The commit whose stored result is the baseline.
     pub commit: String,
@@ -120,7 +131,7 @@ pub struct BaselineRef {
 }
 
 /// One phase of the run with the hash of the schedule it followed.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PhaseRecord {
     /// sha256 of the phase's seeded schedule: equal hashes mean the same offered load.
     pub schedule_hash: String,
@@ -142,7 +153,7 @@ pub enum RunStatus {
 }
 
 /// The tool that wrote a result.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
     /// `cargo-loadgate`.
     pub name: String,

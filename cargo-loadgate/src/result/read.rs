@@ -1,0 +1,352 @@
+//! The one typed reader of run results: from a file, a string or a JSON value, with the format
+//! version checked before the shape, so a newer file is refused as newer, not as malformed.
+//!
+//! Every reader of a result (the report, the comparison, the stores) goes through it; none indexes
+//! JSON by key. Fields that older results of format 1 lack are `#[serde(default)]` (or `Option`) on
+//! their types, and the tests below read a result written before each of them.
+
+use super::run::{RESULT_FORMAT_VERSION, RunResult};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Why a run result could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file could not be read at all.
+    #[error("failed to read {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not JSON, or not a run result in the shape of its format version.
+    #[error("{}{} is not a readable run result: {message}", origin(path), position(*line, *column))]
+    Malformed {
+        /// The file, when the result was read from one.
+        path: Option<PathBuf>,
+        /// The line of the problem (1-based); 0 when read from a JSON value, which has no lines.
+        line: usize,
+        /// The column of the problem (1-based); 0 with the line.
+        column: usize,
+        /// What is wrong, as serde put it (without its position).
+        message: String,
+    },
+    /// The JSON has no `format_version`: it is not a run result.
+    #[error("{} is not a run result: it has no format_version", origin(path))]
+    NoFormatVersion {
+        /// The file, when the result was read from one.
+        path: Option<PathBuf>,
+    },
+    /// The result was written in a newer format than this build reads.
+    #[error(
+        "{} was written in result format {found}, newer than {RESULT_FORMAT_VERSION}, the newest this cargo-loadgate reads\nhint: upgrade cargo-loadgate to read it",
+        origin(path)
+    )]
+    NewerFormat {
+        /// The file, when the result was read from one.
+        path: Option<PathBuf>,
+        /// Its format version.
+        found: u64,
+    },
+}
+
+impl ReadError {
+    /// The same error, naming `path` as where the result came from.
+    pub fn at(self, path: &Path) -> Self {
+        let named = Some(path.to_path_buf());
+        match self {
+            ReadError::Io { .. } => self,
+            ReadError::Malformed {
+                line,
+                column,
+                message,
+                ..
+            } => ReadError::Malformed {
+                path: named,
+                line,
+                column,
+                message,
+            },
+            ReadError::NoFormatVersion { .. } => ReadError::NoFormatVersion { path: named },
+            ReadError::NewerFormat { found, .. } => ReadError::NewerFormat { path: named, found },
+        }
+    }
+}
+
+/// How an error names where the result came from.
+fn origin(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map_or_else(|| "the result".to_owned(), |p| p.display().to_string())
+}
+
+/// `:line:column` when the position is known.
+fn position(line: usize, column: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}:{column}")
+    }
+}
+
+/// The error of a failed typed read, its position split off serde's message.
+fn malformed(error: &serde_json::Error) -> ReadError {
+    let (line, column) = (error.line(), error.column());
+    let text = error.to_string();
+    let suffix = format!(" at line {line} column {column}");
+    let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+    ReadError::Malformed {
+        path: None,
+        line,
+        column,
+        message,
+    }
+}
+
+/// Refuses a missing or newer format version.
+fn check_version(value: &Value) -> Result<(), ReadError> {
+    match value.get("format_version").and_then(Value::as_u64) {
+        None => Err(ReadError::NoFormatVersion { path: None }),
+        Some(found) if found > u64::from(RESULT_FORMAT_VERSION) => {
+            Err(ReadError::NewerFormat { path: None, found })
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Reads the run result in the file at `path`; errors name the file.
+pub fn read_result(path: &Path) -> Result<RunResult, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    result_from_str(&text).map_err(|e| e.at(path))
+}
+
+/// Reads a run result from its JSON text; a malformed one is named with its line and column.
+pub fn result_from_str(text: &str) -> Result<RunResult, ReadError> {
+    // Parsed twice: untyped to check the version first, then typed, so that a shape error is
+    // named with its line and column (a JSON value has none).
+    let value: Value = serde_json::from_str(text).map_err(|e| malformed(&e))?;
+    check_version(&value)?;
+    serde_json::from_str(text).map_err(|e| malformed(&e))
+}
+
+/// Reads a run result from its JSON value (as a baseline store holds it).
+pub fn result_from_value(value: &Value) -> Result<RunResult, ReadError> {
+    check_version(value)?;
+    RunResult::deserialize(value).map_err(|e| malformed(&e))
+}
+
+/// Test helpers: the checked-in results.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A real run of the demo service without a baseline (tests/fixtures/report/README.md),
+    /// written before windows counted their answers, steps their basis and results their SLO.
+    pub const BEFORE: &str = include_str!("../../../tests/fixtures/report/before.json");
+    /// The same service slowed down, compared with `BEFORE` as its baseline.
+    pub const AFTER: &str = include_str!("../../../tests/fixtures/report/after.json");
+    /// The shape of format 1 as first written (tests/fixtures/result/README.md): no ramp, soak,
+    /// comparison, calibration or SLO.
+    pub const FIRST: &str = include_str!("../../../tests/fixtures/result/v1-first.json");
+
+    /// `BEFORE`, read typed.
+    pub fn before() -> RunResult {
+        result_from_str(BEFORE).expect("the fixture reads")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{AFTER, BEFORE, FIRST};
+    use super::*;
+    use test_case::test_case;
+
+    fn value(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test_case(BEFORE; "before")]
+    #[test_case(AFTER; "after")]
+    #[test_case(FIRST; "first")]
+    fn every_stored_shape_of_format_1_still_reads(text: &str) {
+        let from_str = result_from_str(text).unwrap();
+        let from_value = result_from_value(&value(text)).unwrap();
+        assert_eq!(from_str, from_value);
+        assert_eq!(from_str.format_version, 1);
+        assert!(!from_str.phases.is_empty());
+    }
+
+    #[test]
+    fn the_first_shape_reads_with_its_later_parts_absent() {
+        let r = result_from_str(FIRST).unwrap();
+        assert_eq!(
+            (r.ramp.is_none(), r.soak.is_none(), r.valid, r.slo.is_none()),
+            (true, true, None, true)
+        );
+        assert!(r.calibration.is_none() && r.comparison.is_none() && r.verdict.is_none());
+        // Windows from before `answered` read as zero answers.
+        let windows = &r.phases[0].measurement.windows.windows;
+        assert!(!windows.is_empty());
+        assert!(windows.iter().all(|w| w.answered == 0));
+    }
+
+    /// Removes `key` from every object in `value`, at any depth.
+    fn strip(value: &mut Value, key: &str) {
+        match value {
+            Value::Object(map) => {
+                map.remove(key);
+                map.values_mut().for_each(|v| strip(v, key));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| strip(v, key)),
+            _ => {}
+        }
+    }
+
+    /// `AFTER` in the current shape, with every field of format 1 present (its SLO too).
+    fn current() -> Value {
+        let mut r = result_from_str(AFTER).unwrap();
+        r.slo = Some(super::super::SloSummary {
+            latency: Vec::new(),
+            error_rate: 0.01,
+            min_requests: 100,
+        });
+        serde_json::to_value(r).unwrap()
+    }
+
+    /// Each field added to format 1 after it was first written, with where it lives: a result
+    /// written before it (the field absent there) still reads.
+    #[test_case("", "slo"; "the resolved slo")]
+    #[test_case("/phases", "answered"; "the answers of a window")]
+    #[test_case("/ramp/steps", "basis"; "the basis of a step's judgement")]
+    #[test_case("/ramp/steps", "note"; "the note on the basis")]
+    #[test_case("", "calibration"; "the calibration figure")]
+    #[test_case("", "baseline"; "the baseline reference")]
+    #[test_case("", "comparison"; "the comparison")]
+    #[test_case("", "verdict"; "the verdict")]
+    #[test_case("", "ramp"; "the ramp")]
+    #[test_case("", "soak"; "the soak")]
+    #[test_case("", "soak_skipped"; "why the soak was skipped")]
+    #[test_case("", "valid"; "the run's validity")]
+    fn a_result_written_before_a_field_was_added_still_reads(under: &str, key: &str) {
+        let mut v = current();
+        let before = v.clone();
+        match under {
+            "" => {
+                v.as_object_mut().unwrap().remove(key);
+            }
+            pointer => strip(v.pointer_mut(pointer).unwrap(), key),
+        }
+        assert_ne!(v, before, "the fixture has no `{key}` to remove");
+        result_from_value(&v).unwrap();
+        result_from_str(&v.to_string()).unwrap();
+    }
+
+    #[test]
+    fn a_step_without_a_basis_was_judged_per_class() {
+        let mut v = current();
+        strip(v.pointer_mut("/ramp/steps").unwrap(), "basis");
+        let r = result_from_value(&v).unwrap();
+        let held = &r.ramp.unwrap().steps[0].held;
+        assert_eq!(held.basis, crate::plan::JudgementBasis::PerClass);
+    }
+
+    #[test]
+    fn a_result_serialized_and_read_back_is_equal_and_serializes_the_same() {
+        for text in [BEFORE, AFTER, FIRST] {
+            let first = result_from_str(text).unwrap();
+            let json = serde_json::to_string_pretty(&first).unwrap();
+            let again = result_from_str(&json).unwrap();
+            assert_eq!(again, first);
+            assert_eq!(serde_json::to_string_pretty(&again).unwrap(), json);
+        }
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_with_its_version_and_a_hint() {
+        let mut v = value(AFTER);
+        v["format_version"] = 2.into();
+        // A newer format may change any shape: it is refused as newer, not as malformed.
+        v["phases"] = "a shape of format 2".into();
+        let err = result_from_value(&v).unwrap_err();
+        assert!(
+            matches!(err, ReadError::NewerFormat { found: 2, .. }),
+            "{err:?}"
+        );
+        let err = result_from_str(&v.to_string())
+            .unwrap_err()
+            .at(Path::new("out/result.json"));
+        insta::assert_snapshot!(err.to_string(), @r"
+        out/result.json was written in result format 2, newer than 1, the newest this cargo-loadgate reads
+        hint: upgrade cargo-loadgate to read it
+        ");
+    }
+
+    #[test]
+    fn an_unparsable_file_is_named_with_its_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("result.json");
+        std::fs::write(&path, "{\"format_version\": 1,\n \"tool\": }").unwrap();
+        let err = read_result(&path).unwrap_err();
+        let ReadError::Malformed { line, column, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!((*line, *column), (2, 10));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}:2:10 is not a readable run result: expected value",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_result_of_the_wrong_shape_is_named_with_the_field() {
+        let mut v = value(BEFORE);
+        v["status"] = "maybe".into();
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let err = result_from_str(&text).unwrap_err();
+        let ReadError::Malformed { line, message, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert!(message.starts_with("unknown variant `maybe`"), "{message}");
+        assert_eq!(
+            text.lines().nth(*line - 1).map(str::trim),
+            Some("\"status\": \"maybe\",")
+        );
+        // From a value there is no line to name.
+        let err = result_from_value(&v).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the result is not a readable run result: unknown variant `maybe`"),
+            "{err}"
+        );
+    }
+
+    #[test_case("{}"; "an object")]
+    #[test_case("[1, 2]"; "an array")]
+    #[test_case("{\"format_version\": \"1\"}"; "a version that is not a number")]
+    fn json_without_a_format_version_is_not_a_result(text: &str) {
+        let err = result_from_str(text).unwrap_err();
+        assert!(
+            matches!(err, ReadError::NoFormatVersion { path: None }),
+            "{err:?}"
+        );
+        assert!(matches!(
+            result_from_value(&value(text)).unwrap_err(),
+            ReadError::NoFormatVersion { path: None }
+        ));
+    }
+
+    #[test]
+    fn a_missing_file_is_an_io_error_naming_it() {
+        let err = read_result(Path::new("/nonexistent/result.json")).unwrap_err();
+        assert!(matches!(err, ReadError::Io { .. }), "{err:?}");
+        assert_eq!(err.to_string(), "failed to read /nonexistent/result.json");
+    }
+}

@@ -98,7 +98,7 @@ const SLO_KEYS: &[&str] = &[
 ];
 const WORKLOAD_KEYS: &[&str] = &["seed", "sessions-per-sec", "entry", "operation"];
 /// `generator.connections`: 0 (on demand) up to the engine's cap.
-const CONNECTIONS: std::ops::RangeInclusive<i64> = 0..=crate::engine::MAX_CONNECTIONS as i64;
+const CONNECTIONS: std::ops::RangeInclusive<i64> = 0..=MAX_CONNECTIONS as i64;
 
 const GENERATOR_KEYS: &[&str] = &[
     "timeout",
@@ -829,10 +829,10 @@ fn build(
     })();
     let abort = (|| {
         Some(AbortConfig {
-            error_rate: look.need(cx, "abort", "error-rate", |v| {
+            error_rate_limit: look.need(cx, "abort", "error-rate", |v| {
                 positive_share(cx, v, "`abort.error-rate`", Some(1.0))
             })?,
-            p99: look.need(cx, "abort", "p99", |v| positive_duration(cx, v, "`p99`"))?,
+            p99_limit: look.need(cx, "abort", "p99", |v| positive_duration(cx, v, "`p99`"))?,
             max_duration: look.need(cx, "abort", "max-duration", |v| {
                 positive_duration(cx, v, "`max-duration`")
             })?,
@@ -840,12 +840,12 @@ fn build(
     })();
     let gate = (|| {
         Some(GateConfig {
-            p50: look.need(cx, "gate", "p50", |v| share(cx, v, "`gate.p50`", None))?,
-            p99: look.need(cx, "gate", "p99", |v| share(cx, v, "`gate.p99`", None))?,
-            capacity: look.need(cx, "gate", "capacity", |v| {
+            p50_change: look.need(cx, "gate", "p50", |v| share(cx, v, "`gate.p50`", None))?,
+            p99_change: look.need(cx, "gate", "p99", |v| share(cx, v, "`gate.p99`", None))?,
+            capacity_loss: look.need(cx, "gate", "capacity", |v| {
                 share(cx, v, "`gate.capacity`", Some(1.0))
             })?,
-            error_rate: look.need(cx, "gate", "error-rate", |v| {
+            error_rate_increase: look.need(cx, "gate", "error-rate", |v| {
                 share(cx, v, "`error-rate`", Some(1.0))
             })?,
             rss_slope_bytes_per_sec: look.need(cx, "gate", "rss-slope", |v| size_rate(cx, v))?,
@@ -1618,13 +1618,13 @@ mod tests {
 
         let theirs = parse(LAYERED, "theirs").unwrap();
         assert_eq!(theirs.profile, "theirs");
-        assert_eq!(theirs.gate.p99, 0.2);
+        assert_eq!(theirs.gate.p99_change, 0.2);
         assert_eq!(
             theirs.ramp.hold,
             Duration::from_millis(1500),
             "two steps up the chain"
         );
-        assert_eq!(theirs.gate.p50, 0.05, "built-in default");
+        assert_eq!(theirs.gate.p50_change, 0.05, "built-in default");
 
         let full = parse(LAYERED, "full").unwrap();
         assert_eq!(

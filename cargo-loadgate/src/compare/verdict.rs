@@ -352,8 +352,8 @@ fn latency_drafts(
     }
     let mut drafts = Vec::new();
     for (metric, q, delta) in [
-        (Metric::P50, 0.5_f64, gate.p50),
-        (Metric::P99, 0.99, gate.p99),
+        (Metric::P50, 0.5_f64, gate.p50_change),
+        (Metric::P99, 0.99, gate.p99_change),
     ] {
         let label = metric.label();
         for (operation, head_hist, base_hist) in &classes {
@@ -404,7 +404,7 @@ fn error_rate_draft(
     gate: &GateConfig,
     options: &CompareOptions,
 ) -> Draft {
-    let d = Draft::new(Metric::ErrorRate, None, gate.error_rate);
+    let d = Draft::new(Metric::ErrorRate, None, gate.error_rate_increase);
     let series = |p: &PhaseMeasurement| -> Vec<(f64, f64)> {
         answered(p)
             .iter()
@@ -453,7 +453,7 @@ fn capacity_draft(
     head: Option<&KneeBracket>,
     gate: &GateConfig,
 ) -> Option<Draft> {
-    let d = Draft::new(Metric::Capacity, None, gate.capacity);
+    let d = Draft::new(Metric::Capacity, None, gate.capacity_loss);
     let (b, h) = match (base, head) {
         (None, None) => return None,
         (Some(b), Some(h)) => (b, h),
@@ -867,10 +867,10 @@ mod tests {
 
     fn gate() -> GateConfig {
         GateConfig {
-            p50: 0.05,
-            p99: 0.10,
-            capacity: 0.10,
-            error_rate: 0.005,
+            p50_change: 0.05,
+            p99_change: 0.10,
+            capacity_loss: 0.10,
+            error_rate_increase: 0.005,
             rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
         }
     }
@@ -1104,7 +1104,7 @@ mod tests {
     #[test]
     fn a_two_percent_increase_passes_a_ten_percent_gate() {
         let mut g = gate();
-        g.p50 = 0.10;
+        g.p50_change = 0.10;
         // p99 needs many requests (STATISTICS.md: 10,000 per class): 36,000 here, 12,000 in the
         // smaller class.
         let big = Shape {

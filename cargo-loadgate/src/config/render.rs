@@ -268,20 +268,24 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     kv(
         &mut out,
         "error-rate",
-        &string(&format_percent(a.error_rate)),
+        &string(&format_percent(a.error_rate_limit)),
     );
-    kv(&mut out, "p99", &duration(a.p99));
+    kv(&mut out, "p99", &duration(a.p99_limit));
     kv(&mut out, "max-duration", &duration(a.max_duration));
 
     let g = &cfg.gate;
     out.push_str("\n[gate]\n");
-    kv(&mut out, "p50", &string(&format_percent(g.p50)));
-    kv(&mut out, "p99", &string(&format_percent(g.p99)));
-    kv(&mut out, "capacity", &string(&format_percent(g.capacity)));
+    kv(&mut out, "p50", &string(&format_percent(g.p50_change)));
+    kv(&mut out, "p99", &string(&format_percent(g.p99_change)));
+    kv(
+        &mut out,
+        "capacity",
+        &string(&format_percent(g.capacity_loss)),
+    );
     kv(
         &mut out,
         "error-rate",
-        &string(&format_percent(g.error_rate)),
+        &string(&format_percent(g.error_rate_increase)),
     );
     kv(
         &mut out,

@@ -253,6 +253,12 @@ pub enum ThinkTime {
     Uniform(Duration, Duration),
 }
 
+/// The most connections a phase keeps open to the target; requests beyond wait for one (see
+/// `engine/pool.rs` for why: a connect storm during a stall measures the client, not the target).
+/// It lives here, not in the engine, because it bounds a value of the config: validation refuses a
+/// `generator.connections` above it, and the engine, downstream, reads it from here.
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// `[generator]`: limits of the open-loop generator.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GeneratorConfig {
@@ -265,7 +271,7 @@ pub struct GeneratorConfig {
     /// A phase whose dropped share of arrivals exceeds this is invalid.
     pub max_drop_rate: f64,
     /// A fixed pool of this many keep-alive connections, opened before each phase starts; 0:
-    /// opened on demand, up to [`crate::engine::MAX_CONNECTIONS`]. Left out of the serialized
+    /// opened on demand, up to [`MAX_CONNECTIONS`]. Left out of the serialized
     /// config when 0, so that the config hash of a config that does not use it is what it was
     /// before the key existed (baselines stored then still match).
     #[serde(skip_serializing_if = "is_zero")]
@@ -299,25 +305,38 @@ pub struct SoakConfig {
 /// `[abort]`: the safety envelope.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AbortConfig {
-    /// Stop when the error rate exceeds this for two consecutive windows.
-    pub error_rate: f64,
-    /// Stop when p99 exceeds this for two consecutive windows.
-    pub p99: Duration,
+    /// Stop when the error rate exceeds this share for two consecutive windows (`abort.error-rate`;
+    /// serialized as `error_rate`, the name the config hash of stored baselines was taken with).
+    #[serde(rename = "error_rate")]
+    pub error_rate_limit: f64,
+    /// Stop when p99 exceeds this duration for two consecutive windows (`abort.p99`; serialized as
+    /// `p99`).
+    #[serde(rename = "p99")]
+    pub p99_limit: Duration,
     /// Stop a phase that runs longer than this.
     pub max_duration: Duration,
 }
 
 /// `[gate]`: the smallest change that matters, per metric.
+///
+/// The fields are named for what they measure, a change, where `[gate]`'s keys are named for the
+/// metric; each is serialized under its key's name (`p50`, `p99`, `capacity`, `error_rate`), the
+/// names the config hash of stored baselines was taken with.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GateConfig {
-    /// Relative change of p50 (0.05 = 5%).
-    pub p50: f64,
-    /// Relative change of p99.
-    pub p99: f64,
-    /// Relative loss of capacity.
-    pub capacity: f64,
-    /// Absolute increase of the error rate (0.005 = 0.5 percentage points).
-    pub error_rate: f64,
+    /// The relative change of p50 that matters (0.05 = 5%; `gate.p50`).
+    #[serde(rename = "p50")]
+    pub p50_change: f64,
+    /// The relative change of p99 that matters (`gate.p99`).
+    #[serde(rename = "p99")]
+    pub p99_change: f64,
+    /// The relative loss of capacity that matters (`gate.capacity`).
+    #[serde(rename = "capacity")]
+    pub capacity_loss: f64,
+    /// The absolute increase of the error rate that matters (0.005 = 0.5 percentage points;
+    /// `gate.error-rate`).
+    #[serde(rename = "error_rate")]
+    pub error_rate_increase: f64,
     /// RSS growth in bytes per second that counts as a leak.
     pub rss_slope_bytes_per_sec: f64,
 }

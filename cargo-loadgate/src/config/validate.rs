@@ -98,7 +98,7 @@ const SLO_KEYS: &[&str] = &[
 ];
 const WORKLOAD_KEYS: &[&str] = &["seed", "sessions-per-sec", "entry", "operation"];
 /// `generator.connections`: 0 (on demand) up to the engine's cap.
-const CONNECTIONS: std::ops::RangeInclusive<i64> = 0..=crate::engine::MAX_CONNECTIONS as i64;
+const CONNECTIONS: std::ops::RangeInclusive<i64> = 0..=MAX_CONNECTIONS as i64;
 
 const GENERATOR_KEYS: &[&str] = &[
     "timeout",
@@ -829,10 +829,10 @@ fn build(
     })();
     let abort = (|| {
         Some(AbortConfig {
-            error_rate: look.need(cx, "abort", "error-rate", |v| {
+            error_rate_limit: look.need(cx, "abort", "error-rate", |v| {
                 positive_share(cx, v, "`abort.error-rate`", Some(1.0))
             })?,
-            p99: look.need(cx, "abort", "p99", |v| positive_duration(cx, v, "`p99`"))?,
+            p99_limit: look.need(cx, "abort", "p99", |v| positive_duration(cx, v, "`p99`"))?,
             max_duration: look.need(cx, "abort", "max-duration", |v| {
                 positive_duration(cx, v, "`max-duration`")
             })?,
@@ -840,12 +840,12 @@ fn build(
     })();
     let gate = (|| {
         Some(GateConfig {
-            p50: look.need(cx, "gate", "p50", |v| share(cx, v, "`gate.p50`", None))?,
-            p99: look.need(cx, "gate", "p99", |v| share(cx, v, "`gate.p99`", None))?,
-            capacity: look.need(cx, "gate", "capacity", |v| {
+            p50_change: look.need(cx, "gate", "p50", |v| share(cx, v, "`gate.p50`", None))?,
+            p99_change: look.need(cx, "gate", "p99", |v| share(cx, v, "`gate.p99`", None))?,
+            capacity_loss: look.need(cx, "gate", "capacity", |v| {
                 share(cx, v, "`gate.capacity`", Some(1.0))
             })?,
-            error_rate: look.need(cx, "gate", "error-rate", |v| {
+            error_rate_increase: look.need(cx, "gate", "error-rate", |v| {
                 share(cx, v, "`error-rate`", Some(1.0))
             })?,
             rss_slope_bytes_per_sec: look.need(cx, "gate", "rss-slope", |v| size_rate(cx, v))?,
@@ -1618,13 +1618,13 @@ mod tests {
 
         let theirs = parse(LAYERED, "theirs").unwrap();
         assert_eq!(theirs.profile, "theirs");
-        assert_eq!(theirs.gate.p99, 0.2);
+        assert_eq!(theirs.gate.p99_change, 0.2);
         assert_eq!(
             theirs.ramp.hold,
             Duration::from_millis(1500),
             "two steps up the chain"
         );
-        assert_eq!(theirs.gate.p50, 0.05, "built-in default");
+        assert_eq!(theirs.gate.p50_change, 0.05, "built-in default");
 
         let full = parse(LAYERED, "full").unwrap();
         assert_eq!(
@@ -1948,6 +1948,41 @@ mod tests {
         .unwrap();
         insta::assert_snapshot!(crate::config::render_resolved(&cfg));
     }
+
+    /// The config hash of every stored baseline is taken over this serialized form, so a
+    /// refactoring of `config/` must leave it byte for byte as it was: the demo config and the
+    /// built-in defaults, in every built-in profile, pinned by the sha256 of their JSON.
+    #[test]
+    fn the_serialized_config_does_not_change() {
+        let demo = demo_config();
+        let demo_path = Path::new("fixtures/demo-service/loadgate.toml");
+        let hash = |cfg: &LoadgateConfig| {
+            let json = serde_json::to_value(cfg).expect("the config serializes");
+            crate::result::hex_sha256(json.to_string().as_bytes())
+        };
+        let mut got = Vec::new();
+        for profile in BUILTIN_PROFILES {
+            let cfg = parse_config_str(&demo, demo_path, Some(demo_package()), profile).unwrap();
+            got.push(format!("demo {profile} {}", hash(&cfg)));
+        }
+        for profile in BUILTIN_PROFILES {
+            let cfg =
+                parse_config_str(WORKLOAD, Path::new("loadgate.toml"), None, profile).unwrap();
+            got.push(format!("defaults {profile} {}", hash(&cfg)));
+        }
+        assert_eq!(got, PINNED_SERIALIZED_CONFIG, "{}", got.join("\n"));
+    }
+
+    const PINNED_SERIALIZED_CONFIG: &[&str] = &[
+        "demo default 1eac79e59f153c67cd5a2da3dd6d663e4c7e4839771df90901eac4dcc5ae2ebf",
+        "demo quick ae801f860132285b4837474c54f5c462814416d36006a0470dd85e293c75e503",
+        "demo ci f23182b56f71cce22da94ebe18df71da1608eec9b11aa60a7e8d749aae308a26",
+        "demo full 585aab259e4228e226c7a3878dc832bb93e0823d8cceca9cd35ef013aa09c2f0",
+        "defaults default 3ca1883482a715aa598ecdfccf45ec7adafe02b2f752092a2884f7b64691b359",
+        "defaults quick b8c3c122c4c48cc36435f19a3c2d0993a8a5bceb5cf4f291c17548140bb65dfa",
+        "defaults ci af3cc5e92d0ba38eb0b1457e9c4b8ff54f11934e74e9adb03f0b0e509fc467c8",
+        "defaults full dd8d871081ee74fb6a55362693c0a2ea10b2790d826cfab04205cf2c5ba06bce",
+    ];
 
     #[test]
     fn the_resolved_listing_reads_back_as_the_same_config() {

@@ -19,8 +19,7 @@ mod timer;
 pub use affinity::{allowed_cores, generator_core, pin_current_thread, pinned_core, target_cores};
 pub use clock::{Clock, monotonic_now};
 pub use phase::{
-    EngineError, MAX_CONNECTIONS, PhaseHooks, PhaseSpec, TargetAddr, WINDOW, WindowDecision,
-    run_phase,
+    EngineError, PhaseHooks, PhaseSpec, TargetAddr, WINDOW, WindowDecision, run_phase,
 };
 pub use pool::{Answer, Pool, RequestBody};
 pub use realtime::{RT_CPU_LIMIT, RT_PRIORITY, RealtimeError, enter_realtime, is_realtime};

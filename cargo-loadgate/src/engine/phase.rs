@@ -13,7 +13,7 @@ use super::judge::{Judgement, judge};
 use super::pool::{Pool, RequestBody};
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
-use crate::config::{GeneratorConfig, WorkloadConfig};
+use crate::config::{GeneratorConfig, MAX_CONNECTIONS, WorkloadConfig};
 use crate::measure::{
     CpuScope, FinishInfo, Outcome, PhaseMeasurement, PhaseRecorder, Progress, TransportErrorKind,
     Window, cpu_time,
@@ -29,10 +29,6 @@ use tokio::sync::Notify;
 
 /// The length of the windows of the series, of progress reports and of abort checks.
 pub const WINDOW: Duration = Duration::from_secs(1);
-
-/// The most connections a phase keeps open to the target; requests beyond wait for one (see
-/// `pool.rs` for why: a connect storm during a stall measures the client, not the target).
-pub const MAX_CONNECTIONS: usize = 256;
 
 /// Each wake-up of the pacing timer also sends the requests due within this window after the
 /// one it was armed for, early, so that arrivals close together share one wake-up (one

@@ -32,8 +32,8 @@ impl AbortWatch {
     /// there, the phase's duration from its start).
     pub fn new(abort: &AbortConfig, warmup: Duration) -> Self {
         Self {
-            error_rate: abort.error_rate,
-            p99: abort.p99,
+            error_rate: abort.error_rate_limit,
+            p99: abort.p99_limit,
             max_duration: abort.max_duration,
             warmup,
             bad_in_a_row: Cell::new(0),
@@ -102,8 +102,8 @@ mod tests {
 
     fn abort() -> AbortConfig {
         AbortConfig {
-            error_rate: 0.5,
-            p99: Duration::from_secs(5),
+            error_rate_limit: 0.5,
+            p99_limit: Duration::from_secs(5),
             max_duration: Duration::from_secs(60),
         }
     }

@@ -162,10 +162,10 @@ mod tests {
 
     fn gate() -> GateConfig {
         GateConfig {
-            p50: 0.05,
-            p99: 0.1,
-            capacity: 0.1,
-            error_rate: 0.005,
+            p50_change: 0.05,
+            p99_change: 0.1,
+            capacity_loss: 0.1,
+            error_rate_increase: 0.005,
             rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
         }
     }

@@ -1,13 +1,20 @@
 //! The comparison of a run with its baseline and the verdict: the figures read from a typed
 //! [`crate::result::RunResult`], and every judging rule. The types it fills in are the document's
 //! ([`crate::result::Comparison`]); the statistics it uses are in [`crate::stats`].
+//!
+//! `options.rs` holds how a comparison is made, `estimate.rs` the per-metric drafts, `decide.rs`
+//! Holm, the widening for the machine and the verdict, `format.rs` the figures for people.
 
+mod decide;
+mod estimate;
 mod figures;
-mod verdict;
+mod format;
+mod options;
 
+pub use decide::{compare, compare_with};
 pub use figures::{COMPARED_PHASES, FiguresError, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
-pub use verdict::{
+pub use format::{format_change, format_threshold, metric_name};
+pub use options::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, DETECTION_POWER, LOAD_TOLERANCE,
-    MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS, compare, compare_with, format_change,
-    format_threshold, metric_name,
+    MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,
 };

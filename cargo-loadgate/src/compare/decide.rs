@@ -1,4 +1,6 @@
-//! The comparison of a run with its baseline, metric by metric, and the verdict.
+//! The decisions of a comparison: the preconditions (same load, valid phases, comparable
+//! machines), Holm's procedure over the primary family, the widening of thresholds for a machine
+//! difference, each metric's outcome by the interval rule, and the verdict.
 //!
 //! Every metric is estimated as a ratio head/base (latency percentiles, capacity) or a
 //! difference head − base (error rate, RSS slope) with an interval, and judged by the interval
@@ -10,536 +12,22 @@
 //! gate only when its interval at α lies wholly beyond the threshold. The verdict names the rule
 //! that fired and the numbers behind it; see `docs/statistics.md` for the derivations.
 
-use super::figures::{KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
+use super::estimate::{
+    Draft, Estimate, capacity_draft, error_rate_draft, finite, latency_drafts, rss_draft,
+};
+use super::figures::RunFigures;
+use super::format::{describe, format_change, metric_name};
+use super::options::{CompareOptions, DETECTION_POWER};
 use crate::config::GateConfig;
-use crate::measure::{LatencyHistogram, PhaseMeasurement, Window};
 use crate::result::{
     Comparison, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
 };
-use crate::stats::bootstrap::{
-    DEFAULT_RESAMPLES, autocorrelation_time, block_bootstrap_sd, block_len, derive_seed,
-    quantile_log_se,
-};
-use crate::stats::holm::{holm, normal_cdf};
-use crate::stats::slope::{BootstrapOptions, normal_quantile, theil_sen_bootstrap};
-
-/// The family-wise error rate of false regressions over the primary metrics.
-pub const DEFAULT_ALPHA: f64 = 0.01;
-/// The power at which the smallest detectable change is reported.
-pub const DETECTION_POWER: f64 = 0.8;
-/// The largest relative difference of the calibration figures before the machines are considered
-/// not comparable. `STATISTICS.md` §9 says "a few percent"; measured on a quiet shared 2-core VM,
-/// the figure moved by 5–14% between runs (and 6–11% within one) while the service's p50 and p99
-/// under the same load stayed within ±3%, so 5% only hid regressions (docs/statistics.md).
-pub const CALIBRATION_TOLERANCE: f64 = 0.20;
-/// The largest relative difference of the compared phases' offered loads.
-pub const LOAD_TOLERANCE: f64 = 0.01;
-/// The fewest windows with answers a side needs for the window-based estimates.
-pub const MIN_WINDOWS: usize = 5;
-/// A quantile q needs n · min(q, 1 − q) of at least this on each side before it is compared.
-pub const MIN_TAIL_REQUESTS: f64 = 5.0;
-/// The fewest RSS samples a side needs for a slope.
-pub const MIN_RSS_SAMPLES: usize = 10;
-
-/// How the comparison is made; the defaults are the documented design.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CompareOptions {
-    /// The family-wise α over the primary metrics.
-    pub alpha: f64,
-    /// The seed of every bootstrap.
-    pub seed: u64,
-    /// Bootstrap resamples per estimate.
-    pub resamples: usize,
-    /// See [`CALIBRATION_TOLERANCE`].
-    pub calibration_tolerance: f64,
-    /// See [`LOAD_TOLERANCE`].
-    pub load_tolerance: f64,
-}
-
-impl Default for CompareOptions {
-    fn default() -> Self {
-        Self {
-            alpha: DEFAULT_ALPHA,
-            seed: crate::stats::DEFAULT_BOOTSTRAP_SEED,
-            resamples: DEFAULT_RESAMPLES,
-            calibration_tolerance: CALIBRATION_TOLERANCE,
-            load_tolerance: LOAD_TOLERANCE,
-        }
-    }
-}
+use crate::stats::holm::holm;
+use crate::stats::slope::normal_quantile;
 
 /// Compares `head` with `base` under the thresholds of `gate`, with the default options.
 pub fn compare(base: &RunFigures, head: &RunFigures, gate: &GateConfig) -> Comparison {
     compare_with(base, head, gate, &CompareOptions::default())
-}
-
-/// How one metric was estimated, before the family is judged.
-#[derive(Clone, Debug)]
-enum Estimate {
-    /// A normal interval on the test scale (ln ratio, or difference) with this standard error.
-    Normal { est: f64, se: f64 },
-    /// A bracket on the ratio scale (capacity); ends may be 0 or infinite.
-    Bracket {
-        est: Option<f64>,
-        low: f64,
-        high: f64,
-    },
-    /// Not estimable.
-    Missing,
-}
-
-#[derive(Clone, Debug)]
-struct Draft {
-    metric: Metric,
-    operation: Option<String>,
-    primary: bool,
-    base: Option<f64>,
-    head: Option<f64>,
-    estimate: Estimate,
-    /// δ: relative for ratios, absolute for differences.
-    delta: f64,
-    /// Forces the outcome to inconclusive, with this note; or only annotates when `estimate` is fine.
-    note: Option<String>,
-    forced: bool,
-}
-
-impl Draft {
-    fn new(metric: Metric, operation: Option<String>, delta: f64) -> Self {
-        Self {
-            metric,
-            operation,
-            primary: metric != Metric::RssSlope,
-            base: None,
-            head: None,
-            estimate: Estimate::Missing,
-            delta,
-            note: None,
-            forced: false,
-        }
-    }
-
-    fn missing(mut self, note: String) -> Self {
-        self.estimate = Estimate::Missing;
-        self.note = Some(note);
-        self
-    }
-
-    fn scale(&self) -> Scale {
-        match self.metric {
-            Metric::P50 | Metric::P99 | Metric::Capacity => Scale::Ratio,
-            Metric::ErrorRate | Metric::RssSlope => Scale::Difference,
-        }
-    }
-
-    /// The threshold on the test scale: ln(1 + δ) for latency, δ for differences.
-    fn test_threshold(&self) -> f64 {
-        match self.scale() {
-            Scale::Ratio => self.delta.ln_1p(),
-            Scale::Difference => self.delta,
-        }
-    }
-
-    /// The one-sided p-value of "not beyond the threshold on the bad side".
-    fn p_value(&self) -> f64 {
-        match &self.estimate {
-            _ if self.forced => 1.0,
-            Estimate::Normal { est, se } => {
-                let tau = self.test_threshold();
-                if *se > 0.0 {
-                    1.0 - normal_cdf((est - tau) / se)
-                } else if *est > tau {
-                    0.0
-                } else {
-                    1.0
-                }
-            }
-            Estimate::Bracket { high, .. } => {
-                if *high < 1.0 - self.delta {
-                    0.0
-                } else {
-                    1.0
-                }
-            }
-            Estimate::Missing => 1.0,
-        }
-    }
-}
-
-fn finite(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
-}
-
-/// Judges one metric. A regression found by Holm is drawn at its Holm `level`; anything else at
-/// `alpha`, the level the pass rule needs (a pass of the run is an intersection–union test: every
-/// metric within, each at α). `detect_level` is the level a regression of this metric would have
-/// to clear alone, α/m for a primary metric, which the smallest detectable change is quoted at.
-fn judge(
-    mut draft: Draft,
-    alpha: f64,
-    holm_level: f64,
-    rejected: bool,
-    detect_level: f64,
-) -> MetricComparison {
-    let level = if rejected { holm_level } else { alpha };
-    let z = normal_quantile(1.0 - level);
-    let z_detect = normal_quantile(1.0 - detect_level);
-    let z_power = normal_quantile(DETECTION_POWER);
-    let scale = draft.scale();
-    let delta = draft.delta;
-    let (threshold, good) = match (scale, draft.metric) {
-        (_, Metric::Capacity) => (1.0 - delta, 1.0 + delta),
-        (Scale::Ratio, _) => (1.0 + delta, 1.0 - delta),
-        (Scale::Difference, _) => (delta, -delta),
-    };
-    let p_value = match draft.estimate {
-        Estimate::Missing => None,
-        _ if draft.forced => None,
-        _ => Some(draft.p_value()),
-    };
-    let (estimate, low, high, detectable, mut outcome) = match draft.estimate {
-        Estimate::Normal { est, se } => {
-            let (lo, hi) = (est - z * se, est + z * se);
-            let (estimate, low, high, detectable) = match scale {
-                Scale::Ratio => (
-                    est.exp(),
-                    lo.exp(),
-                    hi.exp(),
-                    (1.0 + delta) * ((z_detect + z_power) * se).exp() - 1.0,
-                ),
-                Scale::Difference => (est, lo, hi, delta + (z_detect + z_power) * se),
-            };
-            let outcome = if rejected || (!draft.primary && low > threshold) {
-                Outcome::Regression
-            } else if low > threshold {
-                draft.note = Some(format!(
-                    "beyond the threshold at {:.0}% confidence, but not after Holm's correction \
-                     for the number of metrics",
-                    (1.0 - 2.0 * alpha) * 100.0
-                ));
-                Outcome::Inconclusive
-            } else if high < good {
-                Outcome::Improvement
-            } else if high < threshold {
-                Outcome::Pass
-            } else {
-                Outcome::Inconclusive
-            };
-            (
-                Some(estimate),
-                finite(low),
-                finite(high),
-                finite(detectable),
-                outcome,
-            )
-        }
-        Estimate::Bracket { est, low, high } => {
-            let outcome = if high < threshold {
-                Outcome::Regression
-            } else if low > good {
-                Outcome::Improvement
-            } else if low > threshold {
-                Outcome::Pass
-            } else {
-                Outcome::Inconclusive
-            };
-            // The bracket's width factor: a true loss is seen once the whole bracket of the
-            // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width.
-            let width = high / low;
-            let detectable = width
-                .is_finite()
-                .then(|| 1.0 - (1.0 - delta) / width)
-                .filter(|d| *d > 0.0);
-            (
-                est,
-                finite(low).filter(|l| *l > 0.0),
-                finite(high),
-                detectable,
-                outcome,
-            )
-        }
-        Estimate::Missing => (None, None, None, None, Outcome::Inconclusive),
-    };
-    if draft.forced {
-        outcome = Outcome::Inconclusive;
-    }
-    MetricComparison {
-        metric: draft.metric,
-        operation: draft.operation,
-        primary: draft.primary,
-        scale,
-        base: draft.base,
-        head: draft.head,
-        estimate,
-        low,
-        high,
-        confidence: 1.0 - 2.0 * level,
-        threshold,
-        p_value,
-        outcome,
-        detectable,
-        note: draft.note,
-    }
-}
-
-fn ms(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// The windows of a phase that saw answers.
-fn answered(phase: &PhaseMeasurement) -> Vec<&Window> {
-    phase
-        .windows
-        .windows
-        .iter()
-        .filter(|w| w.completed > 0)
-        .collect()
-}
-
-/// The standard error of a side's latency *level*: a block bootstrap of the mean of ln(window
-/// p50) over the windows with answers. It carries what independent sampling misses — the
-/// slowdowns a whole window shares, and their autocorrelation — and is added to every quantile's
-/// order-statistic error on that side. `None` with fewer than [`MIN_WINDOWS`] windows.
-fn level_se(phase: &PhaseMeasurement, options: &CompareOptions, label: &str) -> Option<f64> {
-    let values: Vec<f64> = answered(phase)
-        .iter()
-        .map(|w| ms(w.p50).max(1e-3).ln())
-        .collect();
-    if values.len() < MIN_WINDOWS {
-        return None;
-    }
-    let boot = block_bootstrap_sd(
-        &values,
-        block_len(&values),
-        options.resamples,
-        derive_seed(options.seed, label),
-        |s| Some(s.iter().sum::<f64>() / s.len() as f64),
-    )?;
-    Some(boot * short_series_factor(&values))
-}
-
-/// Widens the standard error of a mean of a short autocorrelated series: centring on the sample
-/// mean biases the variance down by about τ/n (τ the integrated autocorrelation time), and a
-/// block bootstrap with blocks of about 2τ misses part of the correlation beyond the block.
-fn short_series_factor(values: &[f64]) -> f64 {
-    let n = values.len() as f64;
-    let tau = autocorrelation_time(values).unwrap_or(1.0);
-    let b = block_len(values) as f64;
-    // Centring bias, then the block bootstrap's own bias, 1 − τ/b (Künsch 1989), each bounded.
-    let centring = n / (n - tau).max(n / 2.0);
-    let blocks = 1.0 / (1.0 - tau / (2.0 * b)).max(0.5);
-    (centring * blocks).sqrt()
-}
-
-fn latency_drafts(
-    base: &PhaseMeasurement,
-    head: &PhaseMeasurement,
-    gate: &GateConfig,
-    options: &CompareOptions,
-) -> Vec<Draft> {
-    let levels = level_se(base, options, "base/level").zip(level_se(head, options, "head/level"));
-    let (base_total, head_total) = (base.total(), head.total());
-    let mut classes: Vec<(Option<String>, &LatencyHistogram, Option<&LatencyHistogram>)> =
-        vec![(None, &head_total.latency, Some(&base_total.latency))];
-    if head.operations.len() >= 2 {
-        for op in &head.operations {
-            let base_op = base.operations.iter().find(|o| o.name == op.name);
-            classes.push((
-                Some(op.name.clone()),
-                &op.latency,
-                base_op.map(|o| &o.latency),
-            ));
-        }
-    }
-    let mut drafts = Vec::new();
-    for (metric, q, delta) in [
-        (Metric::P50, 0.5_f64, gate.p50_change),
-        (Metric::P99, 0.99, gate.p99_change),
-    ] {
-        let label = metric.label();
-        for (operation, head_hist, base_hist) in &classes {
-            let d = Draft::new(metric, operation.clone(), delta);
-            let Some(base_hist) = base_hist else {
-                drafts.push(d.missing("the baseline did not run this operation".to_owned()));
-                continue;
-            };
-            let Some((level_b, level_h)) = levels else {
-                drafts.push(d.missing(format!(
-                    "fewer than {MIN_WINDOWS} windows with answers: {} (base), {} (head)",
-                    answered(base).len(),
-                    answered(head).len()
-                )));
-                continue;
-            };
-            let need = (MIN_TAIL_REQUESTS / q.min(1.0 - q)).ceil();
-            let (nb, nh) = (base_hist.count(), head_hist.count());
-            if (nb.min(nh) as f64) < need {
-                drafts.push(d.missing(format!(
-                    "too few requests for {label}: {nb} (base), {nh} (head); it needs {need}"
-                )));
-                continue;
-            }
-            let value = |h: &LatencyHistogram| ms(h.quantile(q)).max(1e-3);
-            let (vb, vh) = (value(base_hist), value(head_hist));
-            let os_b = quantile_log_se(base_hist, q).unwrap_or(0.0);
-            let os_h = quantile_log_se(head_hist, q).unwrap_or(0.0);
-            let se = (os_b.powi(2) + level_b.powi(2) + os_h.powi(2) + level_h.powi(2)).sqrt();
-            drafts.push(Draft {
-                base: Some(vb),
-                head: Some(vh),
-                // Histogram resolution (3 significant digits) bounds the error from below.
-                estimate: Estimate::Normal {
-                    est: (vh / vb).ln(),
-                    se: se.max(1e-3),
-                },
-                ..d
-            });
-        }
-    }
-    drafts
-}
-
-fn error_rate_draft(
-    base: &PhaseMeasurement,
-    head: &PhaseMeasurement,
-    gate: &GateConfig,
-    options: &CompareOptions,
-) -> Draft {
-    let d = Draft::new(Metric::ErrorRate, None, gate.error_rate_increase);
-    let series = |p: &PhaseMeasurement| -> Vec<(f64, f64)> {
-        answered(p)
-            .iter()
-            .map(|w| (w.errors as f64, w.completed as f64))
-            .collect()
-    };
-    let rate = |s: &[(f64, f64)]| {
-        let (e, c) = s.iter().fold((0.0, 0.0), |(e, c), w| (e + w.0, c + w.1));
-        (c > 0.0).then(|| e / c)
-    };
-    let (sb, sh) = (series(base), series(head));
-    if sb.len() < MIN_WINDOWS || sh.len() < MIN_WINDOWS {
-        return d.missing(format!(
-            "fewer than {MIN_WINDOWS} windows with answers: {} (base), {} (head)",
-            sb.len(),
-            sh.len()
-        ));
-    }
-    let se = |s: &[(f64, f64)], side: &str| {
-        let rates: Vec<f64> = s.iter().map(|(e, c)| e / c).collect();
-        block_bootstrap_sd(
-            s,
-            block_len(&rates),
-            options.resamples,
-            derive_seed(options.seed, &format!("{side}/error-rate")),
-            rate,
-        )
-        .unwrap_or(0.0)
-    };
-    let (Some(rb), Some(rh)) = (rate(&sb), rate(&sh)) else {
-        return d.missing("no answers".to_owned());
-    };
-    Draft {
-        base: Some(rb),
-        head: Some(rh),
-        estimate: Estimate::Normal {
-            est: rh - rb,
-            se: se(&sb, "base").hypot(se(&sh, "head")),
-        },
-        ..d
-    }
-}
-
-fn capacity_draft(
-    base: Option<&KneeBracket>,
-    head: Option<&KneeBracket>,
-    gate: &GateConfig,
-) -> Option<Draft> {
-    let d = Draft::new(Metric::Capacity, None, gate.capacity_loss);
-    let (b, h) = match (base, head) {
-        (None, None) => return None,
-        (Some(b), Some(h)) => (b, h),
-        (b, _) => {
-            let side = if b.is_none() {
-                "the baseline"
-            } else {
-                "this run"
-            };
-            return Some(d.missing(format!("{side} has no knee: no ramp was run")));
-        }
-    };
-    let mid = |k: &KneeBracket| match (k.last_held_sessions_per_sec, k.first_broke_sessions_per_sec)
-    {
-        (Some(a), Some(b)) => Some((a * b).sqrt()),
-        _ => None,
-    };
-    let low = h.last_held_sessions_per_sec.unwrap_or(0.0)
-        / b.first_broke_sessions_per_sec.unwrap_or(f64::INFINITY);
-    let high = h.first_broke_sessions_per_sec.unwrap_or(f64::INFINITY)
-        / b.last_held_sessions_per_sec.unwrap_or(0.0);
-    let (mb, mh) = (mid(b), mid(h));
-    Some(Draft {
-        base: mb,
-        head: mh,
-        estimate: Estimate::Bracket {
-            est: mb.zip(mh).map(|(b, h)| h / b),
-            low: if low.is_nan() { 0.0 } else { low },
-            high: if high.is_nan() { f64::INFINITY } else { high },
-        },
-        note: Some(
-            "the ratio of the brackets [last held, first broke] of both knees; the estimate is \
-             the ratio of their geometric midpoints"
-                .to_owned(),
-        ),
-        ..d
-    })
-}
-
-/// A side's RSS slope and its standard error: the plan's stored slope when there is one, else a
-/// Theil–Sen fit with a block bootstrap over the raw series.
-fn side_slope(f: &RunFigures, options: &CompareOptions, side: &str) -> Option<(f64, f64)> {
-    if let Some(s) = f.rss_slope {
-        let z = normal_quantile(0.5 + RSS_SLOPE_CONFIDENCE / 2.0);
-        return Some((s.estimate, (s.high - s.low) / (2.0 * z)));
-    }
-    if f.rss.len() < MIN_RSS_SAMPLES {
-        return None;
-    }
-    let z = normal_quantile(1.0 - options.alpha);
-    theil_sen_bootstrap(
-        &f.rss,
-        &BootstrapOptions {
-            resamples: 1_000,
-            confidence: 1.0 - 2.0 * options.alpha,
-            seed: derive_seed(options.seed, &format!("{side}/rss")),
-            block_len: None,
-        },
-    )
-    .map(|s| (s.estimate, (s.high - s.low) / (2.0 * z)))
-}
-
-fn rss_draft(
-    base: &RunFigures,
-    head: &RunFigures,
-    gate: &GateConfig,
-    options: &CompareOptions,
-) -> Option<Draft> {
-    let (sh, se_h) = side_slope(head, options, "head")?;
-    let d = Draft::new(Metric::RssSlope, None, gate.rss_slope_bytes_per_sec);
-    let base_slope = side_slope(base, options, "base");
-    let note = match base_slope {
-        Some(_) => "head slope minus baseline slope (Theil–Sen, block bootstrap)".to_owned(),
-        None => "the baseline has no RSS slope: this run's slope is judged alone".to_owned(),
-    };
-    let (sb, se_b) = base_slope.unwrap_or((0.0, 0.0));
-    Some(Draft {
-        base: base_slope.map(|s| s.0),
-        head: Some(sh),
-        estimate: Estimate::Normal {
-            est: sh - sb,
-            se: se_h.hypot(se_b),
-        },
-        note: Some(note),
-        ..d
-    })
 }
 
 /// Compares `head` with `base` under the thresholds of `gate`.
@@ -653,7 +141,7 @@ pub fn compare_with(
         .into_iter()
         .zip(steps)
         .map(|(d, s)| {
-            judge(
+            classify(
                 d,
                 options.alpha,
                 s.level,
@@ -664,7 +152,13 @@ pub fn compare_with(
         .collect();
     let primaries = metrics.len();
     if let Some(d) = rss {
-        metrics.push(judge(d, options.alpha, options.alpha, false, options.alpha));
+        metrics.push(classify(
+            d,
+            options.alpha,
+            options.alpha,
+            false,
+            options.alpha,
+        ));
     }
     let verdict = decide(&metrics, primaries, blockers, machine, warnings);
     Comparison {
@@ -676,53 +170,116 @@ pub fn compare_with(
     }
 }
 
-/// The metric's name with its operation, e.g. ``p99 of `login` ``.
-pub fn metric_name(m: &MetricComparison) -> String {
-    match &m.operation {
-        Some(op) => format!("{} of `{op}`", m.metric.label()),
-        None if matches!(m.metric, Metric::P50 | Metric::P99) => {
-            format!("{} (all operations)", m.metric.label())
-        }
-        None => m.metric.label().to_owned(),
-    }
-}
-
-/// A figure on the metric's scale for people: a signed percent change for ratios, percentage
-/// points for the error rate, MiB/min for the RSS slope.
-pub fn format_change(m: &MetricComparison, value: Option<f64>) -> String {
-    let Some(v) = value else {
-        return if m.scale == Scale::Ratio && value.is_none() {
-            "unbounded".to_owned()
-        } else {
-            "?".to_owned()
-        };
+/// Classifies one metric by the interval rule. A regression found by Holm is drawn at its Holm `level`; anything else at
+/// `alpha`, the level the pass rule needs (a pass of the run is an intersection–union test: every
+/// metric within, each at α). `detect_level` is the level a regression of this metric would have
+/// to clear alone, α/m for a primary metric, which the smallest detectable change is quoted at.
+fn classify(
+    mut draft: Draft,
+    alpha: f64,
+    holm_level: f64,
+    rejected: bool,
+    detect_level: f64,
+) -> MetricComparison {
+    let level = if rejected { holm_level } else { alpha };
+    let z = normal_quantile(1.0 - level);
+    let z_detect = normal_quantile(1.0 - detect_level);
+    let z_power = normal_quantile(DETECTION_POWER);
+    let scale = draft.scale();
+    let delta = draft.delta;
+    let (threshold, good) = match (scale, draft.metric) {
+        (_, Metric::Capacity) => (1.0 - delta, 1.0 + delta),
+        (Scale::Ratio, _) => (1.0 + delta, 1.0 - delta),
+        (Scale::Difference, _) => (delta, -delta),
     };
-    match m.metric {
-        Metric::ErrorRate => format!("{:+.2} pp", v * 100.0),
-        Metric::RssSlope => format!("{:+.2} MiB/min", v * 60.0 / (1024.0 * 1024.0)),
-        _ => format!("{:+.1}%", (v - 1.0) * 100.0),
+    let p_value = match draft.estimate {
+        Estimate::Missing => None,
+        _ if draft.forced => None,
+        _ => Some(draft.p_value()),
+    };
+    let (estimate, low, high, detectable, mut outcome) = match draft.estimate {
+        Estimate::Normal { est, se } => {
+            let (lo, hi) = (est - z * se, est + z * se);
+            let (estimate, low, high, detectable) = match scale {
+                Scale::Ratio => (
+                    est.exp(),
+                    lo.exp(),
+                    hi.exp(),
+                    (1.0 + delta) * ((z_detect + z_power) * se).exp() - 1.0,
+                ),
+                Scale::Difference => (est, lo, hi, delta + (z_detect + z_power) * se),
+            };
+            let outcome = if rejected || (!draft.primary && low > threshold) {
+                Outcome::Regression
+            } else if low > threshold {
+                draft.note = Some(format!(
+                    "beyond the threshold at {:.0}% confidence, but not after Holm's correction \
+                     for the number of metrics",
+                    (1.0 - 2.0 * alpha) * 100.0
+                ));
+                Outcome::Inconclusive
+            } else if high < good {
+                Outcome::Improvement
+            } else if high < threshold {
+                Outcome::Pass
+            } else {
+                Outcome::Inconclusive
+            };
+            (
+                Some(estimate),
+                finite(low),
+                finite(high),
+                finite(detectable),
+                outcome,
+            )
+        }
+        Estimate::Bracket { est, low, high } => {
+            let outcome = if high < threshold {
+                Outcome::Regression
+            } else if low > good {
+                Outcome::Improvement
+            } else if low > threshold {
+                Outcome::Pass
+            } else {
+                Outcome::Inconclusive
+            };
+            // The bracket's width factor: a true loss is seen once the whole bracket of the
+            // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width.
+            let width = high / low;
+            let detectable = width
+                .is_finite()
+                .then(|| 1.0 - (1.0 - delta) / width)
+                .filter(|d| *d > 0.0);
+            (
+                est,
+                finite(low).filter(|l| *l > 0.0),
+                finite(high),
+                detectable,
+                outcome,
+            )
+        }
+        Estimate::Missing => (None, None, None, None, Outcome::Inconclusive),
+    };
+    if draft.forced {
+        outcome = Outcome::Inconclusive;
     }
-}
-
-/// The metric's threshold on its own scale, for people: `+10.0%`, `0.50 pp`, `2.00 MiB/min`.
-pub fn format_threshold(m: &MetricComparison) -> String {
-    match m.metric {
-        Metric::ErrorRate => format!("{:.2} pp", m.threshold * 100.0),
-        Metric::RssSlope => format!("{:.2} MiB/min", m.threshold * 60.0 / (1024.0 * 1024.0)),
-        _ => format!("{:+.1}%", (m.threshold - 1.0) * 100.0),
+    MetricComparison {
+        metric: draft.metric,
+        operation: draft.operation,
+        primary: draft.primary,
+        scale,
+        base: draft.base,
+        head: draft.head,
+        estimate,
+        low,
+        high,
+        confidence: 1.0 - 2.0 * level,
+        threshold,
+        p_value,
+        outcome,
+        detectable,
+        note: draft.note,
     }
-}
-
-fn describe(m: &MetricComparison) -> String {
-    format!(
-        "{} changed {} (interval {} to {} at {:.2}% confidence) against a threshold of {}",
-        metric_name(m),
-        format_change(m, m.estimate),
-        format_change(m, m.low),
-        format_change(m, m.high),
-        m.confidence * 100.0,
-        format_threshold(m)
-    )
 }
 
 /// Widens a latency or capacity metric's threshold by a machine difference of `slack` (relative):
@@ -859,7 +416,8 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::ExitCode;
+    use crate::compare::KneeBracket;
+    use crate::measure::PhaseMeasurement;
     use crate::measure::{FinishInfo, Outcome as RequestOutcome, PhaseRecorder};
     use rand::{Rng as _, SeedableRng};
     use rand_chacha::ChaCha8Rng;
@@ -1098,7 +656,7 @@ mod tests {
             "{}",
             c.verdict.rule_fired
         );
-        assert_eq!(c.verdict.exit_code(false, false), ExitCode::REGRESSION);
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Regression);
     }
 
     #[test]
@@ -1126,7 +684,7 @@ mod tests {
             // The estimate is close to the true 2%.
             assert!((m.estimate.unwrap() - 1.02).abs() < 0.03, "{m:?}");
         }
-        assert_eq!(c.verdict.exit_code(true, true), ExitCode::PASS);
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Pass);
     }
 
     #[test]
@@ -1153,8 +711,7 @@ mod tests {
         );
         let m = &c.metrics[c.verdict.metrics[0]];
         assert!(m.detectable.unwrap() > 0.2, "{m:?}");
-        assert_eq!(c.verdict.exit_code(true, false), ExitCode::INCONCLUSIVE);
-        assert_eq!(c.verdict.exit_code(false, false), ExitCode::PASS);
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Inconclusive);
     }
 
     #[test]
@@ -1350,10 +907,11 @@ mod tests {
     }
 
     #[test]
-    fn no_baseline_is_a_verdict_with_its_exit_codes() {
+    fn no_baseline_is_a_verdict_of_its_own() {
         let v = Verdict::no_baseline(vec!["no baseline stored for 3f2a91c".to_owned()]);
         assert_eq!(v.outcome, VerdictOutcome::NoBaseline);
-        assert_eq!(v.exit_code(false, true), ExitCode::NO_BASELINE);
-        assert_eq!(v.exit_code(true, false), ExitCode::PASS);
+        assert_eq!(v.rule_fired, "no baseline matches this run");
+        assert_eq!(v.warnings, ["no baseline stored for 3f2a91c"]);
+        assert!(v.metrics.is_empty());
     }
 }

@@ -1,0 +1,378 @@
+//! The per-metric estimates of a comparison, before the family is judged: each metric's figures on
+//! both sides and its estimate (a normal interval on the test scale, a bracket for capacity, or
+//! missing with a note). `decide.rs` turns these drafts into outcomes and the verdict.
+
+use super::figures::{KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
+use super::options::{CompareOptions, MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS};
+use crate::config::GateConfig;
+use crate::measure::{LatencyHistogram, PhaseMeasurement, Window};
+use crate::result::{Metric, Scale};
+use crate::stats::bootstrap::{
+    autocorrelation_time, block_bootstrap_sd, block_len, derive_seed, quantile_log_se,
+};
+use crate::stats::holm::normal_cdf;
+use crate::stats::slope::{BootstrapOptions, normal_quantile, theil_sen_bootstrap};
+
+/// How one metric was estimated, before the family is judged.
+#[derive(Clone, Debug)]
+pub(super) enum Estimate {
+    /// A normal interval on the test scale (ln ratio, or difference) with this standard error.
+    Normal { est: f64, se: f64 },
+    /// A bracket on the ratio scale (capacity); ends may be 0 or infinite.
+    Bracket {
+        est: Option<f64>,
+        low: f64,
+        high: f64,
+    },
+    /// Not estimable.
+    Missing,
+}
+
+/// One metric before the family is judged: its figures, its estimate and its threshold.
+#[derive(Clone, Debug)]
+pub(super) struct Draft {
+    pub(super) metric: Metric,
+    pub(super) operation: Option<String>,
+    pub(super) primary: bool,
+    pub(super) base: Option<f64>,
+    pub(super) head: Option<f64>,
+    pub(super) estimate: Estimate,
+    /// δ: relative for ratios, absolute for differences.
+    pub(super) delta: f64,
+    /// Forces the outcome to inconclusive, with this note; or only annotates when `estimate` is fine.
+    pub(super) note: Option<String>,
+    pub(super) forced: bool,
+}
+
+impl Draft {
+    pub(super) fn new(metric: Metric, operation: Option<String>, delta: f64) -> Self {
+        Self {
+            metric,
+            operation,
+            primary: metric != Metric::RssSlope,
+            base: None,
+            head: None,
+            estimate: Estimate::Missing,
+            delta,
+            note: None,
+            forced: false,
+        }
+    }
+
+    pub(super) fn missing(mut self, note: String) -> Self {
+        self.estimate = Estimate::Missing;
+        self.note = Some(note);
+        self
+    }
+
+    pub(super) fn scale(&self) -> Scale {
+        match self.metric {
+            Metric::P50 | Metric::P99 | Metric::Capacity => Scale::Ratio,
+            Metric::ErrorRate | Metric::RssSlope => Scale::Difference,
+        }
+    }
+
+    /// The threshold on the test scale: ln(1 + δ) for latency, δ for differences.
+    fn test_threshold(&self) -> f64 {
+        match self.scale() {
+            Scale::Ratio => self.delta.ln_1p(),
+            Scale::Difference => self.delta,
+        }
+    }
+
+    /// The one-sided p-value of "not beyond the threshold on the bad side".
+    pub(super) fn p_value(&self) -> f64 {
+        match &self.estimate {
+            _ if self.forced => 1.0,
+            Estimate::Normal { est, se } => {
+                let tau = self.test_threshold();
+                if *se > 0.0 {
+                    1.0 - normal_cdf((est - tau) / se)
+                } else if *est > tau {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
+            Estimate::Bracket { high, .. } => {
+                if *high < 1.0 - self.delta {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
+            Estimate::Missing => 1.0,
+        }
+    }
+}
+
+/// `x` when it is finite.
+pub(super) fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The windows of a phase that saw answers.
+fn answered(phase: &PhaseMeasurement) -> Vec<&Window> {
+    phase
+        .windows
+        .windows
+        .iter()
+        .filter(|w| w.completed > 0)
+        .collect()
+}
+
+/// The standard error of a side's latency *level*: a block bootstrap of the mean of ln(window
+/// p50) over the windows with answers. It carries what independent sampling misses — the
+/// slowdowns a whole window shares, and their autocorrelation — and is added to every quantile's
+/// order-statistic error on that side. `None` with fewer than [`MIN_WINDOWS`] windows.
+fn level_se(phase: &PhaseMeasurement, options: &CompareOptions, label: &str) -> Option<f64> {
+    let values: Vec<f64> = answered(phase)
+        .iter()
+        .map(|w| ms(w.p50).max(1e-3).ln())
+        .collect();
+    if values.len() < MIN_WINDOWS {
+        return None;
+    }
+    let boot = block_bootstrap_sd(
+        &values,
+        block_len(&values),
+        options.resamples,
+        derive_seed(options.seed, label),
+        |s| Some(s.iter().sum::<f64>() / s.len() as f64),
+    )?;
+    Some(boot * short_series_factor(&values))
+}
+
+/// Widens the standard error of a mean of a short autocorrelated series: centring on the sample
+/// mean biases the variance down by about τ/n (τ the integrated autocorrelation time), and a
+/// block bootstrap with blocks of about 2τ misses part of the correlation beyond the block.
+fn short_series_factor(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let tau = autocorrelation_time(values).unwrap_or(1.0);
+    let b = block_len(values) as f64;
+    // Centring bias, then the block bootstrap's own bias, 1 − τ/b (Künsch 1989), each bounded.
+    let centring = n / (n - tau).max(n / 2.0);
+    let blocks = 1.0 / (1.0 - tau / (2.0 * b)).max(0.5);
+    (centring * blocks).sqrt()
+}
+
+/// The p50 and p99 of all operations and of each operation class (with two or more).
+pub(super) fn latency_drafts(
+    base: &PhaseMeasurement,
+    head: &PhaseMeasurement,
+    gate: &GateConfig,
+    options: &CompareOptions,
+) -> Vec<Draft> {
+    let levels = level_se(base, options, "base/level").zip(level_se(head, options, "head/level"));
+    let (base_total, head_total) = (base.total(), head.total());
+    let mut classes: Vec<(Option<String>, &LatencyHistogram, Option<&LatencyHistogram>)> =
+        vec![(None, &head_total.latency, Some(&base_total.latency))];
+    if head.operations.len() >= 2 {
+        for op in &head.operations {
+            let base_op = base.operations.iter().find(|o| o.name == op.name);
+            classes.push((
+                Some(op.name.clone()),
+                &op.latency,
+                base_op.map(|o| &o.latency),
+            ));
+        }
+    }
+    let mut drafts = Vec::new();
+    for (metric, q, delta) in [
+        (Metric::P50, 0.5_f64, gate.p50_change),
+        (Metric::P99, 0.99, gate.p99_change),
+    ] {
+        let label = metric.label();
+        for (operation, head_hist, base_hist) in &classes {
+            let d = Draft::new(metric, operation.clone(), delta);
+            let Some(base_hist) = base_hist else {
+                drafts.push(d.missing("the baseline did not run this operation".to_owned()));
+                continue;
+            };
+            let Some((level_b, level_h)) = levels else {
+                drafts.push(d.missing(format!(
+                    "fewer than {MIN_WINDOWS} windows with answers: {} (base), {} (head)",
+                    answered(base).len(),
+                    answered(head).len()
+                )));
+                continue;
+            };
+            let need = (MIN_TAIL_REQUESTS / q.min(1.0 - q)).ceil();
+            let (nb, nh) = (base_hist.count(), head_hist.count());
+            if (nb.min(nh) as f64) < need {
+                drafts.push(d.missing(format!(
+                    "too few requests for {label}: {nb} (base), {nh} (head); it needs {need}"
+                )));
+                continue;
+            }
+            let value = |h: &LatencyHistogram| ms(h.quantile(q)).max(1e-3);
+            let (vb, vh) = (value(base_hist), value(head_hist));
+            let os_b = quantile_log_se(base_hist, q).unwrap_or(0.0);
+            let os_h = quantile_log_se(head_hist, q).unwrap_or(0.0);
+            let se = (os_b.powi(2) + level_b.powi(2) + os_h.powi(2) + level_h.powi(2)).sqrt();
+            drafts.push(Draft {
+                base: Some(vb),
+                head: Some(vh),
+                // Histogram resolution (3 significant digits) bounds the error from below.
+                estimate: Estimate::Normal {
+                    est: (vh / vb).ln(),
+                    se: se.max(1e-3),
+                },
+                ..d
+            });
+        }
+    }
+    drafts
+}
+
+/// The error rate over the windows with answers, head − base.
+pub(super) fn error_rate_draft(
+    base: &PhaseMeasurement,
+    head: &PhaseMeasurement,
+    gate: &GateConfig,
+    options: &CompareOptions,
+) -> Draft {
+    let d = Draft::new(Metric::ErrorRate, None, gate.error_rate_increase);
+    let series = |p: &PhaseMeasurement| -> Vec<(f64, f64)> {
+        answered(p)
+            .iter()
+            .map(|w| (w.errors as f64, w.completed as f64))
+            .collect()
+    };
+    let rate = |s: &[(f64, f64)]| {
+        let (e, c) = s.iter().fold((0.0, 0.0), |(e, c), w| (e + w.0, c + w.1));
+        (c > 0.0).then(|| e / c)
+    };
+    let (sb, sh) = (series(base), series(head));
+    if sb.len() < MIN_WINDOWS || sh.len() < MIN_WINDOWS {
+        return d.missing(format!(
+            "fewer than {MIN_WINDOWS} windows with answers: {} (base), {} (head)",
+            sb.len(),
+            sh.len()
+        ));
+    }
+    let se = |s: &[(f64, f64)], side: &str| {
+        let rates: Vec<f64> = s.iter().map(|(e, c)| e / c).collect();
+        block_bootstrap_sd(
+            s,
+            block_len(&rates),
+            options.resamples,
+            derive_seed(options.seed, &format!("{side}/error-rate")),
+            rate,
+        )
+        .unwrap_or(0.0)
+    };
+    let (Some(rb), Some(rh)) = (rate(&sb), rate(&sh)) else {
+        return d.missing("no answers".to_owned());
+    };
+    Draft {
+        base: Some(rb),
+        head: Some(rh),
+        estimate: Estimate::Normal {
+            est: rh - rb,
+            se: se(&sb, "base").hypot(se(&sh, "head")),
+        },
+        ..d
+    }
+}
+
+/// The capacity from the knee brackets; `None` when neither side ran a ramp.
+pub(super) fn capacity_draft(
+    base: Option<&KneeBracket>,
+    head: Option<&KneeBracket>,
+    gate: &GateConfig,
+) -> Option<Draft> {
+    let d = Draft::new(Metric::Capacity, None, gate.capacity_loss);
+    let (b, h) = match (base, head) {
+        (None, None) => return None,
+        (Some(b), Some(h)) => (b, h),
+        (b, _) => {
+            let side = if b.is_none() {
+                "the baseline"
+            } else {
+                "this run"
+            };
+            return Some(d.missing(format!("{side} has no knee: no ramp was run")));
+        }
+    };
+    let mid = |k: &KneeBracket| match (k.last_held_sessions_per_sec, k.first_broke_sessions_per_sec)
+    {
+        (Some(a), Some(b)) => Some((a * b).sqrt()),
+        _ => None,
+    };
+    let low = h.last_held_sessions_per_sec.unwrap_or(0.0)
+        / b.first_broke_sessions_per_sec.unwrap_or(f64::INFINITY);
+    let high = h.first_broke_sessions_per_sec.unwrap_or(f64::INFINITY)
+        / b.last_held_sessions_per_sec.unwrap_or(0.0);
+    let (mb, mh) = (mid(b), mid(h));
+    Some(Draft {
+        base: mb,
+        head: mh,
+        estimate: Estimate::Bracket {
+            est: mb.zip(mh).map(|(b, h)| h / b),
+            low: if low.is_nan() { 0.0 } else { low },
+            high: if high.is_nan() { f64::INFINITY } else { high },
+        },
+        note: Some(
+            "the ratio of the brackets [last held, first broke] of both knees; the estimate is \
+             the ratio of their geometric midpoints"
+                .to_owned(),
+        ),
+        ..d
+    })
+}
+
+/// A side's RSS slope and its standard error: the plan's stored slope when there is one, else a
+/// Theil–Sen fit with a block bootstrap over the raw series.
+fn side_slope(f: &RunFigures, options: &CompareOptions, side: &str) -> Option<(f64, f64)> {
+    if let Some(s) = f.rss_slope {
+        let z = normal_quantile(0.5 + RSS_SLOPE_CONFIDENCE / 2.0);
+        return Some((s.estimate, (s.high - s.low) / (2.0 * z)));
+    }
+    if f.rss.len() < MIN_RSS_SAMPLES {
+        return None;
+    }
+    let z = normal_quantile(1.0 - options.alpha);
+    theil_sen_bootstrap(
+        &f.rss,
+        &BootstrapOptions {
+            resamples: 1_000,
+            confidence: 1.0 - 2.0 * options.alpha,
+            seed: derive_seed(options.seed, &format!("{side}/rss")),
+            block_len: None,
+        },
+    )
+    .map(|s| (s.estimate, (s.high - s.low) / (2.0 * z)))
+}
+
+/// The RSS slope, head − base (the head alone when the baseline has none); `None` when the
+/// head has no slope.
+pub(super) fn rss_draft(
+    base: &RunFigures,
+    head: &RunFigures,
+    gate: &GateConfig,
+    options: &CompareOptions,
+) -> Option<Draft> {
+    let (sh, se_h) = side_slope(head, options, "head")?;
+    let d = Draft::new(Metric::RssSlope, None, gate.rss_slope_bytes_per_sec);
+    let base_slope = side_slope(base, options, "base");
+    let note = match base_slope {
+        Some(_) => "head slope minus baseline slope (Theil–Sen, block bootstrap)".to_owned(),
+        None => "the baseline has no RSS slope: this run's slope is judged alone".to_owned(),
+    };
+    let (sb, se_b) = base_slope.unwrap_or((0.0, 0.0));
+    Some(Draft {
+        base: base_slope.map(|s| s.0),
+        head: Some(sh),
+        estimate: Estimate::Normal {
+            est: sh - sb,
+            se: se_h.hypot(se_b),
+        },
+        note: Some(note),
+        ..d
+    })
+}

@@ -2,13 +2,13 @@
 //! runs (so the soak runs at the baseline's load point), compare and decide after it, and store the
 //! run as a baseline when asked.
 
-use super::render::table;
 use crate::baseline::{
     BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, Wanted,
     lookup, short,
 };
 use crate::compare::{RunFigures, compare, format_change, format_threshold, metric_name};
 use crate::config::GateConfig;
+use crate::report::table;
 use crate::result::{BaselineRef, RunResult};
 use crate::result::{Comparison, Outcome, Verdict, VerdictOutcome};
 use std::path::Path;

@@ -12,13 +12,7 @@ use std::time::Duration;
 
 /// The icon and word of a verdict's outcome; `None` is a run without one.
 pub(crate) fn verdict_badge(outcome: Option<VerdictOutcome>) -> (&'static str, &'static str) {
-    match outcome {
-        Some(VerdictOutcome::Pass) => ("✅", "pass"),
-        Some(VerdictOutcome::Regression) => ("❌", "regression"),
-        Some(VerdictOutcome::Inconclusive) => ("⚠️", "inconclusive"),
-        Some(VerdictOutcome::NoBaseline) => ("ℹ️", "no baseline"),
-        None => ("⏳", "no verdict"),
-    }
+    outcome.map_or(("⏳", "no verdict"), |o| (o.icon(), o.word()))
 }
 
 /// Renders the summary of a run.
@@ -49,10 +43,10 @@ pub fn markdown_summary(result: &RunResult) -> String {
         let _ = writeln!(md, "|---|---:|---:|---:|---|---:|---|");
         for m in &comparison.metrics {
             let outcome = match m.outcome {
-                Outcome::Regression => "❌ regression",
-                Outcome::Pass => "pass",
-                Outcome::Inconclusive => "inconclusive",
-                Outcome::Improvement => "improvement",
+                Outcome::Regression => {
+                    format!("{} {}", VerdictOutcome::Regression.icon(), m.outcome.word())
+                }
+                other => other.word().to_owned(),
             };
             let _ = writeln!(
                 md,

@@ -4,7 +4,7 @@
 
 use super::exit::ExitCode;
 use super::opts::AttackOpts;
-use super::render::{render_error, table};
+use super::render::render_error;
 use crate::config::{
     EntryPoint, Expect, GeneratorConfig, OperationConfig, RequestTemplate, WorkloadConfig,
 };
@@ -13,6 +13,7 @@ use crate::engine::{
     is_realtime, pin_current_thread, run_phase,
 };
 use crate::measure::{PhaseMeasurement, PhaseSummary, Progress};
+use crate::report::table;
 use serde::Serialize;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};

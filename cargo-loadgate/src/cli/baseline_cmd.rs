@@ -2,12 +2,12 @@
 //! stores and the verdict without running anything.
 
 use super::{
-    BaselineCommand, BaselineOpts, CompareOpts, ExitCode,
-    gate::render_verdict,
-    render::{render_error, table},
+    BaselineCommand, BaselineOpts, CompareOpts, ExitCode, gate::render_verdict,
+    render::render_error,
 };
 use crate::baseline::{BaselineError, StoreSpec, StoredEntry, resolve_commit, short};
 use crate::compare::{RunFigures, compare};
+use crate::report::table;
 use std::path::{Path, PathBuf};
 
 /// Runs `cargo loadgate baseline …` and returns the exit code.

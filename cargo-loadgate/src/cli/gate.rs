@@ -2,15 +2,15 @@
 //! runs (so the soak runs at the baseline's load point), compare and decide after it, and store the
 //! run as a baseline when asked.
 
-use super::render::table;
 use crate::baseline::{
     BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, Wanted,
     lookup, short,
 };
 use crate::compare::{RunFigures, compare, format_change, format_threshold, metric_name};
 use crate::config::GateConfig;
+use crate::report::table;
 use crate::result::{BaselineRef, RunResult};
-use crate::result::{Comparison, Outcome, Verdict, VerdictOutcome};
+use crate::result::{Comparison, Verdict, VerdictOutcome};
 use std::path::Path;
 
 /// Where the gate's options come from (a part of `RunOpts`).
@@ -183,6 +183,11 @@ pub fn baseline_lines(baseline: &Baseline) -> Vec<String> {
     }
 }
 
+/// The verdict's word as the terminal's verdict line writes it: `PASS`, `NO BASELINE`.
+pub fn verdict_word(outcome: VerdictOutcome) -> String {
+    outcome.word().to_uppercase()
+}
+
 /// The verdict for people: the decision first, the rule that fired, what it was compared with,
 /// then a table of the checks.
 pub fn render_verdict(
@@ -191,12 +196,7 @@ pub fn render_verdict(
     verdict: &Verdict,
 ) -> String {
     let mut out = String::new();
-    let word = match verdict.outcome {
-        VerdictOutcome::Pass => "PASS",
-        VerdictOutcome::Regression => "REGRESSION",
-        VerdictOutcome::Inconclusive => "INCONCLUSIVE",
-        VerdictOutcome::NoBaseline => "NO BASELINE",
-    };
+    let word = verdict_word(verdict.outcome);
     out.push_str(&format!("\nverdict: {word}: {}\n", verdict.rule_fired));
     for line in about {
         out.push_str(line);
@@ -212,13 +212,7 @@ pub fn render_verdict(
                     format_change(m, m.estimate),
                     format!("{} … {}", format_change(m, m.low), format_change(m, m.high)),
                     format_threshold(m),
-                    match m.outcome {
-                        Outcome::Regression => "regression",
-                        Outcome::Pass => "pass",
-                        Outcome::Inconclusive => "inconclusive",
-                        Outcome::Improvement => "improvement",
-                    }
-                    .to_owned(),
+                    m.outcome.word().to_owned(),
                 ]
             })
             .collect();

@@ -17,7 +17,7 @@ mod run;
 
 pub use exit::ExitCode;
 pub use opts::*;
-pub use render::{render_error, table};
+pub use render::render_error;
 pub use run::{RunError, render_summary, run_phase_on_generator_thread};
 
 use clap::Parser;

@@ -125,18 +125,18 @@ pub fn phase_line(spec: &PhaseSpec, offered_rate_per_sec: f64) -> String {
 /// green, regression red, inconclusive and no baseline yellow. Without `colour`, or when the
 /// text does not hold the word, the text comes back unchanged.
 pub fn paint_verdict(rendered: &str, verdict: &Verdict, colour: bool) -> String {
-    let (word, tint) = match verdict.outcome {
-        VerdictOutcome::Pass => ("PASS", Colour::Green),
-        VerdictOutcome::Regression => ("REGRESSION", Colour::Red),
-        VerdictOutcome::Inconclusive => ("INCONCLUSIVE", Colour::Yellow),
-        VerdictOutcome::NoBaseline => ("NO BASELINE", Colour::Yellow),
+    let tint = match verdict.outcome {
+        VerdictOutcome::Pass => Colour::Green,
+        VerdictOutcome::Regression => Colour::Red,
+        VerdictOutcome::Inconclusive | VerdictOutcome::NoBaseline => Colour::Yellow,
     };
+    let word = super::gate::verdict_word(verdict.outcome);
     if !colour {
         return rendered.to_owned();
     }
     rendered.replacen(
         &format!("verdict: {word}:"),
-        &format!("verdict: {}:", paint(word, tint, true)),
+        &format!("verdict: {}:", paint(&word, tint, true)),
         1,
     )
 }

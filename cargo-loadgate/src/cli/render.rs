@@ -1,4 +1,5 @@
-//! Rendering for people: errors to stderr (message, causes, hint), and small plain-text tables.
+//! Rendering for people: errors to stderr (message, causes, hint). Tables are
+//! [`crate::report::Table`].
 
 use std::error::Error;
 
@@ -44,42 +45,6 @@ fn split_hints(message: &str) -> (&str, Vec<&str>) {
     }
 }
 
-/// A plain table with a header row, columns padded to their widest cell; the first column is
-/// left-aligned and the others right-aligned (numbers).
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let columns = header.len();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate().take(columns) {
-            widths[i] = widths[i].max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            let pad = widths[i] - cell.chars().count();
-            if i > 0 {
-                out.push_str("  ");
-            }
-            if i == 0 {
-                out.push_str(cell);
-                out.push_str(&" ".repeat(pad));
-            } else {
-                out.push_str(&" ".repeat(pad));
-                out.push_str(cell);
-            }
-        }
-        out.trim_end().to_owned()
-    };
-    let mut out = line(header.to_vec());
-    out.push('\n');
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,22 +60,6 @@ mod tests {
         error: failed to boot the target
           caused by: connection refused
         hint: try --target process
-        ");
-    }
-
-    #[test]
-    fn tables_align_numbers_right() {
-        let out = table(
-            &["operation", "p99 ms"],
-            &[
-                vec!["login".into(), "12.5".into()],
-                vec!["accounts".into(), "3.0".into()],
-            ],
-        );
-        insta::assert_snapshot!(out, @r"
-        operation  p99 ms
-        login        12.5
-        accounts      3.0
         ");
     }
 }

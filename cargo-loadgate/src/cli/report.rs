@@ -3,8 +3,7 @@
 //! itself is `report::render_terminal` and `report::render_markdown`.
 
 use super::{ExitCode, ReportOpts, render::render_error};
-use crate::report::{ReportError, ReportRun, render_markdown, render_terminal, run_labels};
-use std::path::Path;
+use crate::report::{ReportRun, render_markdown, render_terminal, run_labels};
 
 /// Runs the command and returns its exit code: 0 when the report was written, 2 when an input is
 /// unusable (every such file is named), 1 when the Markdown could not be written.
@@ -13,7 +12,7 @@ pub fn run(opts: &ReportOpts) -> i32 {
     let mut runs = Vec::new();
     let mut failed = false;
     for (path, label) in opts.results.iter().zip(labels) {
-        match read(path, label) {
+        match ReportRun::read(label, path) {
             Ok(run) => runs.push(run),
             Err(e) => {
                 eprint!("{}", render_error(&e));
@@ -36,18 +35,4 @@ pub fn run(opts: &ReportOpts) -> i32 {
         println!("\nmarkdown: {}", path.display());
     }
     ExitCode::PASS
-}
-
-/// Reads one result file into a run of the report.
-fn read(path: &Path, label: String) -> Result<ReportRun, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| ReportError::NotJson {
-            path: path.to_owned(),
-            source,
-        })?;
-    ReportRun::from_json(label, path, &value)
 }

@@ -3,7 +3,7 @@
 
 use super::gate::{self, Baseline, GateOptions};
 use super::progress::{self, OutputMode, PhaseBar, RunDisplay};
-use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::table};
+use super::{ExitCode, RunOpts, TargetKindArg, render::render_error};
 use crate::baseline::{BaselineError, fingerprint, short};
 use crate::calibrate::Calibration;
 use crate::config::{
@@ -13,9 +13,9 @@ use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
 use crate::measure::{PhaseMeasurement, Progress};
 use crate::plan::{
     CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
-    PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_rate, render_step_table,
-    run_plan,
+    PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_rate, run_plan,
 };
+use crate::report::{render_step_table, table};
 use crate::result::{
     Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
     config_hash, write_json_atomic,
@@ -857,11 +857,7 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
 }
 
 fn kind_name(kind: TargetKind) -> &'static str {
-    match kind {
-        TargetKind::Container => "container",
-        TargetKind::Process => "process",
-        TargetKind::Url => "url",
-    }
+    kind.name()
 }
 
 fn cpuset_string(cores: &[usize]) -> String {

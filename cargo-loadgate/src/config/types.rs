@@ -97,6 +97,17 @@ pub enum TargetKind {
     Url,
 }
 
+impl TargetKind {
+    /// The kind as the config and `--target` write it: `container`, `process`, `url`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Container => "container",
+            Self::Process => "process",
+            Self::Url => "url",
+        }
+    }
+}
+
 /// `[target]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TargetConfig {

@@ -18,8 +18,7 @@ pub use judge::{
     quantile_label,
 };
 pub use ramp::{
-    BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, StepStatus, render_step_table,
-    sentence,
+    BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, StepStatus, sentence,
 };
 pub use run::{
     MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,

@@ -1,7 +1,7 @@
 //! The capacity ramp's records: one [`StepRecord`] per step or bisection point, and the
 //! [`RampOutcome`] with the knee and the one-sentence conclusion.
 
-use super::judge::{StepJudgement, format_latency, format_rate};
+use super::judge::{StepJudgement, format_rate};
 use crate::measure::{PhaseMeasurement, millis};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -346,92 +346,6 @@ pub fn sentence(outcome: &RampOutcome) -> String {
         ));
     }
     text
-}
-
-/// The ramp as a table for the terminal: per step and operation, the offered and achieved
-/// rates, latency percentiles from the intended send time, errors, pacing lag, drops and the
-/// result.
-pub fn render_step_table(outcome: &RampOutcome) -> String {
-    let headers = [
-        "phase",
-        "offered",
-        "achieved",
-        "operation",
-        "requests",
-        "p50",
-        "p95",
-        "p99",
-        "max",
-        "errors",
-        "lag p99",
-        "dropped",
-        "result",
-    ];
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for step in &outcome.steps {
-        let result = match step.status() {
-            StepStatus::Invalid => "invalid",
-            StepStatus::Aborted => "aborted",
-            StepStatus::Held => "held",
-            StepStatus::TooFewRequests => "too few",
-            StepStatus::Broke => "broke",
-        };
-        for (i, op) in step.operations.iter().enumerate() {
-            let first = i == 0;
-            let step_cell = |text: String| if first { text } else { String::new() };
-            rows.push(vec![
-                step_cell(step.phase.clone()),
-                step_cell(format_rate(step.offered_rate_per_sec)),
-                step_cell(format_rate(step.achieved_rate_per_sec)),
-                op.name.clone(),
-                op.requests.to_string(),
-                format_latency(op.p50),
-                format_latency(op.p95),
-                format_latency(op.p99),
-                format_latency(op.max),
-                op.errors.to_string(),
-                step_cell(format_latency(step.lag_p99)),
-                step_cell(step.dropped.to_string()),
-                step_cell(result.to_owned()),
-            ]);
-        }
-    }
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    // Text columns align left, figures right.
-    let left = |col: usize| matches!(col, 0 | 3 | 12);
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(col, cell)| {
-                let pad = " ".repeat(widths[col] - cell.chars().count());
-                if left(col) {
-                    format!("{cell}{pad}")
-                } else {
-                    format!("{pad}{cell}")
-                }
-            })
-            .collect();
-        format!("{}\n", padded.join("  ").trim_end())
-    };
-    let mut out = String::from(
-        "rates in req/s (achieved: answers received); latency from the intended send time\n",
-    );
-    out.push_str(&line(&headers.map(str::to_owned)));
-    for row in &rows {
-        out.push_str(&line(row));
-    }
-    for step in &outcome.steps {
-        if let Some(note) = &step.held.note {
-            out.push_str(&format!("{}: {note}\n", step.phase));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -960,7 +960,8 @@ mod tests {
     }
 
     fn render_step_table_for_test(ramp: &RampOutcome) -> String {
-        super::super::ramp::render_step_table(ramp)
+        // The table is the report's; the ramp it shows is the plan's.
+        crate::report::render_step_table(ramp)
     }
 
     #[test]

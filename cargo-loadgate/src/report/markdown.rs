@@ -12,13 +12,7 @@ use std::time::Duration;
 
 /// The icon and word of a verdict's outcome; `None` is a run without one.
 pub(crate) fn verdict_badge(outcome: Option<VerdictOutcome>) -> (&'static str, &'static str) {
-    match outcome {
-        Some(VerdictOutcome::Pass) => ("✅", "pass"),
-        Some(VerdictOutcome::Regression) => ("❌", "regression"),
-        Some(VerdictOutcome::Inconclusive) => ("⚠️", "inconclusive"),
-        Some(VerdictOutcome::NoBaseline) => ("ℹ️", "no baseline"),
-        None => ("⏳", "no verdict"),
-    }
+    outcome.map_or(("⏳", "no verdict"), |o| (o.icon(), o.word()))
 }
 
 /// Renders the summary of a run.
@@ -49,10 +43,10 @@ pub fn markdown_summary(result: &RunResult) -> String {
         let _ = writeln!(md, "|---|---:|---:|---:|---|---:|---|");
         for m in &comparison.metrics {
             let outcome = match m.outcome {
-                Outcome::Regression => "❌ regression",
-                Outcome::Pass => "pass",
-                Outcome::Inconclusive => "inconclusive",
-                Outcome::Improvement => "improvement",
+                Outcome::Regression => {
+                    format!("{} {}", VerdictOutcome::Regression.icon(), m.outcome.word())
+                }
+                other => other.word().to_owned(),
             };
             let _ = writeln!(
                 md,
@@ -184,11 +178,58 @@ fn soak_section(md: &mut String, soak: &SoakOutcome) {
     md.push('\n');
 }
 
-/// Escapes the characters that would break a table cell or start markup.
-pub(super) fn escape(text: &str) -> String {
-    text.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// Escapes text for a Markdown paragraph, heading or list item, so that it shows as written and
+/// cannot start markup: `\\`, `*`, `|` and a lone backtick are backslash-escaped, `<` and `>`
+/// become entities, a line break becomes `<br>` (a raw one would end the paragraph or the list
+/// item). A pair of backticks is kept as a code span: the tool quotes names that way in its own
+/// sentences (`` `login` p99 340 ms > 200 ms ``), and its content is shown as written.
+pub(crate) fn escape(text: &str) -> String {
+    escape_in(text, false)
+}
+
+/// Escapes text for a Markdown table cell: as [`escape`], and a `|` inside a code span is escaped
+/// too (GitHub splits the row at it otherwise).
+pub(crate) fn escape_cell(text: &str) -> String {
+    escape_in(text, true)
+}
+
+fn escape_in(text: &str, cell: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
+        match c {
+            '`' => match rest.find('`') {
+                Some(end) => {
+                    out.push('`');
+                    for c in rest[..end].chars() {
+                        match c {
+                            '|' if cell => out.push_str("\\|"),
+                            // A code span cannot hold a line break in a cell or a list item.
+                            '\r' | '\n' => out.push(' '),
+                            c => out.push(c),
+                        }
+                    }
+                    out.push('`');
+                    rest = &rest[end + 1..];
+                }
+                None => out.push_str("\\`"),
+            },
+            '\\' | '*' | '|' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\r' => {
+                rest = rest.strip_prefix('\n').unwrap_or(rest);
+                out.push_str("<br>");
+            }
+            '\n' => out.push_str("<br>"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -203,10 +244,32 @@ mod tests {
     use serde::Deserialize;
     use serde_json::Value;
     use std::path::PathBuf;
+    use test_case::test_case;
 
     #[test]
     fn table_cells_cannot_be_broken_by_text() {
         assert_eq!(escape("a|b <x>"), "a\\|b &lt;x&gt;");
+    }
+
+    #[test_case("a|b", "a\\|b"; "a pipe")]
+    #[test_case("<b>", "&lt;b&gt;"; "angle brackets")]
+    #[test_case("a*b*", "a\\*b\\*"; "stars")]
+    #[test_case("C:\\temp\\*", "C:\\\\temp\\\\\\*"; "backslashes")]
+    #[test_case("one\ntwo", "one<br>two"; "a line break")]
+    #[test_case("one\r\ntwo\rthree", "one<br>two<br>three"; "carriage returns")]
+    #[test_case("it`s", "it\\`s"; "a lone backtick")]
+    #[test_case("`login` p99 > 200 ms", "`login` p99 &gt; 200 ms"; "a code span is kept")]
+    #[test_case("`a*b<c>`", "`a*b<c>`"; "a code span shows its content as written")]
+    #[test_case("`a\nb`", "`a b`"; "a code span keeps to one line")]
+    #[test_case("`a|b`", "`a|b`"; "a pipe in a code span outside a table")]
+    fn text_is_escaped_character_by_character(text: &str, expected: &str) {
+        assert_eq!(escape(text), expected);
+    }
+
+    #[test_case("`a|b`", "`a\\|b`"; "a pipe in a code span")]
+    #[test_case("a|b\nc", "a\\|b<br>c"; "a pipe and a line break")]
+    fn cells_also_escape_pipes_in_code_spans(text: &str, expected: &str) {
+        assert_eq!(escape_cell(text), expected);
     }
 
     /// A real run, trimmed: the demo service with `DEMO_CPU_US=6000` against a baseline of the

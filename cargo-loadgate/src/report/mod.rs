@@ -1,10 +1,13 @@
 //! Reporters: they format what the run measured and what the comparison decided, and compute
-//! nothing of their own. JUnit, the Markdown summary and the SVG charts.
+//! nothing of their own. JUnit, the Markdown summary, the SVG charts, the multi-run report, the
+//! ramp's step table, and the one table renderer they all draw with.
 
 mod charts;
 mod junit;
 mod markdown;
 mod multi;
+mod steps;
+mod table;
 
 pub use charts::{
     ChartError, LATENCY_CHART, SOAK_CHART, THROUGHPUT_CHART, render_latency, render_soak,
@@ -13,3 +16,5 @@ pub use charts::{
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;
 pub use multi::{ReportError, ReportRun, render_markdown, render_terminal, run_labels};
+pub use steps::render_step_table;
+pub use table::{Align, Cell, Table, display_width, table};

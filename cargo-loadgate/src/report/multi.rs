@@ -10,16 +10,15 @@
 //! the statistical comparison with its baseline.
 
 use super::markdown::escape;
+use super::table::{Cell, Table};
 use crate::baseline::short;
-use crate::cli::table;
-use crate::compare::{FiguresError, RunFigures};
+use crate::config::format_size;
 use crate::measure::{OperationSummary, PhaseSummary};
-use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, format_rate};
-use crate::result::RESULT_FORMAT_VERSION;
-use crate::result::Verdict;
+use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, StepStatus, format_rate};
+use crate::result::{RESULT_FORMAT_VERSION, RunResult, RunStatus, Verdict};
 use crate::stats::SlopeEstimate;
+use crate::targets::TargetInfo;
 use serde::Deserialize;
-use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -76,25 +75,52 @@ pub enum ReportError {
         path: PathBuf,
     },
     /// A part of the result is not in the shape its format version promises.
-    #[error("the {part} in {} is not readable", path.display())]
+    #[error("the `{at}` in {} is not readable", path.display())]
     Unreadable {
         /// The file.
         path: PathBuf,
-        /// Which part: `ramp`, `soak`, `verdict`.
-        part: &'static str,
+        /// Where in the document: `ramp.steps`, `verdict.outcome`, `phases[6]`.
+        at: String,
         /// The cause.
         #[source]
         source: serde_json::Error,
     },
-    /// The soak's phase could not be read.
-    #[error("the soak's measurement in {} is not readable", path.display())]
-    Figures {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: FiguresError,
-    },
+}
+
+/// Reads a run result from its JSON text, as `result.json` was written by this version or an
+/// older one: the format version first (a newer one is refused), then the typed document.
+// The result module's reader (result/read.rs) takes this over.
+pub(crate) fn parse_result(path: &Path, text: &str) -> Result<RunResult, ReportError> {
+    /// Just the version, readable from any JSON object.
+    #[derive(Deserialize)]
+    struct Version {
+        format_version: Option<u64>,
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|source| ReportError::NotJson {
+        path: path.to_owned(),
+        source,
+    })?;
+    let Ok(Version {
+        format_version: Some(version),
+    }) = serde_json::from_str(text)
+    else {
+        return Err(ReportError::NotAResult {
+            path: path.to_owned(),
+        });
+    };
+    if version > u64::from(RESULT_FORMAT_VERSION) {
+        return Err(ReportError::NewerFormat {
+            path: path.to_owned(),
+            found: version,
+        });
+    }
+    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|e| {
+        ReportError::Unreadable {
+            path: path.to_owned(),
+            at: e.path().to_string(),
+            source: e.into_inner(),
+        }
+    })
 }
 
 /// One run of the report, read from its result and named.
@@ -102,8 +128,8 @@ pub enum ReportError {
 pub struct ReportRun {
     label: String,
     source: String,
-    started_at_unix_ms: Option<u64>,
-    status: String,
+    started_at_unix_ms: u64,
+    status: RunStatus,
     commit: Option<(String, bool)>,
     profile: String,
     target: String,
@@ -138,90 +164,64 @@ struct Health {
 }
 
 impl ReportRun {
-    /// Reads a run result in its JSON form, as written to `path`, and names it `label`.
+    /// Reads the run result at `path` and names it `label`.
     ///
-    /// Refused: JSON that is not a run result, a newer format, a result without a ramp, and parts
-    /// (ramp, soak, verdict, the soak's phase) that are not in the shape the format promises.
-    pub fn from_json(label: String, path: &Path, result: &Value) -> Result<Self, ReportError> {
-        let version = result["format_version"]
-            .as_u64()
-            .ok_or_else(|| ReportError::NotAResult {
-                path: path.to_owned(),
-            })?;
-        if version > u64::from(RESULT_FORMAT_VERSION) {
-            return Err(ReportError::NewerFormat {
-                path: path.to_owned(),
-                found: version,
-            });
-        }
-        let unreadable = |part: &'static str| {
-            move |source| ReportError::Unreadable {
-                path: path.to_owned(),
-                part,
-                source,
-            }
-        };
-        if result["ramp"].is_null() {
+    /// Refused: a file that is not a run result, a newer format, a part that is not in the shape
+    /// the format promises, and a result without a ramp.
+    pub fn read(label: String, path: &Path) -> Result<Self, ReportError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_result(label, path, &parse_result(path, &text)?)
+    }
+
+    /// The run of `result`, read from `path`, named `label`; refused without a ramp.
+    pub fn from_result(
+        label: String,
+        path: &Path,
+        result: &RunResult,
+    ) -> Result<Self, ReportError> {
+        let Some(ramp) = result.ramp.clone() else {
             return Err(ReportError::NoRamp {
                 path: path.to_owned(),
             });
-        }
-        let ramp = RampOutcome::deserialize(&result["ramp"]).map_err(unreadable("ramp"))?;
-        let soak = match &result["soak"] {
-            Value::Null => None,
-            value => {
-                let outcome = SoakOutcome::deserialize(value).map_err(unreadable("soak"))?;
-                let figures =
-                    RunFigures::from_json(result, Some(&outcome.phase)).map_err(|source| {
-                        ReportError::Figures {
-                            path: path.to_owned(),
-                            source,
-                        }
-                    })?;
-                Some(Soak {
-                    summary: figures.phase.map(|p| p.summary()),
-                    outcome,
-                })
-            }
         };
-        let verdict = match &result["verdict"] {
-            Value::Null => None,
-            value => Some(Verdict::deserialize(value).map_err(unreadable("verdict"))?),
-        };
-        let text = |v: &Value| v.as_str().unwrap_or("?").to_owned();
-        let schedules = result["phases"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-            .iter()
-            .map(|p| (text(&p["name"]), text(&p["schedule_hash"])))
-            .collect();
-        let commit = result["git"]["commit"]
-            .as_str()
-            .map(|c| (short(c).to_owned(), result["git"]["dirty"] != false));
-        let environment = &result["environment"];
-        let machine = format!(
-            "{}, {} cores",
-            text(&environment["cpu_model"]),
-            environment["cores"].as_u64().unwrap_or(0)
-        );
-        let health = health(&ramp, soak.as_ref(), result["valid"].as_bool());
+        let soak = result.soak.as_ref().map(|outcome| Soak {
+            summary: result
+                .phases
+                .iter()
+                .find(|p| p.measurement.name == outcome.phase)
+                .map(|p| p.measurement.summary()),
+            outcome: outcome.clone(),
+        });
+        let health = health(&ramp, soak.as_ref(), result.valid);
         Ok(Self {
             label,
             source: path.display().to_string(),
-            started_at_unix_ms: result["started_at_unix_ms"].as_u64(),
-            status: text(&result["status"]),
-            commit,
-            profile: text(&result["profile"]),
-            target: describe_target(&result["target"]),
-            machine,
-            config_hash: text(&result["config_hash"]),
-            schedules,
+            started_at_unix_ms: result.started_at_unix_ms,
+            status: result.status,
+            commit: result
+                .git
+                .as_ref()
+                .map(|git| (short(&git.commit).to_owned(), git.dirty)),
+            profile: result.profile.clone(),
+            target: describe_target(result.target.as_ref()),
+            machine: format!(
+                "{}, {} cores",
+                result.environment.cpu_model, result.environment.cores
+            ),
+            config_hash: result.config_hash.clone(),
+            schedules: result
+                .phases
+                .iter()
+                .map(|p| (p.measurement.name.clone(), p.schedule_hash.clone()))
+                .collect(),
             ramp,
             soak,
-            soak_skipped: result["soak_skipped"].as_str().map(str::to_owned),
+            soak_skipped: result.soak_skipped.clone(),
             health,
-            verdict,
+            verdict: result.verdict.clone(),
         })
     }
 }
@@ -230,7 +230,10 @@ fn health(ramp: &RampOutcome, soak: Option<&Soak>, valid: Option<bool>) -> Healt
     let mut phases: Vec<(String, Duration, u64, bool)> = ramp
         .steps
         .iter()
-        .map(|s| (s.phase.clone(), s.lag_p99, s.dropped, s.valid))
+        .map(|s| {
+            let kept = s.status() != StepStatus::Invalid;
+            (s.phase.clone(), s.lag_p99, s.dropped, kept)
+        })
         .collect();
     if let Some((soak, summary)) = soak.and_then(|s| s.summary.as_ref().map(|m| (s, m))) {
         phases.push((
@@ -255,35 +258,22 @@ fn health(ramp: &RampOutcome, soak: Option<&Soak>, valid: Option<bool>) -> Healt
     }
 }
 
-/// `container, 1 CPU, 256 MiB, cores 1`, `process, cores 1`, `url`.
-fn describe_target(target: &Value) -> String {
-    let Some(kind) = target["kind"].as_str() else {
+/// `container, 1 CPU, 256MiB, cores 1`, `process, cores 1`, `url`.
+fn describe_target(target: Option<&TargetInfo>) -> String {
+    let Some(target) = target else {
         return "target unknown".to_owned();
     };
-    let mut parts = vec![kind.to_owned()];
-    if let Some(cpus) = target["cpus"].as_f64() {
+    let mut parts = vec![target.kind.name().to_owned()];
+    if let Some(cpus) = target.cpus {
         parts.push(format!("{cpus} CPU{}", if cpus > 1.0 { "s" } else { "" }));
     }
-    if let Some(bytes) = target["memory_bytes"].as_u64() {
+    if let Some(bytes) = target.memory_bytes {
         parts.push(format_size(bytes));
     }
-    if let Some(cpuset) = target["cpuset"].as_str() {
+    if let Some(cpuset) = &target.cpuset {
         parts.push(format!("cores {cpuset}"));
     }
     parts.join(", ")
-}
-
-/// A memory limit for people: `256 MiB`, `2 GiB`.
-fn format_size(bytes: u64) -> String {
-    const MIB: u64 = 1024 * 1024;
-    const GIB: u64 = 1024 * MIB;
-    if bytes >= GIB && bytes.is_multiple_of(GIB) {
-        format!("{} GiB", bytes / GIB)
-    } else if bytes >= MIB {
-        format!("{:.0} MiB", bytes as f64 / MIB as f64)
-    } else {
-        format!("{bytes} B")
-    }
 }
 
 /// `2026-11-29 22:17 UTC` for a time in milliseconds since the Unix epoch.
@@ -443,30 +433,11 @@ enum Style {
 }
 
 impl Style {
-    /// A table: the first column left-aligned, the rest right-aligned (numbers), except the
-    /// columns `left` names.
-    fn table(self, header: &[&str], left: &[usize], rows: &[Vec<String>]) -> String {
+    /// A table, drawn for the terminal or in Markdown.
+    fn table(self, table: Table) -> String {
         match self {
-            Self::Terminal => table(header, rows),
-            Self::Markdown => {
-                let mut out = String::new();
-                let line = |cells: &mut dyn Iterator<Item = String>| {
-                    let cells: Vec<String> = cells.collect();
-                    format!("| {} |\n", cells.join(" | "))
-                };
-                out.push_str(&line(&mut header.iter().map(|h| escape(h))));
-                out.push_str(&line(&mut (0..header.len()).map(|i| {
-                    if i == 0 || left.contains(&i) {
-                        "---".to_owned()
-                    } else {
-                        "---:".to_owned()
-                    }
-                })));
-                for row in rows {
-                    out.push_str(&line(&mut row.iter().map(|c| escape(c))));
-                }
-                out
-            }
+            Self::Terminal => table.terminal(),
+            Self::Markdown => table.markdown(),
         }
     }
 
@@ -614,53 +585,30 @@ fn dirty_mark(dirty: bool) -> &'static str {
 }
 
 fn header(out: &mut String, runs: &[ReportRun], style: Style) {
-    let rows: Vec<Vec<String>> = runs
+    let rows: Vec<Vec<Cell>> = runs
         .iter()
         .map(|run| {
-            let commit = match (&run.commit, style) {
-                (Some((c, dirty)), Style::Terminal) => format!("{c}{}", dirty_mark(*dirty)),
-                (Some((c, dirty)), Style::Markdown) => format!("`{c}`{}", dirty_mark(*dirty)),
-                (None, _) => "none".to_owned(),
+            let commit = match &run.commit {
+                Some((c, dirty)) => Cell::code(c).then(Cell::text(dirty_mark(*dirty))),
+                None => Cell::text("none"),
             };
             vec![
-                run.label.clone(),
+                Cell::text(&run.label),
                 commit,
-                run.profile.clone(),
-                run.target.clone(),
-                run.started_at_unix_ms
-                    .map_or_else(|| "?".to_owned(), format_utc),
-                outcome_word(run.verdict.as_ref(), style),
-                run.source.clone(),
+                Cell::text(&run.profile),
+                Cell::text(&run.target),
+                Cell::text(format_utc(run.started_at_unix_ms)),
+                Cell::text(outcome_word(run.verdict.as_ref(), style)),
+                Cell::text(&run.source),
             ]
         })
         .collect();
     let columns = [
         "run", "commit", "profile", "target", "started", "verdict", "file",
     ];
-    match style {
-        Style::Terminal => {
-            // Text columns read better left-aligned than the numeric tables are.
-            let mut widths: Vec<usize> = columns.iter().map(|c| c.chars().count()).collect();
-            for row in &rows {
-                for (w, cell) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(cell.chars().count());
-                }
-            }
-            out.push('\n');
-            for row in std::iter::once(columns.map(str::to_owned).to_vec()).chain(rows) {
-                let line: Vec<String> = row
-                    .iter()
-                    .zip(&widths)
-                    .map(|(cell, w)| format!("{cell:<w$}"))
-                    .collect();
-                let _ = writeln!(out, "{}", line.join("  ").trim_end());
-            }
-        }
-        Style::Markdown => {
-            out.push('\n');
-            out.push_str(&style.table(&columns, &[1, 2, 3, 4, 5, 6], &rows));
-        }
-    }
+    out.push('\n');
+    // Text columns, all of them.
+    out.push_str(&style.table(Table::new(&columns).left(&[1, 2, 3, 4, 5, 6]).rows(rows)));
 }
 
 /// What a reader must know before comparing the numbers: loads that are not the same, another
@@ -703,17 +651,16 @@ fn notes(runs: &[ReportRun]) -> Vec<String> {
         }
     }
     for run in runs {
-        match run.status.as_str() {
-            "complete" => {}
-            "running" => notes.push(format!(
+        match run.status {
+            RunStatus::Complete => {}
+            RunStatus::Running => notes.push(format!(
                 "{} did not finish: it shows the phases measured before it stopped",
                 run.label
             )),
-            "target-failed" => notes.push(format!(
+            RunStatus::TargetFailed => notes.push(format!(
                 "{}: the target failed during the run; it shows the phases measured before",
                 run.label
             )),
-            other => notes.push(format!("{}: status {other}", run.label)),
         }
     }
     notes
@@ -751,7 +698,7 @@ fn capacity(out: &mut String, runs: &[ReportRun], style: Style) {
     if compared {
         header.push(&ratio);
     }
-    out.push_str(&style.table(&header, &[], &rows));
+    out.push_str(&style.table(Table::new(&header).rows(rows)));
     style.gap(out);
     out.push_str(if style == Style::Terminal {
         "ramp:\n"
@@ -828,19 +775,16 @@ fn soak(out: &mut String, runs: &[ReportRun], style: Style) {
             ]
         })
         .collect();
-    out.push_str(&style.table(
-        &[
-            "run",
-            "load point",
-            "offered req/s",
-            "achieved req/s",
-            "windows",
-            "requests",
-            "error rate",
-        ],
-        &[1],
-        &rows,
-    ));
+    let header = [
+        "run",
+        "load point",
+        "offered req/s",
+        "achieved req/s",
+        "windows",
+        "requests",
+        "error rate",
+    ];
+    out.push_str(&style.table(Table::new(&header).left(&[1]).rows(rows)));
     style.list(out, &missing);
     style.gap(out);
     operations(out, first, &with_soak, compared, style);
@@ -944,7 +888,7 @@ fn operations(
     if compared {
         header.push(&ratio);
     }
-    out.push_str(&style.table(&header, &[1], &rows));
+    out.push_str(&style.table(Table::new(&header).left(&[1]).rows(rows)));
 }
 
 fn slopes(out: &mut String, with_soak: &[(&ReportRun, &Soak)], style: Style) {
@@ -969,12 +913,12 @@ fn slopes(out: &mut String, with_soak: &[(&ReportRun, &Soak)], style: Style) {
         .collect();
     let mut header = vec!["slope per s (95% interval)"];
     header.extend(with_soak.iter().map(|(run, _)| run.label.as_str()));
-    out.push_str(&style.table(&header, &[], &rows));
+    out.push_str(&style.table(Table::new(&header).rows(rows)));
 }
 
 fn generator_health(out: &mut String, runs: &[ReportRun], style: Style) {
     style.heading(out, "generator health");
-    let rows: Vec<Vec<String>> = runs
+    let rows: Vec<Vec<Cell>> = runs
         .iter()
         .map(|run| {
             let h = &run.health;
@@ -983,26 +927,24 @@ fn generator_health(out: &mut String, runs: &[ReportRun], style: Style) {
                 (_, true) => "no".to_owned(),
                 (_, false) => format!("no: {}", h.invalid.join(", ")),
             };
-            let valid = match (style, h.valid) {
-                (Style::Markdown, Some(false)) => format!("**{valid}**"),
-                _ => valid,
+            let valid = if h.valid == Some(false) {
+                Cell::strong(&valid)
+            } else {
+                Cell::text(valid)
             };
             vec![
-                run.label.clone(),
-                h.worst_lag.as_ref().map_or_else(
+                Cell::text(&run.label),
+                Cell::text(h.worst_lag.as_ref().map_or_else(
                     || "–".to_owned(),
                     |(phase, lag)| format!("{} ({phase})", ms(*lag)),
-                ),
-                h.dropped.to_string(),
+                )),
+                Cell::text(h.dropped.to_string()),
                 valid,
             ]
         })
         .collect();
-    out.push_str(&style.table(
-        &["run", "worst lag p99 ms (phase)", "dropped", "valid"],
-        &[3],
-        &rows,
-    ));
+    let header = ["run", "worst lag p99 ms (phase)", "dropped", "valid"];
+    out.push_str(&style.table(Table::new(&header).left(&[3]).rows(rows)));
 }
 
 fn verdicts(out: &mut String, runs: &[ReportRun], style: Style) {
@@ -1035,7 +977,8 @@ fn verdicts(out: &mut String, runs: &[ReportRun], style: Style) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::config::TargetKind;
+    use serde_json::{Value, json};
     use test_case::test_case;
 
     /// Two real runs of the demo service (tests/fixtures/report/README.md): without and with
@@ -1047,9 +990,14 @@ mod tests {
         serde_json::from_str(text).unwrap()
     }
 
+    /// The run of a result as its file would hold it (tests change the JSON to make variants).
     fn run(label: &str, result: &Value) -> ReportRun {
         let path = PathBuf::from(format!("runs/{label}/result.json"));
-        ReportRun::from_json(label.to_owned(), &path, result).unwrap()
+        read_text(label, &path, &result.to_string()).unwrap()
+    }
+
+    fn read_text(label: &str, path: &Path, text: &str) -> Result<ReportRun, ReportError> {
+        ReportRun::from_result(label.to_owned(), path, &parse_result(path, text)?)
     }
 
     fn before_and_after() -> Vec<ReportRun> {
@@ -1226,19 +1174,28 @@ mod tests {
     #[test_case(|r: &mut Value| r["ramp"] = Value::Null,
         "result.json has no ramp"; "no ramp")]
     #[test_case(|r: &mut Value| r["ramp"]["steps"] = json!("x"),
-        "the ramp in result.json is not readable"; "broken ramp")]
+        "the `ramp.steps` in result.json is not readable"; "broken ramp")]
     #[test_case(|r: &mut Value| r["verdict"] = json!({"outcome": "maybe"}),
-        "the verdict in result.json is not readable"; "broken verdict")]
+        "the `verdict.outcome` in result.json is not readable"; "broken verdict")]
     #[test_case(|r: &mut Value| {
             let soak = r["phases"].as_array_mut().unwrap().last_mut().unwrap();
             soak["operations"] = json!(3);
-        }, "the soak's measurement in result.json is not readable"; "broken soak phase")]
+        }, "the `phases[6]` in result.json is not readable"; "broken soak phase")]
+    #[test_case(|r: &mut Value| r["status"] = json!("paused"),
+        "the `status` in result.json is not readable"; "unknown status")]
     fn unusable_results_are_refused_naming_the_file(break_it: fn(&mut Value), expected: &str) {
         let mut result = value(AFTER);
         break_it(&mut result);
-        let err =
-            ReportRun::from_json("x".to_owned(), Path::new("result.json"), &result).unwrap_err();
+        let err = read_text("x", Path::new("result.json"), &result.to_string()).unwrap_err();
         assert!(err.to_string().starts_with(expected), "{err}");
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_refused_as_such() {
+        let err = read_text("x", Path::new("result.json"), "{\"format_version\": 1,").unwrap_err();
+        assert!(matches!(err, ReportError::NotJson { .. }), "{err}");
+        let err = read_text("x", Path::new("result.json"), "[1, 2]").unwrap_err();
+        assert!(matches!(err, ReportError::NotAResult { .. }), "{err}");
     }
 
     #[test_case(&["a/loadgate/result.json", "b/loadgate/result.json"], &["a/loadgate", "b/loadgate"]; "shared directory names")]
@@ -1284,14 +1241,35 @@ mod tests {
 
     #[test]
     fn targets_are_described_with_their_limits() {
-        let container = json!({"kind": "container", "cpus": 1.0, "memory_bytes": 268_435_456_u64, "cpuset": "1"});
+        let process = parse_result(Path::new("after.json"), AFTER)
+            .unwrap()
+            .target
+            .unwrap();
+        let container = TargetInfo {
+            kind: TargetKind::Container,
+            cpus: Some(1.0),
+            memory_bytes: Some(268_435_456),
+            cpuset: Some("1".to_owned()),
+            ..process.clone()
+        };
+        // The limit as the config writes it (`memory = "256MiB"`).
         assert_eq!(
-            describe_target(&container),
-            "container, 1 CPU, 256 MiB, cores 1"
+            describe_target(Some(&container)),
+            "container, 1 CPU, 256MiB, cores 1"
         );
-        let big = json!({"kind": "container", "cpus": 2.5, "memory_bytes": 2_147_483_648_u64});
-        assert_eq!(describe_target(&big), "container, 2.5 CPUs, 2 GiB");
-        assert_eq!(describe_target(&json!({"kind": "url"})), "url");
-        assert_eq!(describe_target(&Value::Null), "target unknown");
+        let big = TargetInfo {
+            cpus: Some(2.5),
+            memory_bytes: Some(2_147_483_648),
+            cpuset: None,
+            ..container
+        };
+        assert_eq!(describe_target(Some(&big)), "container, 2.5 CPUs, 2GiB");
+        let url = TargetInfo {
+            kind: TargetKind::Url,
+            cpuset: None,
+            ..process
+        };
+        assert_eq!(describe_target(Some(&url)), "url");
+        assert_eq!(describe_target(None), "target unknown");
     }
 }

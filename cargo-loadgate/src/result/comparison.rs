@@ -111,6 +111,41 @@ pub enum VerdictOutcome {
     NoBaseline,
 }
 
+impl VerdictOutcome {
+    /// The outcome's word for people: `pass`, `regression`, `inconclusive`, `no baseline`. The
+    /// terminal's verdict line writes it in capitals, the Markdown after its [`icon`](Self::icon).
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Regression => "regression",
+            Self::Inconclusive => "inconclusive",
+            Self::NoBaseline => "no baseline",
+        }
+    }
+
+    /// The icon the Markdown shows before the word.
+    pub fn icon(self) -> &'static str {
+        match self {
+            Self::Pass => "✅",
+            Self::Regression => "❌",
+            Self::Inconclusive => "⚠️",
+            Self::NoBaseline => "ℹ️",
+        }
+    }
+}
+
+impl Outcome {
+    /// The metric's outcome for people: `regression`, `pass`, `inconclusive`, `improvement`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::Pass => "pass",
+            Self::Inconclusive => "inconclusive",
+            Self::Improvement => "improvement",
+        }
+    }
+}
+
 /// The verdict: the outcome, the rule that fired and the numbers behind it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {

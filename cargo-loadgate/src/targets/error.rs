@@ -231,16 +231,9 @@ fn render_tail(what: &str, tail: &[String]) -> String {
     out
 }
 
-/// Formats a duration for a person: `30s`, `1.5s`, `250ms`.
-pub(crate) fn format_duration(d: Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{}ms", d.as_millis())
-    } else if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
+/// Durations in messages are configured ones (`ready.timeout`) or constants: written as the
+/// config writes them, so a person finds the key's value.
+pub(crate) use crate::config::format_duration;
 
 #[cfg(test)]
 mod tests {
@@ -415,7 +408,7 @@ mod tests {
 
     #[test_case(Duration::from_millis(250), "250ms")]
     #[test_case(Duration::from_secs(30), "30s")]
-    #[test_case(Duration::from_millis(1500), "1.5s")]
+    #[test_case(Duration::from_millis(1500), "1500ms")]
     fn durations(d: Duration, expected: &str) {
         assert_eq!(format_duration(d), expected);
     }

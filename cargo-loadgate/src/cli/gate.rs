@@ -7,7 +7,9 @@ use crate::baseline::{
     BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, Wanted,
     lookup, short,
 };
-use crate::compare::{RunFigures, compare, format_change, format_threshold, metric_name};
+use crate::compare::{
+    RunFigures, compare, format_change, format_threshold, metric_name, record_leak,
+};
 use crate::config::GateConfig;
 use crate::result::{BaselineRef, RunResult};
 use crate::result::{Comparison, Outcome, Verdict, VerdictOutcome};
@@ -122,10 +124,13 @@ pub fn decide(
     head: &RunResult,
     gate: &GateConfig,
 ) -> (Option<Comparison>, Verdict) {
+    let leak = head.soak.as_ref().and_then(|s| s.leak.as_deref());
     let entry = match baseline {
         Baseline::Found { entry, .. } => entry,
         Baseline::Missing { explanations } => {
-            return (None, Verdict::no_baseline(explanations.clone()));
+            let mut verdict = Verdict::no_baseline(explanations.clone());
+            record_leak(leak, None, &mut verdict);
+            return (None, verdict);
         }
     };
     let figures = RunFigures::from_json(&entry.result, None)
@@ -136,20 +141,23 @@ pub fn decide(
                 .map_err(|e| format!("this run's figures cannot be read: {e}"))
         });
     match figures {
-        Ok((base, head)) => {
-            let comparison = compare(&base, &head, gate);
-            let verdict = comparison.verdict.clone();
+        Ok((base, head_figures)) => {
+            let mut comparison = compare(&base, &head_figures, gate);
+            let mut verdict = comparison.verdict.clone();
+            record_leak(leak, Some(&mut comparison), &mut verdict);
             (Some(comparison), verdict)
         }
-        Err(reason) => (
-            None,
-            Verdict {
+        Err(reason) => {
+            let mut verdict = Verdict {
                 outcome: VerdictOutcome::Inconclusive,
                 rule_fired: reason,
                 metrics: Vec::new(),
                 warnings: Vec::new(),
-            },
-        ),
+                leak: None,
+            };
+            record_leak(leak, None, &mut verdict);
+            (None, verdict)
+        }
     }
 }
 

@@ -300,7 +300,9 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                     result
                         .phases
                         .push(phase_record(&config.workload, *measurement));
-                    result.soak = Some(*outcome);
+                    let mut soak = *outcome;
+                    soak.leak = crate::compare::leak_finding(&soak.slopes, &config.gate);
+                    result.soak = Some(soak);
                 }
                 PlanEvent::SoakSkipped { reason } => {
                     display.line(&format!("        Soak skipped: {reason}"));
@@ -773,7 +775,8 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     out.push('\n');
     out.push_str(&render_step_table(&outcome.ramp));
     out.push_str(&format!("ramp: {}\n", outcome.ramp.sentence));
-    if let Some(soak) = &outcome.soak {
+    // The recorded soak, which carries the leak finding (the plan's outcome leaves it to compare).
+    if let Some(soak) = result.soak.as_ref().or(outcome.soak.as_ref()) {
         out.push_str(&format!(
             "\nsoak at {:.0}% of {} capacity: offered {} req/s, achieved {} req/s over {} windows\n",
             soak.percent_of_capacity(),

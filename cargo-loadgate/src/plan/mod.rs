@@ -25,6 +25,4 @@ pub use run::{
     MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
     PlanOutcome, run_plan,
 };
-pub use soak::{
-    CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, leak_finding, soak_slopes,
-};
+pub use soak::{CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, soak_slopes};

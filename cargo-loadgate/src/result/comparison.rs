@@ -122,6 +122,24 @@ pub struct Verdict {
     pub metrics: Vec<usize>,
     /// What a person should know that did not decide the outcome.
     pub warnings: Vec<String>,
+    /// The leak rule's finding about this run, and whether the verdict counts it; absent when
+    /// there was none (and in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leak: Option<LeakFinding>,
+}
+
+/// The leak rule's finding (`compare::leak_finding`): this run's RSS slope lies wholly above
+/// `gate.rss-slope`. It fails the gate only when, against a baseline, the difference head − base
+/// regressed too (the comparison's RSS slope metric is behind a regression verdict); every
+/// reporter reads that here instead of deciding it again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeakFinding {
+    /// The finding for people, as `soak.leak` has it.
+    pub message: String,
+    /// Whether the verdict is a regression because of it.
+    pub regression: bool,
+    /// Why it does or does not fail the gate, for people.
+    pub reason: String,
 }
 
 impl Verdict {
@@ -132,6 +150,7 @@ impl Verdict {
             rule_fired: "no baseline matches this run".to_owned(),
             metrics: Vec::new(),
             warnings: explanations,
+            leak: None,
         }
     }
 

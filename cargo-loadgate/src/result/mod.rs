@@ -11,7 +11,7 @@ mod run;
 mod write;
 
 pub use comparison::{
-    Comparison, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
+    Comparison, LeakFinding, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
 };
 pub use hash::{config_hash, hex_sha256};
 pub use run::{

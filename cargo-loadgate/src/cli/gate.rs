@@ -54,13 +54,15 @@ impl Baseline {
     }
 }
 
-/// Looks for the baseline of `head` in the configured store. A failing search is an error only
+/// Looks for the baseline of `head` in the configured store: one with `config_hash`, the
+/// environment `fingerprint` and, when given, a phase that followed `schedule_hash`. A failing search is an error only
 /// when a baseline is required; otherwise it becomes the explanation of a missing baseline.
 pub fn find(
     repo: Option<&Path>,
     head: Option<&str>,
     options: &GateOptions,
     config_hash: &str,
+    schedule_hash: Option<String>,
     fingerprint: Fingerprint,
 ) -> Result<Baseline, BaselineError> {
     let (Some(repo), Some(head)) = (repo, head) else {
@@ -73,7 +75,9 @@ pub fn find(
     let wanted = Wanted {
         config_hash: config_hash.to_owned(),
         fingerprint,
-        schedule_hash: None,
+        // The first ramp step's (`plan::comparable_schedule_hash`): fixed by the config before
+        // anything runs, unlike the soak's, whose rate follows the baseline's knee.
+        schedule_hash,
     };
     let found = lookup(
         repo,

@@ -22,7 +22,7 @@ pub use ramp::{
     sentence,
 };
 pub use run::{
-    MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
-    PlanOutcome, run_plan,
+    DEFAULT_GOODPUT_LATENCY, MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError,
+    PlanEvent, PlanOptions, PlanOutcome, comparable_schedule_hash, goodput_latency, run_plan,
 };
 pub use soak::{CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, soak_slopes};

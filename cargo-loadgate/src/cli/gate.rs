@@ -12,7 +12,7 @@ use crate::compare::{
 };
 use crate::config::GateConfig;
 use crate::result::{BaselineRef, RunResult};
-use crate::result::{Comparison, Outcome, Verdict, VerdictOutcome};
+use crate::result::{Comparison, MetricOutcome, Verdict, VerdictOutcome};
 use std::path::Path;
 
 /// Where the gate's options come from (a part of `RunOpts`).
@@ -225,10 +225,10 @@ pub fn render_verdict(
                     format!("{} … {}", format_change(m, m.low), format_change(m, m.high)),
                     format_threshold(m),
                     match m.outcome {
-                        Outcome::Regression => "regression",
-                        Outcome::Pass => "pass",
-                        Outcome::Inconclusive => "inconclusive",
-                        Outcome::Improvement => "improvement",
+                        MetricOutcome::Regression => "regression",
+                        MetricOutcome::Pass => "pass",
+                        MetricOutcome::Inconclusive => "inconclusive",
+                        MetricOutcome::Improvement => "improvement",
                     }
                     .to_owned(),
                 ]

@@ -7,7 +7,7 @@
 use super::format::describe;
 use crate::config::GateConfig;
 use crate::plan::{Slopes, format_bytes_per_sec};
-use crate::result::{Comparison, LeakFinding, Metric, Outcome, Verdict, VerdictOutcome};
+use crate::result::{Comparison, LeakFinding, Metric, MetricOutcome, Verdict, VerdictOutcome};
 
 /// The leak finding: RSS grows beyond `gate.rss-slope` when the whole interval of this run's
 /// slope lies above it. The other slopes are reported, never judged.
@@ -45,10 +45,12 @@ pub fn leak_in_verdict(
         }
         Some((_, m)) => {
             let outcome = match m.outcome {
-                Outcome::Regression => "beyond the threshold, but the verdict is not a regression",
-                Outcome::Pass => "within the threshold",
-                Outcome::Inconclusive => "inconclusive",
-                Outcome::Improvement => "an improvement",
+                MetricOutcome::Regression => {
+                    "beyond the threshold, but the verdict is not a regression"
+                }
+                MetricOutcome::Pass => "within the threshold",
+                MetricOutcome::Inconclusive => "inconclusive",
+                MetricOutcome::Improvement => "an improvement",
             };
             (
                 false,

@@ -5,7 +5,7 @@ use super::figures::RunFigures;
 use super::options::CompareOptions;
 use crate::config::GateConfig;
 use crate::measure::{FinishInfo, Outcome as RequestOutcome, PhaseMeasurement, PhaseRecorder};
-use crate::result::{Comparison, Metric, Outcome};
+use crate::result::{Comparison, Metric, MetricOutcome};
 use rand::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -135,7 +135,7 @@ pub(super) fn fast_options() -> CompareOptions {
 }
 
 /// The outcome of `metric` (of `operation`) in `c`.
-pub(super) fn outcome_of(c: &Comparison, metric: Metric, operation: Option<&str>) -> Outcome {
+pub(super) fn outcome_of(c: &Comparison, metric: Metric, operation: Option<&str>) -> MetricOutcome {
     c.metrics
         .iter()
         .find(|m| m.metric == metric && m.operation.as_deref() == operation)

@@ -9,7 +9,7 @@
 
 use crate::compare::{format_change, format_threshold, metric_name};
 use crate::result::RunResult;
-use crate::result::{Metric, MetricComparison, Outcome, VerdictOutcome};
+use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
 
@@ -126,14 +126,14 @@ fn check_case(m: &MetricComparison) -> TestCase {
         format_threshold(m),
     );
     let status = match m.outcome {
-        Outcome::Pass | Outcome::Improvement => TestCaseStatus::success(),
-        Outcome::Regression => {
+        MetricOutcome::Pass | MetricOutcome::Improvement => TestCaseStatus::success(),
+        MetricOutcome::Regression => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("regression: {detail}"))
                 .set_type("regression");
             s
         }
-        Outcome::Inconclusive => {
+        MetricOutcome::Inconclusive => {
             let mut s = TestCaseStatus::skipped();
             let why = m.note.clone().map(|n| format!("; {n}")).unwrap_or_default();
             s.set_message(format!("inconclusive: {detail}{why}"))

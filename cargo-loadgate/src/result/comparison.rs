@@ -47,7 +47,7 @@ pub enum Scale {
 /// What the interval rule concluded for one metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum MetricOutcome {
     /// The whole interval lies beyond the threshold on the bad side.
     Regression,
     /// The whole interval lies within the threshold.
@@ -88,7 +88,7 @@ pub struct MetricComparison {
     /// The one-sided p-value of "no regression beyond the threshold", when there is one.
     pub p_value: Option<f64>,
     /// The conclusion.
-    pub outcome: Outcome,
+    pub outcome: MetricOutcome,
     /// The smallest true change this run would call a regression with 80% power: a relative
     /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, no
     /// power involved), an absolute increase for differences.

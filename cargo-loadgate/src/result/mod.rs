@@ -11,7 +11,8 @@ mod run;
 mod write;
 
 pub use comparison::{
-    Comparison, LeakFinding, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
+    Comparison, LeakFinding, Metric, MetricComparison, MetricOutcome, Scale, Verdict,
+    VerdictOutcome,
 };
 pub use hash::{config_hash, hex_sha256};
 pub use run::{

@@ -258,6 +258,31 @@ fn an_unwritable_out_dir_is_an_other_error() {
     );
 }
 
+/// The verdict's `leak` (added within format version 1) is in the schema: written, it validates,
+/// and a mistyped one does not.
+#[test]
+fn a_verdicts_leak_finding_matches_the_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let verdict_schema = serde_json::json!({"$defs": schema["$defs"], "$ref": "#/$defs/verdict"});
+    let mut verdict =
+        cargo_loadgate::result::Verdict::no_baseline(vec!["no baseline stored".to_owned()]);
+    verdict.leak = Some(cargo_loadgate::result::LeakFinding {
+        message: "RSS grows 100.0 KiB/s".to_owned(),
+        regression: false,
+        reason: "not a regression: there is no baseline to compare with".to_owned(),
+    });
+    let mut value = serde_json::to_value(&verdict).unwrap();
+    assert_eq!(schema_errors(&verdict_schema, &value), Vec::<String>::new());
+    value["leak"]["regression"] = serde_json::json!("no");
+    assert!(!schema_errors(&verdict_schema, &value).is_empty());
+}
+
 #[test]
 fn the_result_schema_is_not_vacuous() {
     let schema: serde_json::Value = serde_json::from_str(

@@ -185,7 +185,7 @@ pub fn lookup(
     let list = Git::new(repo).run(&["rev-list", "--first-parent", &count, &merge_base])?;
     let mut searched = Vec::new();
     for (distance, commit) in list.lines().map(str::trim).enumerate() {
-        match judge(store, commit, wanted)? {
+        match match_candidate(store, commit, wanted)? {
             Ok(entry) => {
                 return Ok(Lookup::Found {
                     merge_base,
@@ -209,7 +209,7 @@ pub fn lookup(
 }
 
 /// The matching entry stored for `commit`, or why there is none.
-fn judge(
+fn match_candidate(
     store: &dyn Store,
     commit: &str,
     wanted: &Wanted,

@@ -6,7 +6,9 @@ use crate::baseline::{
     BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, Wanted,
     lookup, short,
 };
-use crate::compare::{RunFigures, compare, format_change, format_threshold, metric_name};
+use crate::compare::{
+    RunFigures, compare, format_change, format_threshold, metric_name, record_leak,
+};
 use crate::config::GateConfig;
 use crate::report::table;
 use crate::result::{BaselineRef, RunResult};
@@ -52,13 +54,15 @@ impl Baseline {
     }
 }
 
-/// Looks for the baseline of `head` in the configured store. A failing search is an error only
+/// Looks for the baseline of `head` in the configured store: one with `config_hash`, the
+/// environment `fingerprint` and, when given, a phase that followed `schedule_hash`. A failing search is an error only
 /// when a baseline is required; otherwise it becomes the explanation of a missing baseline.
 pub fn find(
     repo: Option<&Path>,
     head: Option<&str>,
     options: &GateOptions,
     config_hash: &str,
+    schedule_hash: Option<String>,
     fingerprint: Fingerprint,
 ) -> Result<Baseline, BaselineError> {
     let (Some(repo), Some(head)) = (repo, head) else {
@@ -71,7 +75,9 @@ pub fn find(
     let wanted = Wanted {
         config_hash: config_hash.to_owned(),
         fingerprint,
-        schedule_hash: None,
+        // The first ramp step's (`plan::comparable_schedule_hash`): fixed by the config before
+        // anything runs, unlike the soak's, whose rate follows the baseline's knee.
+        schedule_hash,
     };
     let found = lookup(
         repo,
@@ -122,10 +128,13 @@ pub fn decide(
     head: &RunResult,
     gate: &GateConfig,
 ) -> (Option<Comparison>, Verdict) {
+    let leak = head.soak.as_ref().and_then(|s| s.leak.as_deref());
     let entry = match baseline {
         Baseline::Found { entry, .. } => entry,
         Baseline::Missing { explanations } => {
-            return (None, Verdict::no_baseline(explanations.clone()));
+            let mut verdict = Verdict::no_baseline(explanations.clone());
+            record_leak(leak, None, &mut verdict);
+            return (None, verdict);
         }
     };
     let figures = RunFigures::from_json(&entry.result, None)
@@ -136,20 +145,23 @@ pub fn decide(
                 .map_err(|e| format!("this run's figures cannot be read: {e}"))
         });
     match figures {
-        Ok((base, head)) => {
-            let comparison = compare(&base, &head, gate);
-            let verdict = comparison.verdict.clone();
+        Ok((base, head_figures)) => {
+            let mut comparison = compare(&base, &head_figures, gate);
+            let mut verdict = comparison.verdict.clone();
+            record_leak(leak, Some(&mut comparison), &mut verdict);
             (Some(comparison), verdict)
         }
-        Err(reason) => (
-            None,
-            Verdict {
+        Err(reason) => {
+            let mut verdict = Verdict {
                 outcome: VerdictOutcome::Inconclusive,
                 rule_fired: reason,
                 metrics: Vec::new(),
                 warnings: Vec::new(),
-            },
-        ),
+                leak: None,
+            };
+            record_leak(leak, None, &mut verdict);
+            (None, verdict)
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
 use crate::measure::{PhaseMeasurement, Progress};
 use crate::plan::{
     CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
-    PlanOutcome, RampOutcome, StepRecord, first_step_failures, format_rate, run_plan,
+    PlanOutcome, comparable_schedule_hash, format_rate, goodput_latency, run_plan,
 };
 use crate::report::{render_step_table, table};
 use crate::result::{
@@ -21,7 +21,6 @@ use crate::result::{
     config_hash, write_json_atomic,
 };
 use crate::targets::{BootEvent, BootRequest, ResourceSampler, TargetError};
-use crate::workload::Schedule;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -211,6 +210,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         head.as_deref(),
         &gate_options,
         &result.config_hash,
+        comparable_schedule_hash(&config),
         fp,
     ) {
         Ok(b) => b,
@@ -258,8 +258,6 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         keep_going: opts.keep_going,
         baseline_knee_sessions_per_sec: baseline.knee_sessions_per_sec(),
     };
-    let mut steps: Vec<StepRecord> = Vec::new();
-    let mut failing: Option<Vec<String>> = None;
     let mut write_error: Option<RunError> = None;
     let planned = {
         let mut observe = |event: PlanEvent| {
@@ -272,22 +270,18 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                 PlanEvent::StepDone {
                     record,
                     measurement,
+                    schedule_hash,
+                    ramp,
                 } => {
                     announce = Some(format!(
                         "        {}",
                         progress::step_line(&record, display.colour())
                     ));
-                    if failing.is_none() {
-                        failing = Some(first_step_failures(&measurement, &config.slo));
-                    }
-                    steps.push((*record).clone());
-                    result.ramp = Some(RampOutcome::conclude(
-                        steps.clone(),
-                        failing.clone().unwrap_or_default(),
-                    ));
-                    result
-                        .phases
-                        .push(phase_record(&config.workload, *measurement));
+                    result.ramp = Some(*ramp);
+                    result.phases.push(PhaseRecord {
+                        schedule_hash,
+                        measurement: *measurement,
+                    });
                 }
                 PlanEvent::RampDone { outcome } => {
                     announce = Some(format!("        Ramp {}", outcome.sentence));
@@ -296,11 +290,15 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                 PlanEvent::SoakDone {
                     outcome,
                     measurement,
+                    schedule_hash,
                 } => {
-                    result
-                        .phases
-                        .push(phase_record(&config.workload, *measurement));
-                    result.soak = Some(*outcome);
+                    result.phases.push(PhaseRecord {
+                        schedule_hash,
+                        measurement: *measurement,
+                    });
+                    let mut soak = *outcome;
+                    soak.leak = crate::compare::leak_finding(&soak.slopes, &config.gate);
+                    result.soak = Some(soak);
                 }
                 PlanEvent::SoakSkipped { reason } => {
                     display.line(&format!("        Soak skipped: {reason}"));
@@ -530,21 +528,6 @@ fn write_markdown(path: &Path, result: &RunResult) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Records a finished phase with the hash of the schedule it followed.
-fn phase_record(workload: &WorkloadConfig, measurement: PhaseMeasurement) -> PhaseRecord {
-    let schedule_hash = Schedule::new(
-        workload,
-        measurement.sessions_per_sec,
-        measurement.warmup + measurement.measured,
-        measurement.seed,
-    )
-    .hash();
-    PhaseRecord {
-        schedule_hash,
-        measurement,
-    }
-}
-
 /// Runs the plan's phases on the generator thread and hands each the target's resource samples of
 /// its measured part.
 struct GeneratorRunner<'a> {
@@ -561,14 +544,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
 
     async fn run(&mut self, spec: PhaseSpec, on_window: OnWindow) -> Result<PhaseRun, RunError> {
         let from = self.sampler_started.elapsed().as_secs_f64() + spec.warmup.as_secs_f64();
-        let slo_latency = self
-            .config
-            .slo
-            .latency
-            .iter()
-            .map(|l| l.limit)
-            .max()
-            .unwrap_or(Duration::from_millis(200));
+        let slo_latency = goodput_latency(&self.config.slo);
         let measurement = run_phase_with_progress(
             self.base_url.clone(),
             self.config.workload.clone(),
@@ -773,7 +749,8 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     out.push('\n');
     out.push_str(&render_step_table(&outcome.ramp));
     out.push_str(&format!("ramp: {}\n", outcome.ramp.sentence));
-    if let Some(soak) = &outcome.soak {
+    // The recorded soak, which carries the leak finding (the plan's outcome leaves it to compare).
+    if let Some(soak) = result.soak.as_ref().or(outcome.soak.as_ref()) {
         out.push_str(&format!(
             "\nsoak at {:.0}% of {} capacity: offered {} req/s, achieved {} req/s over {} windows\n",
             soak.percent_of_capacity(),

@@ -20,7 +20,7 @@ use super::format::{describe, format_change, metric_name};
 use super::options::{CompareOptions, DETECTION_POWER};
 use crate::config::GateConfig;
 use crate::result::{
-    Comparison, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
+    Comparison, Metric, MetricComparison, MetricOutcome, Scale, Verdict, VerdictOutcome,
 };
 use crate::stats::holm::holm;
 use crate::stats::slope::normal_quantile;
@@ -210,20 +210,20 @@ fn classify(
                 Scale::Difference => (est, lo, hi, delta + (z_detect + z_power) * se),
             };
             let outcome = if rejected || (!draft.primary && low > threshold) {
-                Outcome::Regression
+                MetricOutcome::Regression
             } else if low > threshold {
                 draft.note = Some(format!(
                     "beyond the threshold at {:.0}% confidence, but not after Holm's correction \
                      for the number of metrics",
                     (1.0 - 2.0 * alpha) * 100.0
                 ));
-                Outcome::Inconclusive
+                MetricOutcome::Inconclusive
             } else if high < good {
-                Outcome::Improvement
+                MetricOutcome::Improvement
             } else if high < threshold {
-                Outcome::Pass
+                MetricOutcome::Pass
             } else {
-                Outcome::Inconclusive
+                MetricOutcome::Inconclusive
             };
             (
                 Some(estimate),
@@ -235,13 +235,13 @@ fn classify(
         }
         Estimate::Bracket { est, low, high } => {
             let outcome = if high < threshold {
-                Outcome::Regression
+                MetricOutcome::Regression
             } else if low > good {
-                Outcome::Improvement
+                MetricOutcome::Improvement
             } else if low > threshold {
-                Outcome::Pass
+                MetricOutcome::Pass
             } else {
-                Outcome::Inconclusive
+                MetricOutcome::Inconclusive
             };
             // The bracket's width factor: a true loss is seen once the whole bracket of the
             // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width.
@@ -258,10 +258,10 @@ fn classify(
                 outcome,
             )
         }
-        Estimate::Missing => (None, None, None, None, Outcome::Inconclusive),
+        Estimate::Missing => (None, None, None, None, MetricOutcome::Inconclusive),
     };
     if draft.forced {
-        outcome = Outcome::Inconclusive;
+        outcome = MetricOutcome::Inconclusive;
     }
     MetricComparison {
         metric: draft.metric,
@@ -314,13 +314,13 @@ fn decide(
     mut warnings: Vec<String>,
 ) -> Verdict {
     let regressed: Vec<usize> = (0..metrics.len())
-        .filter(|&i| metrics[i].outcome == Outcome::Regression)
+        .filter(|&i| metrics[i].outcome == MetricOutcome::Regression)
         .collect();
     let inconclusive: Vec<usize> = (0..primaries)
-        .filter(|&i| metrics[i].outcome == Outcome::Inconclusive)
+        .filter(|&i| metrics[i].outcome == MetricOutcome::Inconclusive)
         .collect();
     for m in &metrics[primaries..] {
-        if m.outcome == Outcome::Inconclusive {
+        if m.outcome == MetricOutcome::Inconclusive {
             warnings.push(format!(
                 "{} is inconclusive: {}",
                 metric_name(m),
@@ -336,6 +336,7 @@ fn decide(
             rule_fired: first,
             metrics: Vec::new(),
             warnings,
+            leak: None,
         };
     }
     if let Some(&first) = regressed.first() {
@@ -349,6 +350,7 @@ fn decide(
             rule_fired: rule,
             metrics: regressed,
             warnings,
+            leak: None,
         };
     }
     if !machine.is_empty() {
@@ -360,6 +362,7 @@ fn decide(
             rule_fired: format!("{first}; no metric regressed beyond what that could explain"),
             metrics: Vec::new(),
             warnings,
+            leak: None,
         };
     }
     if let Some(&first) = inconclusive.first() {
@@ -395,10 +398,11 @@ fn decide(
             rule_fired: rule,
             metrics: inconclusive,
             warnings,
+            leak: None,
         };
     }
     let improved: Vec<usize> = (0..metrics.len())
-        .filter(|&i| metrics[i].outcome == Outcome::Improvement)
+        .filter(|&i| metrics[i].outcome == MetricOutcome::Improvement)
         .collect();
     let mut rule = format!("pass: all {primaries} primary metrics are within their thresholds");
     if !improved.is_empty() {
@@ -410,6 +414,7 @@ fn decide(
         rule_fired: rule,
         metrics: improved,
         warnings,
+        leak: None,
     }
 }
 
@@ -417,135 +422,9 @@ fn decide(
 mod tests {
     use super::*;
     use crate::compare::KneeBracket;
-    use crate::measure::PhaseMeasurement;
-    use crate::measure::{FinishInfo, Outcome as RequestOutcome, PhaseRecorder};
-    use rand::{Rng as _, SeedableRng};
+    use crate::compare::testkit::*;
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-    use std::time::Duration;
-
-    fn gate() -> GateConfig {
-        GateConfig {
-            p50_change: 0.05,
-            p99_change: 0.10,
-            capacity_loss: 0.10,
-            error_rate_increase: 0.005,
-            rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
-        }
-    }
-
-    /// How a synthetic soak is drawn.
-    #[derive(Clone, Copy)]
-    struct Shape {
-        windows: u32,
-        per_window: u32,
-        /// Every latency is multiplied by this.
-        scale: f64,
-        /// The slow path (3% of requests, which makes p99) is multiplied by this too.
-        tail: f64,
-        /// Standard deviation of the log of a window's slowdown (AR(1), φ = 0.7).
-        drift: f64,
-        /// The share of requests answered wrongly.
-        errors: f64,
-        sessions_per_sec: f64,
-    }
-
-    const SHAPE: Shape = Shape {
-        windows: 40,
-        per_window: 150,
-        scale: 1.0,
-        tail: 1.0,
-        drift: 0.02,
-        errors: 0.0,
-        sessions_per_sec: 50.0,
-    };
-
-    fn normal(rng: &mut ChaCha8Rng) -> f64 {
-        let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-
-    /// A soak of two operation classes, `fast` and `slow`, drawn from `seed`.
-    fn soak(seed: u64, s: Shape) -> PhaseMeasurement {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let names = ["fast".to_owned(), "slow".to_owned()];
-        let mut r = PhaseRecorder::new(
-            &names,
-            Duration::ZERO,
-            Duration::from_millis(500),
-            Duration::from_secs(1),
-        );
-        let mut events = Vec::new();
-        let mut level = 0.0;
-        for w in 0..s.windows {
-            level = 0.7 * level + (1.0f64 - 0.49).sqrt() * s.drift * normal(&mut rng);
-            for j in 0..s.per_window {
-                let intended =
-                    Duration::from_secs(u64::from(w)) + Duration::from_secs(1) * j / s.per_window;
-                let op = usize::from(j % 3 == 0);
-                let body = if op == 0 { 2.0 } else { 4.0 } * (0.3 * normal(&mut rng)).exp();
-                let slow = if rng.random::<f64>() < 0.03 {
-                    20.0 * (0.2 * normal(&mut rng)).exp() * s.tail
-                } else {
-                    0.0
-                };
-                let ms = (body + slow) * s.scale * level.exp();
-                let done = intended + Duration::from_secs_f64(ms / 1e3);
-                let error = rng.random::<f64>() < s.errors;
-                events.push((done, intended, op, error));
-            }
-        }
-        events.sort_by_key(|e| e.0);
-        for (done, intended, op, error) in events {
-            r.arrival(intended);
-            r.sent(op, intended, intended);
-            let outcome = if error {
-                RequestOutcome::HttpError(500)
-            } else {
-                RequestOutcome::Ok
-            };
-            r.completed(op, intended, intended, done, &outcome);
-        }
-        let end = Duration::from_secs(u64::from(s.windows));
-        r.finish(FinishInfo {
-            name: "soak".to_owned(),
-            seed,
-            sessions_per_sec: s.sessions_per_sec,
-            arrivals_end: end,
-            end,
-            max_lag: Duration::from_secs(1),
-            max_drop_rate: 0.01,
-            generator_cpu: None,
-            generator_core: None,
-            stopped: None,
-        })
-    }
-
-    fn figures(phase: PhaseMeasurement) -> RunFigures {
-        RunFigures {
-            commit: None,
-            phase: Some(phase),
-            knee: None,
-            rss: Vec::new(),
-            rss_slope: None,
-            calibration: None,
-            calibration_drift: None,
-        }
-    }
-
-    fn fast_options() -> CompareOptions {
-        CompareOptions {
-            resamples: 300,
-            ..CompareOptions::default()
-        }
-    }
-
-    fn outcome_of(c: &Comparison, metric: Metric, operation: Option<&str>) -> Outcome {
-        c.metrics
-            .iter()
-            .find(|m| m.metric == metric && m.operation.as_deref() == operation)
-            .unwrap_or_else(|| panic!("{metric:?} {operation:?} in {c:#?}"))
-            .outcome
-    }
 
     #[test]
     fn a_sample_compared_with_itself_never_regresses() {
@@ -554,7 +433,7 @@ mod tests {
             let c = compare_with(&f, &f, &gate(), &fast_options());
             assert_ne!(c.verdict.outcome, VerdictOutcome::Regression, "seed {seed}");
             for m in &c.metrics {
-                assert_ne!(m.outcome, Outcome::Regression, "seed {seed}: {m:?}");
+                assert_ne!(m.outcome, MetricOutcome::Regression, "seed {seed}: {m:?}");
                 let none = if m.scale == Scale::Ratio { 1.0 } else { 0.0 };
                 assert_eq!(m.estimate, Some(none), "seed {seed}: {m:?}");
             }
@@ -645,9 +524,9 @@ mod tests {
         ));
         let c = compare(&base, &head, &gate());
         assert_eq!(c.verdict.outcome, VerdictOutcome::Regression, "{c:#?}");
-        assert_eq!(outcome_of(&c, Metric::P99, None), Outcome::Regression);
+        assert_eq!(outcome_of(&c, Metric::P99, None), MetricOutcome::Regression);
         // The body of the distribution did not move.
-        assert_ne!(outcome_of(&c, Metric::P50, None), Outcome::Regression);
+        assert_ne!(outcome_of(&c, Metric::P50, None), MetricOutcome::Regression);
         let first = &c.metrics[c.verdict.metrics[0]];
         assert_eq!(first.metric, Metric::P99);
         assert!(first.low.unwrap() > 1.1, "{first:?}");
@@ -680,7 +559,7 @@ mod tests {
             c.verdict.rule_fired
         );
         for m in c.metrics.iter().filter(|m| m.metric == Metric::P50) {
-            assert_eq!(m.outcome, Outcome::Pass, "{m:?}");
+            assert_eq!(m.outcome, MetricOutcome::Pass, "{m:?}");
             // The estimate is close to the true 2%.
             assert!((m.estimate.unwrap() - 1.02).abs() < 0.03, "{m:?}");
         }
@@ -745,14 +624,17 @@ mod tests {
             },
         ));
         let c = compare(&base, &head, &gate());
-        assert_eq!(outcome_of(&c, Metric::ErrorRate, None), Outcome::Regression);
+        assert_eq!(
+            outcome_of(&c, Metric::ErrorRate, None),
+            MetricOutcome::Regression
+        );
         let same = compare(&base, &base, &gate());
         let m = same
             .metrics
             .iter()
             .find(|m| m.metric == Metric::ErrorRate)
             .unwrap();
-        assert_eq!((m.outcome, m.estimate), (Outcome::Pass, Some(0.0)));
+        assert_eq!((m.outcome, m.estimate), (MetricOutcome::Pass, Some(0.0)));
     }
 
     fn knee(held: Option<f64>, broke: Option<f64>) -> Option<KneeBracket> {
@@ -762,13 +644,16 @@ mod tests {
         })
     }
 
-    #[test_case::test_case(knee(Some(30.0), Some(35.0)), Outcome::Regression; "clearly lower")]
-    #[test_case::test_case(knee(Some(45.0), Some(55.0)), Outcome::Inconclusive; "overlapping")]
-    #[test_case::test_case(knee(Some(50.0), Some(60.0)), Outcome::Pass; "same or better")]
-    #[test_case::test_case(knee(Some(60.0), Some(70.0)), Outcome::Improvement; "clearly higher")]
-    #[test_case::test_case(knee(None, Some(10.0)), Outcome::Regression; "broke at once")]
-    #[test_case::test_case(knee(Some(45.0), None), Outcome::Inconclusive; "never broke below the base")]
-    fn capacity_is_judged_by_the_knee_brackets(head_knee: Option<KneeBracket>, expected: Outcome) {
+    #[test_case::test_case(knee(Some(30.0), Some(35.0)), MetricOutcome::Regression; "clearly lower")]
+    #[test_case::test_case(knee(Some(45.0), Some(55.0)), MetricOutcome::Inconclusive; "overlapping")]
+    #[test_case::test_case(knee(Some(50.0), Some(60.0)), MetricOutcome::Pass; "same or better")]
+    #[test_case::test_case(knee(Some(60.0), Some(70.0)), MetricOutcome::Improvement; "clearly higher")]
+    #[test_case::test_case(knee(None, Some(10.0)), MetricOutcome::Regression; "broke at once")]
+    #[test_case::test_case(knee(Some(45.0), None), MetricOutcome::Inconclusive; "never broke below the base")]
+    fn capacity_is_judged_by_the_knee_brackets(
+        head_knee: Option<KneeBracket>,
+        expected: MetricOutcome,
+    ) {
         let phase = soak(11, SHAPE);
         let mut base = figures(phase.clone());
         base.knee = knee(Some(40.0), Some(50.0));
@@ -838,7 +723,10 @@ mod tests {
         let mut leaky = figures(phase.clone());
         leaky.rss = rss(8.0 * mib_min, 50_000.0, 2);
         let c = compare_with(&base, &leaky, &gate(), &fast_options());
-        assert_eq!(outcome_of(&c, Metric::RssSlope, None), Outcome::Regression);
+        assert_eq!(
+            outcome_of(&c, Metric::RssSlope, None),
+            MetricOutcome::Regression
+        );
         assert_eq!(c.verdict.outcome, VerdictOutcome::Regression);
         assert!(
             c.verdict
@@ -853,7 +741,7 @@ mod tests {
         let c = compare_with(&base, &noisy, &gate(), &fast_options());
         assert_eq!(
             outcome_of(&c, Metric::RssSlope, None),
-            Outcome::Inconclusive
+            MetricOutcome::Inconclusive
         );
         assert_ne!(c.verdict.outcome, VerdictOutcome::Regression);
         assert!(
@@ -886,11 +774,11 @@ mod tests {
             .iter()
             .find(|m| m.metric == Metric::RssSlope)
             .unwrap();
-        assert_eq!(m.outcome, Outcome::Regression, "{m:?}");
+        assert_eq!(m.outcome, MetricOutcome::Regression, "{m:?}");
         assert!(!m.primary);
         head.rss_slope = Some(slope(0.5, 0.5));
         let c = compare_with(&base, &head, &gate(), &fast_options());
-        assert_eq!(outcome_of(&c, Metric::RssSlope, None), Outcome::Pass);
+        assert_eq!(outcome_of(&c, Metric::RssSlope, None), MetricOutcome::Pass);
     }
 
     #[test]

@@ -3,17 +3,22 @@
 //! ([`crate::result::Comparison`]); the statistics it uses are in [`crate::stats`].
 //!
 //! `options.rs` holds how a comparison is made, `estimate.rs` the per-metric drafts, `decide.rs`
-//! Holm, the widening for the machine and the verdict, `format.rs` the figures for people.
+//! Holm, the widening for the machine and the verdict, `format.rs` the figures for people, `leak.rs` the
+//! one leak rule.
 
 mod decide;
 mod estimate;
 mod figures;
 mod format;
+mod leak;
 mod options;
+#[cfg(test)]
+mod testkit;
 
 pub use decide::{compare, compare_with};
 pub use figures::{COMPARED_PHASES, FiguresError, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
 pub use format::{format_change, format_threshold, metric_name};
+pub use leak::{leak_finding, leak_in_verdict, record_leak};
 pub use options::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, DETECTION_POWER, LOAD_TOLERANCE,
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,

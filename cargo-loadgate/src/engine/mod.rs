@@ -6,8 +6,8 @@
 //! each request's intended send time. The engine measures; it never judges SLOs.
 
 mod affinity;
+mod classify;
 mod clock;
-mod judge;
 mod phase;
 mod pool;
 mod realtime;

@@ -8,8 +8,8 @@
 //! generator's CPU time a single thread's, which `getrusage(RUSAGE_THREAD)` reads.
 
 use super::affinity::pinned_core;
+use super::classify::{AnswerClass, classify};
 use super::clock::Clock;
-use super::judge::{Judgement, judge};
 use super::pool::{Pool, RequestBody};
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
@@ -598,9 +598,9 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
         let service_from = exchange
             .handed_at
             .map_or(sent_at, |at| ctx.clock.offset_of(at).max(sent_at));
-        let Judgement { outcome, abandon } = match exchange.result {
-            Ok(answer) => judge(&ctx.workload, op, &answer, &mut vars),
-            Err(kind) => Judgement {
+        let AnswerClass { outcome, abandon } = match exchange.result {
+            Ok(answer) => classify(&ctx.workload, op, &answer, &mut vars),
+            Err(kind) => AnswerClass {
                 outcome: Outcome::Transport(kind),
                 abandon: true,
             },

@@ -21,9 +21,7 @@ pub use ramp::{
     BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, StepStatus, sentence,
 };
 pub use run::{
-    MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
-    PlanOutcome, run_plan,
+    DEFAULT_GOODPUT_LATENCY, MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError,
+    PlanEvent, PlanOptions, PlanOutcome, comparable_schedule_hash, goodput_latency, run_plan,
 };
-pub use soak::{
-    CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, leak_finding, soak_slopes,
-};
+pub use soak::{CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, soak_slopes};

@@ -5,7 +5,7 @@
 use super::abort::abort_watch;
 use super::judge::{first_step_failures, judge_step};
 use super::ramp::{RampOutcome, StepKind, StepRecord};
-use super::soak::{CapacitySource, SoakOutcome, leak_finding, soak_slopes};
+use super::soak::{CapacitySource, SoakOutcome, soak_slopes};
 use crate::config::LoadgateConfig;
 use crate::engine::{PhaseSpec, WindowDecision};
 use crate::measure::{PhaseMeasurement, Window};
@@ -92,6 +92,10 @@ pub enum PlanEvent {
         record: Box<StepRecord>,
         /// What it measured, for the run result's phases.
         measurement: Box<PhaseMeasurement>,
+        /// The hash of the schedule it followed (the planned one, also when it was stopped).
+        schedule_hash: String,
+        /// The ramp so far, concluded as the plan concludes it, for the result written meanwhile.
+        ramp: Box<RampOutcome>,
     },
     /// The ramp and its bisection are over.
     RampDone {
@@ -104,6 +108,8 @@ pub enum PlanEvent {
         outcome: Box<SoakOutcome>,
         /// What it measured, for the run result's phases.
         measurement: Box<PhaseMeasurement>,
+        /// The hash of the schedule it followed (the planned one, also when it was stopped).
+        schedule_hash: String,
     },
     /// The soak sample will not run.
     SoakSkipped {
@@ -129,6 +135,48 @@ pub enum PlanError<E: std::error::Error + 'static> {
         #[source]
         source: E,
     },
+}
+
+/// The latency within which an answer counts as goodput when the SLO names no latency limit:
+/// the default `slo.p99` of `defaults.toml`. Validation always leaves at least one limit, so only
+/// a hand-built [`crate::config::SloConfig`] meets it.
+pub const DEFAULT_GOODPUT_LATENCY: Duration = Duration::from_millis(200);
+
+/// The latency within which an answer counts as goodput: the loosest of the SLO's latency limits
+/// (an answer that meets every limit's quantile can be as slow as the loosest).
+pub fn goodput_latency(slo: &crate::config::SloConfig) -> Duration {
+    slo.latency
+        .iter()
+        .map(|l| l.limit)
+        .max()
+        .unwrap_or(DEFAULT_GOODPUT_LATENCY)
+}
+
+/// The seeded schedule `spec` follows: the one place the plan builds it, for the sessions it
+/// numbers and for the hash recorded with the phase.
+fn phase_schedule(workload: &crate::config::WorkloadConfig, spec: &PhaseSpec) -> Schedule {
+    Schedule::new(
+        workload,
+        spec.sessions_per_sec,
+        spec.warmup + spec.duration,
+        spec.seed,
+    )
+}
+
+/// The schedule hash a baseline must have run for this config: the first ramp step's, which the
+/// config alone fixes before anything runs. The soak's is not asked for: its rate is `soak.at` of
+/// the baseline's knee (or this run's), so a matching baseline soaked at another rate.
+pub fn comparable_schedule_hash(config: &LoadgateConfig) -> Option<String> {
+    let fraction = config.ramp.steps.first()?;
+    let spec = PhaseSpec {
+        name: step_name(*fraction),
+        sessions_per_sec: fraction * config.workload.sessions_per_sec,
+        duration: config.ramp.hold,
+        warmup: config.ramp.warmup,
+        seed: config.workload.seed,
+        first_session: 0,
+    };
+    Some(phase_schedule(&config.workload, &spec).hash())
 }
 
 /// `ramp-25%`, `ramp-12.5%`.
@@ -162,23 +210,19 @@ impl<R: PhaseRunner> Driver<'_, R> {
         }
     }
 
-    async fn run(&mut self, spec: PhaseSpec) -> Result<PhaseRun, (String, R::Error)> {
+    /// Runs `spec` and returns what it measured with the hash of the schedule it followed.
+    async fn run(&mut self, spec: PhaseSpec) -> Result<(PhaseRun, String), (String, R::Error)> {
+        let schedule = phase_schedule(&self.config.workload, &spec);
         // Every session the schedule holds, sent or not (a stopped phase sends fewer).
-        let sessions = Schedule::new(
-            &self.config.workload,
-            spec.sessions_per_sec,
-            spec.warmup + spec.duration,
-            spec.seed,
-        )
-        .session_count();
-        self.next_session = self.next_session.saturating_add(sessions);
+        self.next_session = self.next_session.saturating_add(schedule.session_count());
         (self.observer)(PlanEvent::PhaseStarting {
             offered_rate_per_sec: spec.sessions_per_sec * self.requests_per_session,
             spec: spec.clone(),
         });
         let watch = Box::new(abort_watch(&self.config.abort, spec.warmup));
         let name = spec.name.clone();
-        self.runner.run(spec, watch).await.map_err(|e| (name, e))
+        let run = self.runner.run(spec, watch).await.map_err(|e| (name, e))?;
+        Ok((run, schedule.hash()))
     }
 
     /// Runs and judges one step; returns its record (also kept and reported).
@@ -189,7 +233,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
         sessions_per_sec: f64,
     ) -> Result<StepRecord, (String, R::Error)> {
         let spec = self.spec(name, sessions_per_sec, self.config.ramp.hold);
-        let run = self.run(spec).await?;
+        let (run, schedule_hash) = self.run(spec).await?;
         let m = run.measurement;
         if self.steps.is_empty() && m.validity.is_valid() {
             self.failing = first_step_failures(&m, &self.config.slo);
@@ -198,9 +242,12 @@ impl<R: PhaseRunner> Driver<'_, R> {
         let fraction = sessions_per_sec / self.config.workload.sessions_per_sec;
         let record = StepRecord::new(kind, fraction, self.requests_per_session, &m, judgement);
         self.steps.push(record.clone());
+        let ramp = Box::new(self.ramp_outcome());
         (self.observer)(PlanEvent::StepDone {
             record: Box::new(record.clone()),
             measurement: Box::new(m),
+            schedule_hash,
+            ramp,
         });
         Ok(record)
     }
@@ -275,7 +322,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
         &mut self,
         ramp: &RampOutcome,
         baseline_knee: Option<f64>,
-    ) -> Result<Result<(SoakOutcome, PhaseMeasurement), String>, (String, R::Error)> {
+    ) -> Result<Result<(SoakOutcome, PhaseMeasurement, String), String>, (String, R::Error)> {
         let soak = &self.config.soak;
         if soak.duration.is_zero() {
             return Ok(Err("soak.duration is 0".to_owned()));
@@ -295,7 +342,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
         };
         let at = soak.at * capacity;
         let spec = self.spec("soak".to_owned(), at, soak.duration);
-        let run = self.run(spec).await?;
+        let (run, schedule_hash) = self.run(spec).await?;
         let m = run.measurement;
         let slopes = soak_slopes(
             &m.windows.windows,
@@ -314,7 +361,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
             },
             model_rate_per_sec: at * self.requests_per_session,
             achieved_rate_per_sec: m.summary().achieved_rate_per_sec,
-            leak: leak_finding(&slopes, &self.config.gate),
+            leak: None,
             slopes,
             aborted: m.stopped.clone(),
             valid: m.validity.is_valid(),
@@ -322,7 +369,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
             windows: m.windows.windows.iter().filter(|w| w.completed > 0).count(),
             samples: run.resources.len(),
         };
-        Ok(Ok((outcome, m)))
+        Ok(Ok((outcome, m, schedule_hash)))
     }
 }
 
@@ -382,10 +429,11 @@ pub async fn run_plan<R: PhaseRunner>(
         }
     };
     let (soak, soak_skipped) = match soak {
-        Ok((outcome, measurement)) => {
+        Ok((outcome, measurement, schedule_hash)) => {
             (driver.observer)(PlanEvent::SoakDone {
                 outcome: Box::new(outcome.clone()),
                 measurement: Box::new(measurement),
+                schedule_hash,
             });
             (Some(outcome), None)
         }
@@ -828,7 +876,13 @@ mod tests {
             rss.low > 0.0 && (rss.estimate / (64.0 * 1024.0) - 1.0).abs() < 0.25,
             "{rss:?}"
         );
-        assert!(soak.leak.is_some(), "64 KiB/s is past 2 MiB/min");
+        // The plan measures the slopes; the leak rule that reads them is compare's.
+        assert_eq!(soak.leak, None);
+        let gate = config("").gate;
+        assert!(
+            crate::compare::leak_finding(&soak.slopes, &gate).is_some(),
+            "64 KiB/s is past 2 MiB/min"
+        );
         let p99 = soak.slopes.p99_seconds_per_sec.expect("windows");
         assert!(p99.contains(0.0), "{p99:?}");
     }
@@ -854,6 +908,74 @@ mod tests {
         }
     }
 
+    /// The lookup asks for the first ramp step's schedule hash: the plan records that very hash
+    /// for the first step whatever the baseline's knee, while the soak's hash moves with it (so
+    /// asking for it would reject baselines that match).
+    #[test]
+    fn the_comparable_schedule_hash_is_the_first_steps_and_not_the_soaks() {
+        let cfg = config("");
+        let hashes = |knee: Option<f64>| {
+            let mut hashes = Vec::new();
+            let mut observer = |e: PlanEvent| match e {
+                PlanEvent::StepDone { schedule_hash, .. }
+                | PlanEvent::SoakDone { schedule_hash, .. } => hashes.push(schedule_hash),
+                _ => {}
+            };
+            let options = PlanOptions {
+                baseline_knee_sessions_per_sec: knee,
+                ..PlanOptions::default()
+            };
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime");
+            rt.block_on(run_plan(
+                &cfg,
+                &mut FakeService::new(200.0),
+                &options,
+                &mut observer,
+            ))
+            .expect("runs");
+            hashes
+        };
+        let (own, based) = (hashes(None), hashes(Some(50.0)));
+        let wanted = comparable_schedule_hash(&cfg).expect("steps");
+        assert_eq!(own[0], wanted);
+        assert_eq!(based[0], wanted);
+        assert_ne!(own.last(), based.last(), "the soaks ran at other rates");
+    }
+
+    #[test]
+    fn the_steps_ramp_so_far_is_the_plans() {
+        let cfg = config("");
+        let mut ramps = Vec::new();
+        let mut observer = |e: PlanEvent| {
+            if let PlanEvent::StepDone { ramp, .. } = e {
+                ramps.push(*ramp);
+            }
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let outcome = rt
+            .block_on(run_plan(
+                &cfg,
+                &mut FakeService::new(200.0),
+                &PlanOptions::default(),
+                &mut observer,
+            ))
+            .expect("runs");
+        assert_eq!(ramps.len(), outcome.ramp.steps.len());
+        assert_eq!(ramps.last(), Some(&outcome.ramp));
+    }
+
+    #[test]
+    fn goodput_is_counted_within_the_loosest_limit() {
+        let mut slo = config("").slo;
+        assert_eq!(goodput_latency(&slo), Duration::from_millis(200));
+        slo.latency.clear();
+        assert_eq!(goodput_latency(&slo), DEFAULT_GOODPUT_LATENCY);
+    }
+
     #[test]
     fn the_soak_uses_this_runs_knee_without_a_baseline() {
         let (outcome, _) = knee_of(200.0);
@@ -861,7 +983,10 @@ mod tests {
         assert_eq!(soak.capacity_from, CapacitySource::ThisRun);
         let knee = outcome.ramp.knee_sessions_per_sec.expect("knee");
         assert!((soak.at_sessions_per_sec - 0.6 * knee).abs() < 1e-9);
-        assert_eq!(soak.leak, None);
+        assert_eq!(
+            crate::compare::leak_finding(&soak.slopes, &config("").gate),
+            None
+        );
     }
 
     #[test]

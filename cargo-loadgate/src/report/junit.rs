@@ -2,12 +2,14 @@
 //!
 //! A regression is a `failure` whose message carries base, head, change, interval and threshold; an
 //! inconclusive check is `skipped` with the reason; a phase that could not keep its schedule is an
-//! `error`. Properties hold the commits, the profile and the environment. The XML is written with
-//! nextest's `quick-junit`, which escapes markup and drops characters XML cannot carry.
+//! `error`. A leak finding fails only when the verdict counts it (`verdict.leak`), else it is
+//! `skipped` with why not: JUnit decides nothing of its own. Properties hold the commits, the
+//! profile and the environment. The XML is written with nextest's `quick-junit`, which escapes
+//! markup and drops characters XML cannot carry.
 
 use crate::compare::{format_change, format_threshold, metric_name};
 use crate::result::RunResult;
-use crate::result::{Metric, MetricComparison, Outcome, VerdictOutcome};
+use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
 
@@ -56,9 +58,19 @@ pub fn junit_report(result: &RunResult) -> Report {
             "ramp",
         ));
     }
-    if let Some(leak) = result.soak.as_ref().and_then(|s| s.leak.clone()) {
-        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-        status.set_message(leak).set_type("leak");
+    // The leak finding as the verdict counts it (`compare::record_leak`): a failure only when the
+    // verdict is a regression because of it, else skipped with why it is not one.
+    if let Some(leak) = result.verdict.as_ref().and_then(|v| v.leak.as_ref()) {
+        let status = if leak.regression {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(leak.message.clone()).set_type("leak");
+            s
+        } else {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("{}; {}", leak.message, leak.reason))
+                .set_type("leak");
+            s
+        };
         soak.add_test_case(with_class(TestCase::new("no leak", status), "soak"));
     }
 
@@ -114,14 +126,14 @@ fn check_case(m: &MetricComparison) -> TestCase {
         format_threshold(m),
     );
     let status = match m.outcome {
-        Outcome::Pass | Outcome::Improvement => TestCaseStatus::success(),
-        Outcome::Regression => {
+        MetricOutcome::Pass | MetricOutcome::Improvement => TestCaseStatus::success(),
+        MetricOutcome::Regression => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("regression: {detail}"))
                 .set_type("regression");
             s
         }
-        Outcome::Inconclusive => {
+        MetricOutcome::Inconclusive => {
             let mut s = TestCaseStatus::skipped();
             let why = m.note.clone().map(|n| format!("; {n}")).unwrap_or_default();
             s.set_message(format!("inconclusive: {detail}{why}"))
@@ -215,5 +227,86 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644 & !umask);
         assert!(std::fs::read_to_string(&path).unwrap().starts_with("<?xml"));
+    }
+
+    /// A run whose soak leaked and whose verdict holds `leak`.
+    fn leaking_result(verdict: crate::result::Verdict) -> RunResult {
+        use crate::plan::{CapacitySource, Slopes, SoakOutcome};
+        let mut result = empty_result();
+        result.soak = Some(SoakOutcome {
+            phase: "soak".to_owned(),
+            capacity_sessions_per_sec: 50.0,
+            capacity_from: CapacitySource::Baseline,
+            at_sessions_per_sec: 30.0,
+            offered_rate_per_sec: 45.0,
+            model_rate_per_sec: 45.0,
+            achieved_rate_per_sec: 45.0,
+            slopes: Slopes::default(),
+            leak: verdict.leak.as_ref().map(|l| l.message.clone()),
+            aborted: None,
+            valid: true,
+            invalid_reasons: Vec::new(),
+            windows: 20,
+            samples: 20,
+        });
+        result.verdict = Some(verdict);
+        result
+    }
+
+    fn leak_case(report: &Report) -> TestCase {
+        report
+            .test_suites
+            .iter()
+            .flat_map(|s| s.test_cases.iter())
+            .find(|c| c.name.as_str() == "no leak")
+            .expect("a leak case")
+            .clone()
+    }
+
+    /// Regression: JUnit failed "no leak" from the soak's own finding while the verdict passed
+    /// (the baseline leaked as much, and head − base decides). Now JUnit shows the verdict's count.
+    #[test]
+    fn a_leak_the_verdict_does_not_count_is_skipped_not_failed() {
+        use crate::result::{LeakFinding, Verdict};
+        let verdict = Verdict {
+            outcome: VerdictOutcome::Pass,
+            rule_fired: "pass: all 1 primary metrics are within their thresholds".to_owned(),
+            metrics: Vec::new(),
+            warnings: Vec::new(),
+            leak: Some(LeakFinding {
+                message: "RSS grows 100.0 KiB/s".to_owned(),
+                regression: false,
+                reason: "not a regression: against the baseline the RSS slope (head − base) is \
+                         within the threshold"
+                    .to_owned(),
+            }),
+        };
+        let report = junit_report(&leaking_result(verdict.clone()));
+        let case = leak_case(&report);
+        assert!(
+            matches!(case.status, TestCaseStatus::Skipped { .. }),
+            "{:?}",
+            case.status
+        );
+        let xml = report.to_string().unwrap();
+        assert!(!xml.contains("<failure"), "{xml}");
+        assert!(
+            xml.contains("RSS grows 100.0 KiB/s; not a regression: against the baseline"),
+            "{xml}"
+        );
+
+        let mut counted = verdict;
+        counted.outcome = VerdictOutcome::Regression;
+        if let Some(leak) = &mut counted.leak {
+            leak.regression = true;
+        }
+        let case = leak_case(&junit_report(&leaking_result(counted)));
+        match &case.status {
+            TestCaseStatus::NonSuccess { kind, message, .. } => {
+                assert_eq!(*kind, NonSuccessKind::Failure);
+                assert_eq!(message.as_deref(), Some("RSS grows 100.0 KiB/s"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

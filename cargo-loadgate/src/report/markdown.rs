@@ -6,7 +6,7 @@
 use crate::compare::{format_change, format_threshold, metric_name};
 use crate::plan::{SoakOutcome, format_latency, format_rate};
 use crate::result::RunResult;
-use crate::result::{Metric, MetricComparison, Outcome, VerdictOutcome};
+use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -43,7 +43,7 @@ pub fn markdown_summary(result: &RunResult) -> String {
         let _ = writeln!(md, "|---|---:|---:|---:|---|---:|---|");
         for m in &comparison.metrics {
             let outcome = match m.outcome {
-                Outcome::Regression => {
+                MetricOutcome::Regression => {
                     format!("{} {}", VerdictOutcome::Regression.icon(), m.outcome.word())
                 }
                 other => other.word().to_owned(),

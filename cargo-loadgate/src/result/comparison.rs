@@ -47,7 +47,7 @@ pub enum Scale {
 /// What the interval rule concluded for one metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum MetricOutcome {
     /// The whole interval lies beyond the threshold on the bad side.
     Regression,
     /// The whole interval lies within the threshold.
@@ -88,7 +88,7 @@ pub struct MetricComparison {
     /// The one-sided p-value of "no regression beyond the threshold", when there is one.
     pub p_value: Option<f64>,
     /// The conclusion.
-    pub outcome: Outcome,
+    pub outcome: MetricOutcome,
     /// The smallest true change this run would call a regression with 80% power: a relative
     /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, no
     /// power involved), an absolute increase for differences.
@@ -134,7 +134,7 @@ impl VerdictOutcome {
     }
 }
 
-impl Outcome {
+impl MetricOutcome {
     /// The metric's outcome for people: `regression`, `pass`, `inconclusive`, `improvement`.
     pub fn word(self) -> &'static str {
         match self {
@@ -157,6 +157,24 @@ pub struct Verdict {
     pub metrics: Vec<usize>,
     /// What a person should know that did not decide the outcome.
     pub warnings: Vec<String>,
+    /// The leak rule's finding about this run, and whether the verdict counts it; absent when
+    /// there was none (and in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leak: Option<LeakFinding>,
+}
+
+/// The leak rule's finding (`compare::leak_finding`): this run's RSS slope lies wholly above
+/// `gate.rss-slope`. It fails the gate only when, against a baseline, the difference head − base
+/// regressed too (the comparison's RSS slope metric is behind a regression verdict); every
+/// reporter reads that here instead of deciding it again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeakFinding {
+    /// The finding for people, as `soak.leak` has it.
+    pub message: String,
+    /// Whether the verdict is a regression because of it.
+    pub regression: bool,
+    /// Why it does or does not fail the gate, for people.
+    pub reason: String,
 }
 
 impl Verdict {
@@ -167,6 +185,7 @@ impl Verdict {
             rule_fired: "no baseline matches this run".to_owned(),
             metrics: Vec::new(),
             warnings: explanations,
+            leak: None,
         }
     }
 

@@ -13,7 +13,8 @@ mod run;
 mod write;
 
 pub use comparison::{
-    Comparison, Metric, MetricComparison, Outcome, Scale, Verdict, VerdictOutcome,
+    Comparison, LeakFinding, Metric, MetricComparison, MetricOutcome, Scale, Verdict,
+    VerdictOutcome,
 };
 pub use hash::{config_hash, hex_sha256};
 pub use read::{ReadError, read_result, result_from_str, result_from_value};

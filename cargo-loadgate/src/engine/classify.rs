@@ -1,4 +1,4 @@
-//! Judging an answer for the engine: the workload's checks and captures, mapped onto the outcomes
+//! Classifying an answer for the engine: the workload's checks and captures, mapped onto the outcomes
 //! the measurement counts.
 
 use super::pool::Answer;
@@ -7,7 +7,7 @@ use crate::workload::{CompiledWorkload, Response, SessionVars, WrongAnswerKind};
 
 /// The outcome of one answer, and whether its session must end.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Judgement {
+pub(crate) struct AnswerClass {
     /// What the measurement counts.
     pub outcome: Outcome,
     /// The session cannot go on: a capture failed, or no answer came.
@@ -20,14 +20,14 @@ pub(crate) struct Judgement {
 /// where another status was expected, a missing text or JSON value) is a wrong answer. A failed
 /// capture ends the session, and makes an otherwise correct answer a wrong one: the data the
 /// next steps need is not there.
-pub(crate) fn judge(
+pub(crate) fn classify(
     workload: &CompiledWorkload,
     op: usize,
     answer: &Answer,
     vars: &mut SessionVars,
-) -> Judgement {
+) -> AnswerClass {
     let Some(operation) = workload.operations().get(op) else {
-        return Judgement {
+        return AnswerClass {
             outcome: Outcome::WrongAnswer(format!("no operation number {op}")),
             abandon: true,
         };
@@ -51,5 +51,5 @@ pub(crate) fn judge(
             true
         }
     };
-    Judgement { outcome, abandon }
+    AnswerClass { outcome, abandon }
 }

@@ -6,10 +6,10 @@ use super::draw::*;
 use super::view::*;
 use super::{ChartError, LATENCY_CHART};
 use crate::plan::format_latency;
+use crate::result::RunResult;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde_json::Value;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -17,7 +17,10 @@ use std::time::Duration;
 /// of each operation class against the offered load of each ramp step, with the SLO's latency
 /// limits, the knee, and `base` dashed and lighter when given. The y-axis is logarithmic when the
 /// values span more than two decades. `None` when the run has no ramp step with a request.
-pub fn render_latency(head: &Value, base: Option<&Value>) -> Result<Option<String>, ChartError> {
+pub fn render_latency(
+    head: &RunResult,
+    base: Option<&RunResult>,
+) -> Result<Option<String>, ChartError> {
     let head_result = head;
     let head = ramp_view("head", head);
     if head.steps.is_empty() {
@@ -80,7 +83,7 @@ pub fn render_latency(head: &Value, base: Option<&Value>) -> Result<Option<Strin
         subtitle.push(run_line(&head.name, head_result));
     }
     if slo.is_empty() {
-        subtitle.push(if head_result["slo"].is_object() {
+        subtitle.push(if head_result.slo.is_some() {
             "No SLO line: the SLO has no latency limit.".to_owned()
         } else {
             "No SLO line: this result predates recording the SLO, and no step broke on a latency limit."

@@ -6,15 +6,16 @@ use super::draw::*;
 use super::view::*;
 use super::{ChartError, SOAK_CHART};
 use crate::plan::{format_bytes_per_sec, format_rate};
+use crate::result::RunResult;
+use crate::stats::theil_sen_intercept;
 use plotters::prelude::*;
-use serde_json::Value;
 use std::ops::Range;
 
 /// Renders `soak.svg`: the target's RSS (MiB, one sample a second) and the p99 latency of each
 /// window (ms, from the intended send time) over the soak's measured part, each with its stored
 /// Theil–Sen slope drawn as a line through the Theil–Sen intercept. `None` when the run has no
 /// soak, or a soak with neither series.
-pub fn render_soak(head: &Value) -> Result<Option<String>, ChartError> {
+pub fn render_soak(head: &RunResult) -> Result<Option<String>, ChartError> {
     let Some(soak) = soak_view(head) else {
         return Ok(None);
     };

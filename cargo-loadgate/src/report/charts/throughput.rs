@@ -4,8 +4,8 @@
 use super::draw::*;
 use super::view::*;
 use super::{ChartError, THROUGHPUT_CHART};
+use crate::result::RunResult;
 use plotters::prelude::*;
-use serde_json::Value;
 
 /// Renders `throughput.svg`: at each ramp step (in offered order), the achieved rate (answers
 /// per second; requests sent per second in results written before answers were counted) and the
@@ -13,7 +13,10 @@ use serde_json::Value;
 /// counters) against the offered request rate, with the y = x line of a service that keeps up,
 /// the knee, and `base` dashed and lighter when given. Filled points held the SLO, hollow ones
 /// broke it, crosses were invalid. `None` when the run has no ramp step.
-pub fn render_throughput(head: &Value, base: Option<&Value>) -> Result<Option<String>, ChartError> {
+pub fn render_throughput(
+    head: &RunResult,
+    base: Option<&RunResult>,
+) -> Result<Option<String>, ChartError> {
     let head_result = head;
     let head = ramp_view("head", head);
     let achieved = |r: &RampView| -> Vec<(f64, f64, StepState)> {

@@ -3,8 +3,9 @@
 //! these views and nothing else of the result.
 
 use super::draw::Marker;
-use crate::measure::LatencyHistogram;
-use serde_json::Value;
+use crate::plan::{RampOutcome, StepStatus};
+use crate::result::{PhaseRecord, RunResult};
+use crate::stats::SlopeEstimate;
 
 /// A latency percentile drawn per operation class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +73,7 @@ impl ClassLatency {
     }
 }
 
-/// How a step ended.
+/// How a step is drawn: [`StepStatus`] with an aborted step drawn as broken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StepState {
     Held,
@@ -121,11 +122,23 @@ pub(super) struct RampView {
     pub(super) achieved_is_answers: bool,
 }
 
+impl StepState {
+    /// How a step of `status` is drawn.
+    fn of(status: StepStatus) -> Self {
+        match status {
+            StepStatus::Invalid => Self::Invalid,
+            StepStatus::Held => Self::Held,
+            StepStatus::TooFewRequests => Self::TooFew,
+            StepStatus::Aborted | StepStatus::Broke => Self::Broke,
+        }
+    }
+}
+
 /// `3f2a91c` (with `, dirty`) of the result's commit, or `None` outside git.
-pub(super) fn short_commit(result: &Value) -> Option<String> {
-    let commit = result["git"]["commit"].as_str()?;
-    let short: String = commit.chars().take(7).collect();
-    Some(if result["git"]["dirty"].as_bool() == Some(true) {
+pub(super) fn short_commit(result: &RunResult) -> Option<String> {
+    let git = result.git.as_ref()?;
+    let short: String = git.commit.chars().take(7).collect();
+    Some(if git.dirty {
         format!("{short}, dirty")
     } else {
         short
@@ -133,14 +146,16 @@ pub(super) fn short_commit(result: &Value) -> Option<String> {
 }
 
 /// `Head 3f2a91c, profile ci.`: the subtitle's line naming the measured run.
-pub(super) fn run_line(name: &str, result: &Value) -> String {
-    match result["profile"].as_str() {
-        Some(profile) => format!("{name}, profile {profile}."),
-        None => format!("{name}."),
+pub(super) fn run_line(name: &str, result: &RunResult) -> String {
+    if result.profile.is_empty() {
+        format!("{name}.")
+    } else {
+        format!("{name}, profile {}.", result.profile)
     }
 }
 
-pub(super) fn run_name(role: &str, result: &Value) -> String {
+/// `head 3f2a91c`: the run's role with its short commit.
+pub(super) fn run_name(role: &str, result: &RunResult) -> String {
     match short_commit(result) {
         Some(commit) => format!("{role} {commit}"),
         None => role.to_owned(),
@@ -148,115 +163,110 @@ pub(super) fn run_name(role: &str, result: &Value) -> String {
 }
 
 /// A finite, non-negative number.
-pub(super) fn number(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|x| x.is_finite() && *x >= 0.0)
+fn number(x: f64) -> Option<f64> {
+    Some(x).filter(|x| x.is_finite() && *x >= 0.0)
 }
 
-pub(super) fn array(v: &Value) -> &[Value] {
-    v.as_array().map_or(&[], Vec::as_slice)
+/// A duration in milliseconds.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The phase record named `name`.
+fn phase<'a>(result: &'a RunResult, name: &str) -> Option<&'a PhaseRecord> {
+    result.phases.iter().find(|p| p.measurement.name == name)
 }
 
 /// The p90 in milliseconds of `class` in a phase record, from its stored histogram.
-pub(super) fn histogram_p90(phase: Option<&Value>, class: &str) -> Option<f64> {
-    let op = array(&phase?["operations"])
+pub(super) fn histogram_p90(phase: Option<&PhaseRecord>, class: &str) -> Option<f64> {
+    let op = phase?
+        .measurement
+        .operations
         .iter()
-        .find(|o| o["name"].as_str() == Some(class))?;
-    let histogram = LatencyHistogram::decode(op["latency"].as_str()?).ok()?;
-    (!histogram.is_empty()).then(|| histogram.quantile(0.9).as_secs_f64() * 1e3)
+        .find(|o| o.name == class)?;
+    (!op.latency.is_empty()).then(|| ms(op.latency.quantile(0.9)))
 }
 
 /// Correct answers within the SLO latency per second of measured time, summed over the
 /// operations of a phase record.
-pub(super) fn goodput_rate(phase: Option<&Value>) -> Option<f64> {
-    let phase = phase?;
-    let secs = number(&phase["measured_ms"])? / 1e3;
-    let counts: Vec<u64> = array(&phase["operations"])
-        .iter()
-        .filter_map(|op| op["counters"]["goodput"].as_u64())
-        .collect();
-    (secs > 0.0 && !counts.is_empty()).then(|| counts.iter().sum::<u64>() as f64 / secs)
+pub(super) fn goodput_rate(phase: Option<&PhaseRecord>) -> Option<f64> {
+    let m = &phase?.measurement;
+    let secs = m.measured.as_secs_f64();
+    let goodput: u64 = m.operations.iter().map(|op| op.counters.goodput).sum();
+    (secs > 0.0 && !m.operations.is_empty()).then(|| goodput as f64 / secs)
 }
 
-pub(super) fn ramp_view(role: &str, result: &Value) -> RampView {
-    let ramp = &result["ramp"];
-    let mut steps: Vec<StepPoint> = array(&ramp["steps"])
+/// The ramp of `result` as the latency and throughput charts draw it, named `role` (`head`,
+/// `base`); no steps when it has no ramp.
+pub(super) fn ramp_view(role: &str, result: &RunResult) -> RampView {
+    let ramp = result.ramp.as_ref();
+    let mut steps: Vec<StepPoint> = ramp
+        .map_or(&[][..], |r| &r.steps)
         .iter()
         .filter_map(|step| {
-            let offered = number(&step["offered_rate_per_sec"])
+            let offered = number(step.offered_rate_per_sec)
                 .filter(|r| *r > 0.0)
-                .or_else(|| number(&step["model_rate_per_sec"]))?;
-            let phase = step["phase"].as_str();
-            let record = array(&result["phases"])
+                .or_else(|| number(step.model_rate_per_sec))?;
+            let record = phase(result, &step.phase);
+            let classes = step
+                .operations
                 .iter()
-                .find(|p| phase.is_some() && p["name"].as_str() == phase);
-            let state = if step["valid"].as_bool() == Some(false) {
-                StepState::Invalid
-            } else if step["held"]["holds"].as_bool() == Some(true) {
-                StepState::Held
-            } else if step["aborted"].is_null()
-                && step["held"]["basis"].as_str() == Some("too-few-requests")
-            {
-                StepState::TooFew
-            } else {
-                StepState::Broke
-            };
-            let unjudged = array(&step["held"]["unjudged"]);
-            let classes = array(&step["operations"])
-                .iter()
-                .filter(|op| op["requests"].as_u64().is_some_and(|n| n > 0))
+                .filter(|op| op.requests > 0)
                 .filter_map(|op| {
-                    let name = op["name"].as_str()?.to_owned();
                     Some(ClassLatency {
-                        p90: histogram_p90(record, &name),
-                        p50: number(&op["p50_ms"])?,
-                        p99: number(&op["p99_ms"])?,
-                        max: number(&op["max_ms"])?,
-                        judged: !unjudged.iter().any(|u| u.as_str() == Some(&name)),
-                        name,
+                        p90: histogram_p90(record, &op.name),
+                        p50: number(ms(op.p50))?,
+                        p99: number(ms(op.p99))?,
+                        max: number(ms(op.max))?,
+                        judged: !step.held.unjudged.contains(&op.name),
+                        name: op.name.clone(),
                     })
                 })
                 .collect();
             Some(StepPoint {
                 offered,
-                achieved: number(&step["achieved_rate_per_sec"]),
+                achieved: number(step.achieved_rate_per_sec),
                 goodput: goodput_rate(record),
-                state,
+                state: StepState::of(step.status()),
                 classes,
             })
         })
         .collect();
     steps.sort_by(|a, b| a.offered.total_cmp(&b.offered));
-    let slo = recorded_slo(result).unwrap_or_else(|| slo_from_reasons(ramp));
+    let slo =
+        recorded_slo(result).unwrap_or_else(|| ramp.map(slo_from_reasons).unwrap_or_default());
     RampView {
         name: run_name(role, result),
         steps,
-        knee: number(&ramp["knee_rate_per_sec"]),
-        broke: ramp["lowest_break"].is_object(),
+        knee: ramp.and_then(|r| r.knee_rate_per_sec).and_then(number),
+        broke: ramp.is_some_and(|r| r.lowest_break.is_some()),
         slo,
         achieved_is_answers: counts_answers(result),
     }
 }
 
-/// Whether `result` was written when a step's achieved rate counted answers: its windows record
-/// `answered` (older results stored requests sent per second as the achieved rate).
-pub(super) fn counts_answers(result: &Value) -> bool {
-    array(&result["phases"])
+/// Whether `result` was written when a step's achieved rate counted answers: a window records
+/// answers (older results lack `answered`, read as zero, and stored requests sent per second as
+/// the achieved rate).
+pub(super) fn counts_answers(result: &RunResult) -> bool {
+    result
+        .phases
         .iter()
-        .flat_map(|p| array(&p["windows"]["windows"]))
-        .any(|w| w.get("answered").is_some())
+        .flat_map(|p| &p.measurement.windows.windows)
+        .any(|w| w.answered > 0)
 }
 
 /// The latency limits of the `[slo]` the result records, `None` when it records none (results
 /// written before the SLO was recorded).
-pub(super) fn recorded_slo(result: &Value) -> Option<Vec<SloLimit>> {
-    let latency = result["slo"]["latency"].as_array()?;
+pub(super) fn recorded_slo(result: &RunResult) -> Option<Vec<SloLimit>> {
+    let slo = result.slo.as_ref()?;
     Some(
-        latency
+        slo.latency
             .iter()
             .filter_map(|limit| {
                 Some(SloLimit {
-                    label: limit["label"].as_str()?.to_owned(),
-                    ms: number(&limit["limit_ms"]).filter(|ms| *ms > 0.0)?,
+                    label: limit.label.clone(),
+                    ms: number(limit.limit_ms).filter(|ms| *ms > 0.0)?,
                 })
             })
             .collect(),
@@ -264,16 +274,17 @@ pub(super) fn recorded_slo(result: &Value) -> Option<Vec<SloLimit>> {
 }
 
 /// The latency limits named in the ramp's break reasons: the fallback for results written before
-/// the SLO was recorded, where a limit is known only from a step that broke on it.
-pub(super) fn slo_from_reasons(ramp: &Value) -> Vec<SloLimit> {
-    let reasons = array(&ramp["steps"])
+/// the SLO was recorded, where a limit is known only from a step that broke on it. The step and
+/// break records keep their reasons only as text, so the limit is read back from it.
+pub(super) fn slo_from_reasons(ramp: &RampOutcome) -> Vec<SloLimit> {
+    let reasons = ramp
+        .steps
         .iter()
-        .flat_map(|s| array(&s["held"]["reasons"]))
-        .chain(array(&ramp["first_break"]["reasons"]))
-        .chain(array(&ramp["lowest_break"]["reasons"]))
-        .filter_map(Value::as_str);
+        .flat_map(|s| &s.held.reasons)
+        .chain(ramp.first_break.iter().flat_map(|b| &b.reasons))
+        .chain(ramp.lowest_break.iter().flat_map(|b| &b.reasons));
     let mut slo: Vec<SloLimit> = Vec::new();
-    for limit in reasons.filter_map(parse_slo_reason) {
+    for limit in reasons.filter_map(|r| parse_slo_reason(r)) {
         if !slo.iter().any(|s| s.label == limit.label) {
             slo.push(limit);
         }
@@ -313,23 +324,6 @@ pub(super) fn parse_slo_reason(reason: &str) -> Option<SloLimit> {
     })
 }
 
-/// The soak's slope with its interval, as stored.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct StoredSlope {
-    pub(super) estimate: f64,
-    pub(super) low: f64,
-    pub(super) high: f64,
-}
-
-pub(super) fn stored_slope(v: &Value) -> Option<StoredSlope> {
-    let get = |key: &str| v[key].as_f64().filter(|x| x.is_finite());
-    Some(StoredSlope {
-        estimate: get("estimate")?,
-        low: get("low")?,
-        high: get("high")?,
-    })
-}
-
 /// What the soak chart reads of one result.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct SoakView {
@@ -338,9 +332,9 @@ pub(super) struct SoakView {
     /// (middle of the window in seconds into the measured part, p99 in ms).
     pub(super) p99: Vec<(f64, f64)>,
     /// Bytes per second.
-    pub(super) rss_slope: Option<StoredSlope>,
+    pub(super) rss_slope: Option<SlopeEstimate>,
     /// Seconds per second.
-    pub(super) p99_slope: Option<StoredSlope>,
+    pub(super) p99_slope: Option<SlopeEstimate>,
     pub(super) offered: Option<f64>,
     /// `soak.at` as a share of the capacity.
     pub(super) share: Option<f64>,
@@ -350,38 +344,39 @@ pub(super) struct SoakView {
 
 pub(super) const MIB: f64 = 1024.0 * 1024.0;
 
+/// A stored slope whose figures are all finite.
+fn stored_slope(slope: Option<&SlopeEstimate>) -> Option<SlopeEstimate> {
+    slope
+        .filter(|s| s.estimate.is_finite() && s.low.is_finite() && s.high.is_finite())
+        .copied()
+}
+
 /// The soak of `result`, or `None` when it has none.
 ///
 /// The p99 series is the soak phase's windows in which something completed (the series the
 /// p99 slope was fitted to). Resource samples carry no phase; as in the comparison
 /// (`compare::RunFigures`), the soak's are the samples of the run's last `measured` seconds when
 /// the soak is the run's last phase, so the RSS series is aligned on the end of the soak.
-pub(super) fn soak_view(result: &Value) -> Option<SoakView> {
-    let soak = &result["soak"];
-    if !soak.is_object() {
-        return None;
-    }
-    let phases = array(&result["phases"]);
-    let name = soak["phase"].as_str().unwrap_or("soak");
-    let index = phases.iter().position(|p| p["name"].as_str() == Some(name));
-    let phase = index.map(|i| &phases[i]);
+pub(super) fn soak_view(result: &RunResult) -> Option<SoakView> {
+    let soak = result.soak.as_ref()?;
+    let phases = &result.phases;
+    let index = phases.iter().position(|p| p.measurement.name == soak.phase);
+    let phase = index.map(|i| &phases[i].measurement);
     let p99 = phase
-        .map(|p| array(&p["windows"]["windows"]))
-        .unwrap_or_default()
+        .map_or(&[][..], |p| &p.windows.windows)
         .iter()
-        .filter(|w| w["completed"].as_u64().is_some_and(|n| n > 0))
+        .filter(|w| w.completed > 0)
         .filter_map(|w| {
-            let middle = number(&w["start_ms"])? + number(&w["length_ms"])? / 2.0;
-            Some((middle / 1e3, number(&w["p99_ms"])?))
+            let middle = number(ms(w.start))? + number(ms(w.length))? / 2.0;
+            Some((middle / 1e3, number(ms(w.p99))?))
         })
         .collect();
-    let samples: Vec<(f64, f64)> = array(&result["resources"])
+    let samples: Vec<(f64, f64)> = result
+        .resources
         .iter()
-        .filter_map(|s| Some((number(&s["elapsed_s"])?, number(&s["rss_bytes"])?)))
+        .filter_map(|s| Some((number(s.elapsed_s)?, s.rss_bytes as f64)))
         .collect();
-    let measured = phase
-        .and_then(|p| number(&p["measured_ms"]))
-        .map(|ms| ms / 1e3);
+    let measured = phase.map(|p| p.measured.as_secs_f64());
     let is_last = index.is_some_and(|i| i + 1 == phases.len());
     let rss = match (measured, samples.last()) {
         (Some(measured), Some(&(end, _))) if is_last => {
@@ -395,18 +390,18 @@ pub(super) fn soak_view(result: &Value) -> Option<SoakView> {
         _ => Vec::new(),
     };
     let mut notes = Vec::new();
-    if let Some(leak) = soak["leak"].as_str() {
+    if let Some(leak) = &soak.leak {
         notes.push(format!("leak: {leak}"));
     }
-    if let Some(aborted) = soak["aborted"].as_str() {
+    if let Some(aborted) = &soak.aborted {
         notes.push(format!("aborted: {aborted}"));
     }
-    if soak["valid"].as_bool() == Some(false) {
+    if !soak.valid {
         notes.push("invalid: the generator could not keep its schedule".to_owned());
     }
     let share = match (
-        number(&soak["at_sessions_per_sec"]),
-        number(&soak["capacity_sessions_per_sec"]),
+        number(soak.at_sessions_per_sec),
+        number(soak.capacity_sessions_per_sec),
     ) {
         (Some(at), Some(capacity)) if capacity > 0.0 => Some(at / capacity),
         _ => None,
@@ -414,29 +409,10 @@ pub(super) fn soak_view(result: &Value) -> Option<SoakView> {
     Some(SoakView {
         rss,
         p99,
-        rss_slope: stored_slope(&soak["slopes"]["rss_bytes_per_sec"]),
-        p99_slope: stored_slope(&soak["slopes"]["p99_seconds_per_sec"]),
-        offered: number(&soak["offered_rate_per_sec"]),
+        rss_slope: stored_slope(soak.slopes.rss_bytes_per_sec.as_ref()),
+        p99_slope: stored_slope(soak.slopes.p99_seconds_per_sec.as_ref()),
+        offered: number(soak.offered_rate_per_sec),
         share,
         notes,
     })
-}
-
-/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
-pub(super) fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    })
-}
-
-/// The Theil–Sen intercept of `points` for `slope`: the median of y − slope·x.
-pub(super) fn theil_sen_intercept(points: &[(f64, f64)], slope: f64) -> Option<f64> {
-    median(points.iter().map(|(x, y)| y - slope * x).collect())
 }

@@ -1,9 +1,12 @@
 //! `latency.svg`: latency percentiles of each operation class against the offered load of each
 //! ramp step, with the SLO's limits and the knee.
 
-use super::draw::DrawResult;
-use super::draw::*;
-use super::view::*;
+use super::draw::{
+    Area, DrawResult, FONT, INK, LEGEND_WIDTH, LegendRow, Marker, SLO_COLOR, WIDTH, axis_number,
+    class_color, draw_knees, draw_legend, draw_markers, heading, knee_legend, lighter, render,
+    zero_to,
+};
+use super::view::{Percentile, RampView, SloLimit, ramp_view, run_line};
 use super::{ChartError, LATENCY_CHART};
 use crate::plan::format_latency;
 use crate::result::RunResult;

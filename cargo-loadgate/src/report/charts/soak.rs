@@ -1,9 +1,11 @@
 //! `soak.svg`: the soak's RSS and p99 series, each with its stored Theil–Sen slope drawn as a
 //! line.
 
-use super::draw::DrawResult;
-use super::draw::*;
-use super::view::*;
+use super::draw::{
+    Area, DrawResult, FIT_COLOR, FONT, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, WIDTH,
+    axis_number, draw_legend, draw_markers, heading, render, zero_to,
+};
+use super::view::{MIB, run_line, run_name, soak_view};
 use super::{ChartError, SOAK_CHART};
 use crate::plan::{format_bytes_per_sec, format_rate};
 use crate::result::RunResult;

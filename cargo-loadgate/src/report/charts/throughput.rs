@@ -1,8 +1,12 @@
 //! `throughput.svg`: the achieved rate and the goodput of each ramp step against its offered
 //! load, with the y = x line and the knee.
 
-use super::draw::*;
-use super::view::*;
+use super::draw::{
+    FONT, GOODPUT_COLOR, INK, LEGEND_WIDTH, LegendRow, MUTED, Marker, SERIES_COLOR, WIDTH,
+    axis_number, draw_knees, draw_legend, draw_markers, heading, knee_legend, lighter, render,
+    zero_to,
+};
+use super::view::{RampView, StepState, ramp_view, run_line};
 use super::{ChartError, THROUGHPUT_CHART};
 use crate::result::RunResult;
 use plotters::prelude::*;

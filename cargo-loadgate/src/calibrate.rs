@@ -131,7 +131,7 @@ fn drive(stream: &mut TcpStream) -> io::Result<Measurement> {
         bursts.push(n as f64 / started.elapsed().as_secs_f64());
     }
     Ok(Measurement {
-        round_trips_per_sec: median(&bursts),
+        round_trips_per_sec: crate::stats::median(&bursts).unwrap_or(0.0),
         bursts,
     })
 }
@@ -172,16 +172,6 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
     }
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,13 +201,6 @@ mod tests {
         c.finish(at(9_000.0));
         assert_eq!(c.figure, 9_500.0);
         assert!((c.drift.unwrap() + 0.1).abs() < 1e-12);
-    }
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&[]), 0.0);
     }
 
     #[test]

@@ -482,22 +482,24 @@ async fn calibrate(
 /// the result, JUnit and the summary already hold what was measured.
 fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> bool {
     let base = match baseline {
-        Baseline::Found { entry, .. } => Some(&entry.result),
+        Baseline::Found { entry, .. } => match crate::result::result_from_value(&entry.result) {
+            Ok(base) => Some(base),
+            Err(e) => {
+                eprintln!("     Warning the baseline is not drawn in the charts: {e}");
+                None
+            }
+        },
         Baseline::Missing { .. } => None,
     };
-    let written = serde_json::to_value(result)
-        .map_err(|e| e.to_string())
-        .and_then(|head| {
-            crate::report::write_charts(out_dir, &head, base).map_err(|e| {
-                let mut text = e.to_string();
-                let mut source = std::error::Error::source(&e);
-                while let Some(cause) = source {
-                    text.push_str(&format!(": {cause}"));
-                    source = cause.source();
-                }
-                text
-            })
-        });
+    let written = crate::report::write_charts(out_dir, result, base.as_ref()).map_err(|e| {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
+    });
     match written {
         Ok(paths) => !paths.is_empty(),
         Err(e) => {

@@ -1,5 +1,5 @@
 //! Pure statistics: slopes (Theil–Sen with a moving-block bootstrap), bootstrap standard errors,
-//! Holm's procedure and the normal distribution.
+//! Holm's procedure, the normal distribution and the median.
 //!
 //! Nothing here knows a config, a phase or a verdict: every function is a pure function of its
 //! inputs (bootstraps are seeded), so `compare/` and `plan/` call them and the tests can state
@@ -7,13 +7,15 @@
 
 pub mod bootstrap;
 pub mod holm;
+pub mod median;
 pub mod slope;
 
 pub use bootstrap::{
     autocorrelation_time, block_bootstrap_sd, block_len, derive_seed, quantile_log_se,
 };
 pub use holm::{HolmStep, holm, normal_cdf};
+pub use median::{median, median_in_place};
 pub use slope::{
     BootstrapOptions, DEFAULT_BOOTSTRAP_SEED, DEFAULT_CONFIDENCE, SlopeEstimate, normal_quantile,
-    sen_interval, theil_sen, theil_sen_bootstrap,
+    sen_interval, theil_sen, theil_sen_bootstrap, theil_sen_intercept,
 };

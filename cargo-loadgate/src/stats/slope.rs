@@ -8,6 +8,7 @@
 //! Everything here is a pure function of its inputs; the bootstrap is seeded, so the same series
 //! gives the same interval.
 
+use super::median::median_in_place;
 use rand::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -106,26 +107,6 @@ fn pairwise_slopes(points: &[(f64, f64)], out: &mut Vec<f64>) {
     }
 }
 
-/// The median of `values` (reordered in place); `None` when empty.
-fn median_in_place(values: &mut [f64]) -> Option<f64> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let mid = n / 2;
-    let (_, upper, _) = values.select_nth_unstable_by(mid, f64::total_cmp);
-    let upper = *upper;
-    if n % 2 == 1 {
-        return Some(upper);
-    }
-    let lower = values[..mid]
-        .iter()
-        .copied()
-        .max_by(f64::total_cmp)
-        .unwrap_or(upper);
-    Some((lower + upper) / 2.0)
-}
-
 /// The Theil–Sen slope of `points` (time, value): the median of the slopes between every pair of
 /// points with distinct times. Non-finite points are left out. `None` when fewer than two
 /// distinct times remain.
@@ -137,6 +118,13 @@ pub fn theil_sen(points: &[(f64, f64)]) -> Option<f64> {
     let mut slopes = Vec::with_capacity(points.len() * points.len().saturating_sub(1) / 2);
     pairwise_slopes(&points, &mut slopes);
     median_in_place(&mut slopes)
+}
+
+/// The Theil–Sen intercept of `points` (time, value) for `slope`: the median of
+/// value − slope·time, so an outlier does not move the line; `None` without points.
+pub fn theil_sen_intercept(points: &[(f64, f64)], slope: f64) -> Option<f64> {
+    let mut residuals: Vec<f64> = points.iter().map(|(x, y)| y - slope * x).collect();
+    median_in_place(&mut residuals)
 }
 
 /// The Theil–Sen slope of `points` with a moving-block bootstrap percentile interval.
@@ -320,8 +308,32 @@ pub fn normal_quantile(p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use rand_chacha::ChaCha8Rng;
     use test_case::test_case;
+
+    #[test]
+    fn the_intercept_is_the_median_of_the_residuals() {
+        let points = [(0.0, 1.0), (1.0, 3.0), (2.0, 5.0), (3.0, 100.0)];
+        // Residuals 1, 1, 1, 94 for slope 2: the outlier does not move the line.
+        assert_eq!(theil_sen_intercept(&points, 2.0), Some(1.0));
+        assert_eq!(theil_sen_intercept(&[], 2.0), None);
+    }
+
+    proptest! {
+        /// Points on an exact line y = a + b·x have that line's intercept for its slope.
+        #[test]
+        fn the_intercept_of_points_on_a_line_is_the_lines(
+            a in -1e6f64..1e6,
+            b in -1e3f64..1e3,
+            xs in prop::collection::vec(0.0f64..1e4, 1..50),
+        ) {
+            let points: Vec<(f64, f64)> = xs.iter().map(|x| (*x, a + b * x)).collect();
+            let intercept = theil_sen_intercept(&points, b).unwrap();
+            let tolerance = 1e-9 * (a.abs() + b.abs() * 1e4 + 1.0);
+            prop_assert!((intercept - a).abs() <= tolerance, "{intercept} vs {a}");
+        }
+    }
 
     /// A seeded standard normal draw (Box–Muller), so the tests need no extra crate.
     fn normal(rng: &mut ChaCha8Rng) -> f64 {

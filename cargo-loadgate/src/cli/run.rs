@@ -17,8 +17,8 @@ use crate::plan::{
     run_plan,
 };
 use crate::result::{
-    Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
-    config_hash, write_json_atomic,
+    ConfigHashes, Environment, GitInfo, MeasurementMode, PhaseRecord, RESULT_FORMAT_VERSION,
+    RunResult, RunStatus, ToolInfo, write_json_atomic,
 };
 use crate::targets::{BootEvent, BootRequest, ResourceSampler, TargetError};
 use crate::workload::Schedule;
@@ -167,6 +167,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .as_ref()
         .map(|p| p.workspace_root.clone())
         .unwrap_or_else(|| cwd.clone());
+    let config_hashes = ConfigHashes::of(&config, MeasurementMode::Stored);
     let mut result = RunResult {
         format_version: RESULT_FORMAT_VERSION,
         tool: ToolInfo::current(),
@@ -176,7 +177,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         profile: config.profile.clone(),
         config_path: config.source.path.clone(),
         slo: Some(crate::result::SloSummary::of(&config.slo)),
-        config_hash: config_hash(&config),
+        config_hash: config_hashes.current.clone(),
         environment: Environment::detect(engine_version, generator_core, target_cpuset),
         target: Some(info),
         target_exit: None,
@@ -210,7 +211,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         repo.as_deref(),
         head.as_deref(),
         &gate_options,
-        &result.config_hash,
+        config_hashes,
         fp,
     ) {
         Ok(b) => b,
@@ -484,7 +485,7 @@ async fn calibrate(
 /// the result, JUnit and the summary already hold what was measured.
 fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> bool {
     let base = match baseline {
-        Baseline::Found { entry, .. } => Some(&entry.result),
+        Baseline::Found { entry, .. } => Some(entry.result.raw()),
         Baseline::Missing { .. } => None,
     };
     let written = serde_json::to_value(result)

@@ -167,6 +167,11 @@ impl ReportRun {
             });
         }
         let ramp = RampOutcome::deserialize(&result["ramp"]).map_err(unreadable("ramp"))?;
+        // Before the soak's figures, which read the whole result typed.
+        let verdict = match &result["verdict"] {
+            Value::Null => None,
+            value => Some(Verdict::deserialize(value).map_err(unreadable("verdict"))?),
+        };
         let soak = match &result["soak"] {
             Value::Null => None,
             value => {
@@ -183,10 +188,6 @@ impl ReportRun {
                     outcome,
                 })
             }
-        };
-        let verdict = match &result["verdict"] {
-            Value::Null => None,
-            value => Some(Verdict::deserialize(value).map_err(unreadable("verdict"))?),
         };
         let text = |v: &Value| v.as_str().unwrap_or("?").to_owned();
         let schedules = result["phases"]

@@ -130,12 +130,11 @@ impl Store for DirStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::note::testing::result;
 
     const C: &str = "0123456789abcdef0123456789abcdef01234567";
 
     fn entry(cpu: &str) -> StoredEntry {
-        StoredEntry::from_result(&result(C, cpu, "h"), false, 0).unwrap()
+        crate::baseline::note::testing::entry(C, cpu, "h", 0)
     }
 
     #[test]

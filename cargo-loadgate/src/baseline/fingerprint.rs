@@ -6,8 +6,7 @@
 //! would leave the gate without baselines most of the time. Which cores the target was pinned to
 //! enters as a count, not as core ids, since the same machine class pins different ids.
 
-use super::error::BaselineError;
-use crate::result::{Environment, hex_sha256};
+use crate::result::{Environment, RunResult, hex_sha256};
 use crate::targets::TargetInfo;
 use serde::{Deserialize, Serialize};
 
@@ -71,53 +70,15 @@ pub fn cpuset_len(list: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-#[derive(Deserialize)]
-struct ResultView {
-    environment: EnvironmentView,
-    target: Option<TargetView>,
-    tool: ToolView,
-}
-
-#[derive(Deserialize)]
-struct EnvironmentView {
-    cpu_model: String,
-    cores: usize,
-    engine_version: Option<String>,
-    target_cpuset: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct TargetView {
-    cpus: Option<f64>,
-    memory_bytes: Option<u64>,
-    cpuset: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ToolView {
-    version: String,
-}
-
 impl Fingerprint {
-    /// Reads the fingerprint of a run result in its JSON form.
-    pub fn from_result_json(result: &serde_json::Value) -> Result<Self, BaselineError> {
-        let view = ResultView::deserialize(result).map_err(|e| BaselineError::NotSavable {
-            reason: format!("the result has no readable environment: {e}"),
-        })?;
-        let cpuset = view
-            .target
-            .as_ref()
-            .and_then(|t| t.cpuset.as_deref())
-            .or(view.environment.target_cpuset.as_deref());
-        Ok(Self {
-            cpu_model: view.environment.cpu_model,
-            cores: view.environment.cores,
-            cpus_limit: view.target.as_ref().and_then(|t| t.cpus),
-            memory_limit_bytes: view.target.as_ref().and_then(|t| t.memory_bytes),
-            pinned_cores: cpuset.and_then(cpuset_len),
-            engine_version: view.environment.engine_version,
-            tool_version: view.tool.version,
-        })
+    /// The fingerprint of a run result: its environment and target, and the version of the
+    /// tool that measured it.
+    pub fn of_result(result: &RunResult) -> Self {
+        fingerprint(
+            &result.environment,
+            result.target.as_ref(),
+            &result.tool.version,
+        )
     }
 
     /// A stable short key: the first 16 hex digits of the sha256 of the fingerprint's JSON.
@@ -221,23 +182,13 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_reads_from_result_json_like_from_the_types() {
-        let env = Environment {
-            cpu_model: "Test CPU".to_owned(),
-            cores: 4,
-            kernel: "6.1".to_owned(),
-            engine_version: Some("20.10.24".to_owned()),
-            generator_core: Some(3),
-            target_cpuset: Some("0-1".to_owned()),
-        };
-        let from_types = fingerprint(&env, None, "0.1.0");
-        let json = serde_json::json!({
-            "environment": env,
-            "target": null,
-            "tool": {"name": "cargo-loadgate", "version": "0.1.0"},
-        });
-        assert_eq!(Fingerprint::from_result_json(&json).unwrap(), from_types);
+    fn a_result_is_fingerprinted_from_its_environment_target_and_tool() {
+        let mut result = crate::baseline::note::testing::result("c", "Test CPU", "h");
+        result.environment.target_cpuset = Some("0-1".to_owned());
+        result.tool.version = "0.9.0".to_owned();
+        let from_types = fingerprint(&result.environment, None, "0.9.0");
+        assert_eq!(Fingerprint::of_result(&result), from_types);
         assert_eq!(from_types.pinned_cores, Some(2));
-        assert!(Fingerprint::from_result_json(&serde_json::json!({"tool": 1})).is_err());
+        assert_eq!(from_types.cpu_model, "Test CPU");
     }
 }

@@ -6,9 +6,9 @@
 use super::error::{BaselineError, short};
 use super::fingerprint::Fingerprint;
 use super::git::Git;
-use super::note::StoredEntry;
+use super::note::{StoredEntry, newer_format};
 use super::store::Store;
-use crate::result::RESULT_FORMAT_VERSION;
+use crate::result::{ConfigHashes, RESULT_FORMAT_VERSION};
 use std::fmt;
 use std::path::Path;
 
@@ -19,8 +19,10 @@ pub const DEFAULT_SEARCH_LIMIT: usize = 50;
 /// What a baseline must match to be compared with this run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Wanted {
-    /// This run's config hash: same workload, limits, phases and gate.
-    pub config_hash: String,
+    /// This run's config hashes: a baseline of the same target, workload, generator, phases,
+    /// abort limits and SLO carries one of them (the legacy one when it was stored before `[gate]`
+    /// was left out of the hash).
+    pub config_hashes: ConfigHashes,
     /// This run's environment.
     pub fingerprint: Fingerprint,
     /// When set, the baseline must have run a phase with this schedule hash (e.g. the first ramp
@@ -49,6 +51,11 @@ pub enum Mismatch {
     NewerFormat {
         /// Its format version.
         found: u64,
+    },
+    /// The matching result is not in a shape this build reads.
+    Unreadable {
+        /// Why.
+        reason: String,
     },
 }
 
@@ -90,6 +97,9 @@ impl fmt::Display for Candidate {
                 f,
                 "baseline at {at} was written in result format {found}, newer than {RESULT_FORMAT_VERSION}"
             ),
+            Mismatch::Unreadable { reason } => {
+                write!(f, "baseline at {at} cannot be read: {reason}")
+            }
         }
     }
 }
@@ -220,7 +230,7 @@ fn match_candidate(
     let same_config: Vec<&StoredEntry> = note
         .entries
         .iter()
-        .filter(|e| e.config_hash == wanted.config_hash)
+        .filter(|e| wanted.config_hashes.matches(&e.config_hash))
         .collect();
     if same_config.is_empty() {
         let mut stored: Vec<String> = note.entries.iter().map(|e| e.config_hash.clone()).collect();
@@ -239,20 +249,30 @@ fn match_candidate(
     if same_schedule.is_empty() {
         return Ok(Err(Mismatch::DifferentSchedule));
     }
-    let closest = same_schedule
+    // Of equal environments (one stored under the legacy config hash, one under the current),
+    // the last saved.
+    let Some(matching) = same_schedule
         .iter()
-        .min_by_key(|e| e.fingerprint.differences(&wanted.fingerprint).len())
-        .expect("not empty");
-    if closest.fingerprint != wanted.fingerprint {
+        .filter(|e| e.fingerprint == wanted.fingerprint)
+        .max_by_key(|e| e.saved_at_unix_ms)
+    else {
+        let closest = same_schedule
+            .iter()
+            .min_by_key(|e| e.fingerprint.differences(&wanted.fingerprint).len())
+            .expect("not empty");
         return Ok(Err(Mismatch::DifferentEnvironment {
             differences: closest.fingerprint.differences(&wanted.fingerprint),
         }));
-    }
-    let found = closest.result_format_version();
-    if found > u64::from(RESULT_FORMAT_VERSION) {
+    };
+    if let Some(found) = newer_format(&matching.result) {
         return Ok(Err(Mismatch::NewerFormat { found }));
     }
-    Ok(Ok((*closest).clone()))
+    if let Err(e) = matching.result.get() {
+        return Ok(Err(Mismatch::Unreadable {
+            reason: e.to_string(),
+        }));
+    }
+    Ok(Ok((*matching).clone()))
 }
 
 #[cfg(test)]
@@ -260,19 +280,24 @@ mod tests {
     use super::*;
     use crate::baseline::DirStore;
     use crate::baseline::git::testing::{commit, git, init};
-    use crate::baseline::note::testing::result;
+    use crate::baseline::note::StoredResult;
+    use crate::baseline::note::testing::{entry, result};
     use crate::baseline::notes::NotesStore;
 
     fn save(store: &dyn Store, commit: &str, cpu: &str, config: &str) {
-        let entry = StoredEntry::from_result(&result(commit, cpu, config), false, 0).unwrap();
-        store.save(&entry).unwrap();
+        store.save(&entry(commit, cpu, config, 0)).unwrap();
     }
 
+    /// What a run on CPU `cpu` wants, with `config` as its current config hash (its legacy one
+    /// is `legacy-` + `config`).
     fn wanted(cpu: &str, config: &str) -> Wanted {
         let r = result("0123456789abcdef0123456789abcdef01234567", cpu, config);
         Wanted {
-            config_hash: config.to_owned(),
-            fingerprint: Fingerprint::from_result_json(&r).unwrap(),
+            config_hashes: ConfigHashes {
+                current: config.to_owned(),
+                legacy: format!("legacy-{config}"),
+            },
+            fingerprint: Fingerprint::of_result(&r),
             schedule_hash: Some("s1".to_owned()),
         }
     }
@@ -391,6 +416,103 @@ mod tests {
             panic!("{found:?}")
         };
         assert_eq!(searched[0].mismatch, Mismatch::DifferentSchedule);
+    }
+
+    #[test]
+    fn a_baseline_stored_under_the_legacy_config_hash_is_found() {
+        let h = history();
+        let store = DirStore::new(&h.dir.path().join("store"));
+        save(&store, &h.m[2], "A", "legacy-h");
+        let found = lookup(
+            h.dir.path(),
+            "HEAD",
+            Some("main"),
+            1,
+            &store,
+            &wanted("A", "h"),
+        )
+        .unwrap();
+        let Lookup::Found { entry, .. } = found else {
+            panic!("{found:?}")
+        };
+        assert_eq!(entry.config_hash, "legacy-h");
+        // Saved again under the current hash, the newer entry is the one used.
+        store.save(&entry_at(&h.m[2], "h", 5)).unwrap();
+        let found = lookup(
+            h.dir.path(),
+            "HEAD",
+            Some("main"),
+            1,
+            &store,
+            &wanted("A", "h"),
+        )
+        .unwrap();
+        let Lookup::Found { entry, .. } = found else {
+            panic!("{found:?}")
+        };
+        assert_eq!(entry.config_hash, "h");
+        // The other way round: a run whose hashes are neither passes over it.
+        let found = lookup(
+            h.dir.path(),
+            "HEAD",
+            Some("main"),
+            1,
+            &store,
+            &wanted("A", "x"),
+        )
+        .unwrap();
+        let Lookup::NotFound { searched, .. } = found else {
+            panic!("{found:?}")
+        };
+        assert!(matches!(
+            searched[0].mismatch,
+            Mismatch::DifferentConfig { .. }
+        ));
+    }
+
+    fn entry_at(commit: &str, config: &str, saved_at: u64) -> StoredEntry {
+        entry(commit, "A", config, saved_at)
+    }
+
+    /// A stored entry this build cannot read is passed over with the reason, not a failure.
+    #[test]
+    fn an_unreadable_or_newer_stored_result_is_skipped_with_why() {
+        let h = history();
+        let store = DirStore::new(&h.dir.path().join("store"));
+        let mut unreadable = entry(&h.m[2], "A", "h", 0);
+        let mut raw = unreadable.result.raw().clone();
+        raw["phases"] = "not phases".into();
+        unreadable.result = StoredResult::from_value(raw.clone());
+        store.save(&unreadable).unwrap();
+        let mut newer = entry(&h.m[1], "A", "h", 0);
+        raw["format_version"] = 3.into();
+        newer.result = StoredResult::from_value(raw);
+        store.save(&newer).unwrap();
+        save(&store, &h.m[0], "A", "h");
+        let found = lookup(
+            h.dir.path(),
+            "HEAD",
+            Some("main"),
+            3,
+            &store,
+            &wanted("A", "h"),
+        )
+        .unwrap();
+        let Lookup::Found {
+            skipped, distance, ..
+        } = found
+        else {
+            panic!("{found:?}")
+        };
+        assert_eq!(distance, 2);
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|c| c.to_string().replace(short(&c.commit), "<c>"))
+            .collect();
+        insta::assert_snapshot!(why.join("\n"), @r#"
+        baseline at <c> cannot be read: the result is not a readable run result: invalid type: string "not phases", expected a sequence
+        baseline at <c> was written in result format 3, newer than 1
+        "#);
     }
 
     #[test]

@@ -19,6 +19,6 @@ pub use lookup::{
     Candidate, DEFAULT_SEARCH_LIMIT, Lookup, Mismatch, Wanted, default_base_ref, lookup,
     merge_base, resolve_commit,
 };
-pub use note::{NOTE_FORMAT_VERSION, StoredEntry, StoredNote};
+pub use note::{NOTE_FORMAT_VERSION, StoredEntry, StoredNote, StoredResult};
 pub use notes::{MAX_SAVE_ATTEMPTS, NotesStore};
 pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};

@@ -8,13 +8,15 @@
 //! ```
 //!
 //! Each entry's `result` is kept as JSON exactly as written, so a save by this version preserves
-//! entries written by a newer one.
+//! entries written by a newer one, and is read typed beside it ([`StoredResult::get`]): an entry
+//! this version cannot read is passed over with the reason, never a panic.
 
 use super::error::BaselineError;
 use super::fingerprint::Fingerprint;
-use crate::result::RESULT_FORMAT_VERSION;
-use serde::{Deserialize, Serialize};
+use crate::result::{RESULT_FORMAT_VERSION, ReadError, RunResult, RunStatus, result_from_value};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The version of the stored document. Readers refuse versions newer than the one they know.
 pub const NOTE_FORMAT_VERSION: u32 = 1;
@@ -45,85 +47,138 @@ pub struct StoredEntry {
     pub schedule_hashes: Vec<String>,
     /// When the entry was saved, in milliseconds since the Unix epoch.
     pub saved_at_unix_ms: u64,
-    /// The run result as JSON, exactly as written.
-    pub result: Value,
+    /// The run result.
+    pub result: StoredResult,
+}
+
+/// A stored run result: the JSON exactly as written (what a save writes back), and the typed
+/// result read from it, or why this version cannot read it.
+#[derive(Clone, Debug)]
+pub struct StoredResult {
+    raw: Value,
+    read: Result<Box<RunResult>, Arc<ReadError>>,
+}
+
+impl StoredResult {
+    /// The stored form of `result`.
+    pub fn new(result: &RunResult) -> Self {
+        Self {
+            // Serializing our own result cannot fail (no non-string map keys).
+            raw: serde_json::to_value(result).unwrap_or(Value::Null),
+            read: Ok(Box::new(result.clone())),
+        }
+    }
+
+    /// A result as stored, read typed.
+    pub fn from_value(raw: Value) -> Self {
+        let read = result_from_value(&raw).map(Box::new).map_err(Arc::new);
+        Self { raw, read }
+    }
+
+    /// The typed result, or why it cannot be read (a newer format, a shape this version does not
+    /// know).
+    pub fn get(&self) -> Result<&RunResult, &ReadError> {
+        self.read.as_deref().map_err(|e| &**e)
+    }
+
+    /// The JSON exactly as stored.
+    pub fn raw(&self) -> &Value {
+        &self.raw
+    }
+}
+
+impl PartialEq for StoredResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl Serialize for StoredResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for StoredResult {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Self::from_value)
+    }
+}
+
+/// The format version of a stored result this version cannot read because it is newer, if so.
+pub(crate) fn newer_format(result: &StoredResult) -> Option<u64> {
+    match result.get() {
+        Ok(r) if r.format_version > RESULT_FORMAT_VERSION => Some(u64::from(r.format_version)),
+        Err(ReadError::NewerFormat { found, .. }) => Some(*found),
+        _ => None,
+    }
 }
 
 impl StoredEntry {
-    /// Makes an entry from a run result in its JSON form, refusing what must not become a
-    /// baseline: a result without a commit, from a dirty tree (unless `allow_dirty`), of an
-    /// unfinished run, with an invalid phase, or of a newer format.
+    /// Makes an entry from a run result, refusing what must not become a baseline: a result
+    /// without a commit, from a dirty tree (unless `allow_dirty`), of an unfinished run, with an
+    /// invalid phase, of a newer format or not readable at all.
     pub fn from_result(
-        result: &Value,
+        result: StoredResult,
         allow_dirty: bool,
         saved_at_unix_ms: u64,
     ) -> Result<Self, BaselineError> {
         let not_savable = |reason: String| BaselineError::NotSavable { reason };
-        let version = result["format_version"]
-            .as_u64()
-            .ok_or_else(|| not_savable("the result has no format_version".to_owned()))?;
-        if version > u64::from(RESULT_FORMAT_VERSION) {
+        if let Some(version) = newer_format(&result) {
             return Err(not_savable(format!(
                 "the result has format version {version}, newer than {RESULT_FORMAT_VERSION}"
             )));
         }
-        let commit = result["git"]["commit"]
-            .as_str()
-            .filter(|c| !c.is_empty())
-            .ok_or_else(|| not_savable("the run was not measured in a git repository".to_owned()))?
-            .to_owned();
-        if result["git"]["dirty"].as_bool() != Some(false) && !allow_dirty {
+        let run = result
+            .get()
+            .map_err(|e| not_savable(format!("the result is not readable: {e}")))?;
+        let git = run
+            .git
+            .as_ref()
+            .filter(|g| !g.commit.is_empty())
+            .ok_or_else(|| {
+                not_savable("the run was not measured in a git repository".to_owned())
+            })?;
+        let commit = git.commit.clone();
+        if git.dirty && !allow_dirty {
             return Err(BaselineError::DirtyTree { commit });
         }
-        match result["status"].as_str() {
-            Some("complete") => {}
-            other => {
-                return Err(not_savable(format!(
-                    "the run did not complete (status {})",
-                    other.unwrap_or("missing")
-                )));
-            }
+        if run.status != RunStatus::Complete {
+            return Err(not_savable(format!(
+                "the run did not complete (status {})",
+                run.status.label()
+            )));
         }
-        let config_hash = result["config_hash"]
-            .as_str()
-            .ok_or_else(|| not_savable("the result has no config_hash".to_owned()))?
-            .to_owned();
-        let phases = result["phases"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        if phases.is_empty() {
+        if run.phases.is_empty() {
             return Err(not_savable("the run measured no phase".to_owned()));
         }
-        let mut schedule_hashes = Vec::new();
-        for phase in phases {
-            let name = phase["name"].as_str().unwrap_or("?");
-            if phase["validity"]["reasons"]
-                .as_array()
-                .is_some_and(|r| !r.is_empty())
-            {
-                return Err(not_savable(format!(
-                    "phase `{name}` is invalid: the generator did not keep its schedule"
-                )));
-            }
-            schedule_hashes.push(phase["schedule_hash"].as_str().unwrap_or("").to_owned());
+        if let Some(invalid) = run
+            .phases
+            .iter()
+            .find(|p| !p.measurement.validity.is_valid())
+        {
+            return Err(not_savable(format!(
+                "phase `{}` is invalid: the generator did not keep its schedule",
+                invalid.measurement.name
+            )));
         }
-        let fingerprint = Fingerprint::from_result_json(result)?;
+        let fingerprint = Fingerprint::of_result(run);
         Ok(Self {
             commit,
             fingerprint_key: fingerprint.key(),
             fingerprint,
-            config_hash,
-            schedule_hashes,
+            config_hash: run.config_hash.clone(),
+            schedule_hashes: run.phases.iter().map(|p| p.schedule_hash.clone()).collect(),
             saved_at_unix_ms,
-            result: result.clone(),
+            result,
         })
     }
+}
 
-    /// The format version of the stored result.
-    pub fn result_format_version(&self) -> u64 {
-        self.result["format_version"].as_u64().unwrap_or(0)
-    }
+/// The only field of a stored document read before its version is known.
+#[derive(Deserialize)]
+struct NoteVersion {
+    format_version: Option<u64>,
 }
 
 impl StoredNote {
@@ -146,8 +201,9 @@ impl StoredNote {
         };
         let value: Value =
             serde_json::from_slice(text).map_err(|e| corrupt(format!("not JSON ({e})")))?;
-        let version = value["format_version"]
-            .as_u64()
+        let version = NoteVersion::deserialize(&value)
+            .ok()
+            .and_then(|v| v.format_version)
             .ok_or_else(|| corrupt("no format_version".to_owned()))?;
         if version > u64::from(NOTE_FORMAT_VERSION) {
             return Err(BaselineError::NewerFormat {
@@ -192,38 +248,89 @@ impl Default for StoredNote {
     }
 }
 
-/// Test helpers: run results in their JSON form.
+/// Test helpers: small run results.
 #[cfg(test)]
 pub(crate) mod testing {
-    use serde_json::{Value, json};
+    use crate::measure::{FinishInfo, PhaseRecorder};
+    use crate::result::{Environment, GitInfo, PhaseRecord, RunResult, RunStatus, ToolInfo};
+    use std::time::Duration;
 
-    /// A complete, clean result of `commit` on CPU `cpu` with config hash `config`.
-    pub fn result(commit: &str, cpu: &str, config: &str) -> Value {
-        json!({
-            "format_version": 1,
-            "tool": {"name": "cargo-loadgate", "version": "0.1.0"},
-            "started_at_unix_ms": 0,
-            "status": "complete",
-            "git": {"commit": commit, "dirty": false},
-            "profile": "default",
-            "config_path": "loadgate.toml",
-            "config_hash": config,
-            "environment": {
-                "cpu_model": cpu, "cores": 2, "kernel": "6.1", "engine_version": null,
-                "generator_core": null, "target_cpuset": null
+    /// A complete, clean result of `commit` on CPU `cpu` with config hash `config`: one valid
+    /// phase `soak` with schedule hash `s1`.
+    pub fn result(commit: &str, cpu: &str, config: &str) -> RunResult {
+        let recorder = PhaseRecorder::new(
+            &["a".to_owned()],
+            Duration::ZERO,
+            Duration::from_millis(100),
+            Duration::from_secs(1),
+        );
+        let measurement = recorder.finish(FinishInfo {
+            name: "soak".to_owned(),
+            seed: 1,
+            sessions_per_sec: 10.0,
+            arrivals_end: Duration::from_secs(3),
+            end: Duration::from_secs(3),
+            max_lag: Duration::from_millis(5),
+            max_drop_rate: 0.01,
+            generator_cpu: None,
+            generator_core: None,
+            stopped: None,
+        });
+        RunResult {
+            format_version: 1,
+            tool: ToolInfo {
+                name: "cargo-loadgate".to_owned(),
+                version: "0.1.0".to_owned(),
             },
-            "target": null,
-            "target_exit": null,
-            "phases": [{"name": "soak", "schedule_hash": "s1", "validity": {"reasons": []}}],
-            "resources": [],
-        })
+            started_at_unix_ms: 0,
+            status: RunStatus::Complete,
+            git: Some(GitInfo {
+                commit: commit.to_owned(),
+                dirty: false,
+            }),
+            profile: "default".to_owned(),
+            config_path: "loadgate.toml".into(),
+            slo: None,
+            config_hash: config.to_owned(),
+            environment: Environment {
+                cpu_model: cpu.to_owned(),
+                cores: 2,
+                kernel: "6.1".to_owned(),
+                engine_version: None,
+                generator_core: None,
+                target_cpuset: None,
+            },
+            target: None,
+            target_exit: None,
+            ramp: None,
+            soak: None,
+            soak_skipped: None,
+            valid: Some(true),
+            baseline: None,
+            comparison: None,
+            verdict: None,
+            phases: vec![PhaseRecord {
+                schedule_hash: "s1".to_owned(),
+                measurement,
+            }],
+            resources: Vec::new(),
+            calibration: None,
+        }
+    }
+
+    /// The entry of [`result`], saved at `saved_at`.
+    pub fn entry(commit: &str, cpu: &str, config: &str, saved_at: u64) -> super::StoredEntry {
+        let stored = super::StoredResult::new(&result(commit, cpu, config));
+        super::StoredEntry::from_result(stored, false, saved_at).unwrap()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::testing::result;
+    use super::testing::{entry, result};
     use super::*;
+    use crate::measure::InvalidReason;
+    use std::time::Duration;
     use test_case::test_case;
 
     const C: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -231,33 +338,89 @@ mod tests {
     #[test]
     fn entries_of_other_environments_are_kept_and_the_same_one_replaced() {
         let mut note = StoredNote::new();
-        note.upsert(StoredEntry::from_result(&result(C, "A", "h"), false, 1).unwrap());
-        note.upsert(StoredEntry::from_result(&result(C, "B", "h"), false, 2).unwrap());
-        note.upsert(StoredEntry::from_result(&result(C, "A", "h"), false, 3).unwrap());
+        note.upsert(entry(C, "A", "h", 1));
+        note.upsert(entry(C, "B", "h", 2));
+        note.upsert(entry(C, "A", "h", 3));
         assert_eq!(note.entries.len(), 2);
         assert_eq!(note.entries[0].saved_at_unix_ms, 3);
         let back = StoredNote::parse(&note.to_bytes(), C, "test").unwrap();
         assert_eq!(back, note);
+        assert_eq!(
+            back.entries[0].result.get().unwrap(),
+            &result(C, "A", "h"),
+            "read back typed"
+        );
     }
 
-    #[test_case(|r: &mut Value| r["git"]["dirty"] = true.into(), "dirty work tree"; "dirty")]
-    #[test_case(|r: &mut Value| r["git"] = Value::Null, "not measured in a git repository"; "no git")]
-    #[test_case(|r: &mut Value| r["status"] = "running".into(), "did not complete (status running)"; "running")]
-    #[test_case(|r: &mut Value| r["format_version"] = 9.into(), "format version 9"; "newer")]
-    #[test_case(|r: &mut Value| r["phases"] = serde_json::json!([]), "no phase"; "no phase")]
-    #[test_case(|r: &mut Value| r["phases"][0]["validity"]["reasons"] = serde_json::json!([{"reason": "lag"}]), "phase `soak` is invalid"; "invalid")]
-    fn what_must_not_become_a_baseline_is_refused(spoil: fn(&mut Value), message: &str) {
+    #[test_case(|r: &mut RunResult| r.git.as_mut().unwrap().dirty = true, "dirty work tree"; "dirty")]
+    #[test_case(|r: &mut RunResult| r.git = None, "not measured in a git repository"; "no git")]
+    #[test_case(|r: &mut RunResult| r.status = RunStatus::Running, "did not complete (status running)"; "running")]
+    #[test_case(|r: &mut RunResult| r.format_version = 9, "format version 9"; "newer")]
+    #[test_case(|r: &mut RunResult| r.phases.clear(), "no phase"; "no phase")]
+    #[test_case(|r: &mut RunResult| r.phases[0].measurement.validity.reasons = vec![InvalidReason::Drops { rate: 0.5, limit: 0.01 }], "phase `soak` is invalid"; "invalid")]
+    fn what_must_not_become_a_baseline_is_refused(spoil: fn(&mut RunResult), message: &str) {
         let mut r = result(C, "A", "h");
         spoil(&mut r);
-        let err = StoredEntry::from_result(&r, false, 0).unwrap_err();
+        let err = StoredEntry::from_result(StoredResult::new(&r), false, 0).unwrap_err();
         assert!(err.to_string().contains(message), "{err}");
+    }
+
+    #[test]
+    fn a_stored_result_of_a_newer_format_or_shape_is_refused_with_why() {
+        let mut raw = serde_json::to_value(result(C, "A", "h")).unwrap();
+        raw["format_version"] = 2.into();
+        raw["phases"] = "another shape".into();
+        let newer = StoredResult::from_value(raw.clone());
+        assert!(matches!(
+            newer.get(),
+            Err(ReadError::NewerFormat { found: 2, .. })
+        ));
+        let err = StoredEntry::from_result(newer, false, 0).unwrap_err();
+        assert!(
+            err.to_string().contains("format version 2, newer than 1"),
+            "{err}"
+        );
+        raw["format_version"] = 1.into();
+        let err = StoredEntry::from_result(StoredResult::from_value(raw), false, 0).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot save this run as a baseline: the result is not readable: the result is not a readable run result: invalid type"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_entry_this_version_cannot_read_is_kept_as_written() {
+        // A newer release's entry, of a format this one does not know, in the same note.
+        let mut raw = serde_json::to_value(result(C, "B", "h")).unwrap();
+        raw["format_version"] = 2.into();
+        raw["a_field_of_format_2"] = serde_json::json!({"x": [1, 2]});
+        let mut note = StoredNote::new();
+        let mut newer = entry(C, "B", "h2", 1);
+        newer.result = StoredResult::from_value(raw.clone());
+        note.entries.push(newer);
+        note.upsert(entry(C, "A", "h", 2));
+        let back = StoredNote::parse(&note.to_bytes(), C, "test").unwrap();
+        assert_eq!(back.entries.len(), 2);
+        assert_eq!(back.entries[0].result.raw(), &raw);
+        assert!(back.entries[0].result.get().is_err());
+        assert!(back.entries[1].result.get().is_ok());
+    }
+
+    #[test]
+    fn a_stored_result_reads_back_equal() {
+        let mut r = result(C, "A", "h");
+        r.phases[0].measurement.measured = Duration::from_millis(2_500);
+        let stored = StoredResult::new(&r);
+        let back: StoredResult = serde_json::from_value(stored.raw().clone()).unwrap();
+        assert_eq!(back.get().unwrap(), &r);
     }
 
     #[test]
     fn a_dirty_tree_is_allowed_when_asked() {
         let mut r = result(C, "A", "h");
-        r["git"]["dirty"] = true.into();
-        assert!(StoredEntry::from_result(&r, true, 0).is_ok());
+        r.git.as_mut().unwrap().dirty = true;
+        assert!(StoredEntry::from_result(StoredResult::new(&r), true, 0).is_ok());
     }
 
     #[test_case(b"not json", "not JSON"; "garbage")]

@@ -201,10 +201,9 @@ impl Store for NotesStore {
 mod tests {
     use super::*;
     use crate::baseline::git::testing::{git, init};
-    use crate::baseline::note::testing::result;
 
     fn entry(commit: &str, cpu: &str) -> StoredEntry {
-        StoredEntry::from_result(&result(commit, cpu, "h"), false, 0).unwrap()
+        crate::baseline::note::testing::entry(commit, cpu, "h", 0)
     }
 
     #[test]
@@ -223,7 +222,10 @@ mod tests {
             .map(|e| e.fingerprint.cpu_model.as_str())
             .collect();
         assert_eq!(cpus, ["A", "B"]);
-        assert_eq!(note.entries[0].result, result(&c, "A", "h"));
+        assert_eq!(
+            note.entries[0].result.get().unwrap(),
+            &crate::baseline::note::testing::result(&c, "A", "h")
+        );
         assert_eq!(store.list().unwrap(), vec![c.clone()]);
         // The note is readable with plain git, and no temporary refs are left behind.
         let shown = git(dir.path(), &["notes", "--ref", "loadgate", "show", &c]);

@@ -5,7 +5,7 @@ use super::{
     BaselineCommand, BaselineOpts, CompareOpts, ExitCode, gate::render_verdict,
     render::render_error,
 };
-use crate::baseline::{BaselineError, StoreSpec, StoredEntry, resolve_commit, short};
+use crate::baseline::{BaselineError, StoreSpec, StoredEntry, StoredResult, resolve_commit, short};
 use crate::compare::{RunFigures, compare};
 use crate::report::table;
 use std::path::{Path, PathBuf};
@@ -51,6 +51,17 @@ fn run_inner(opts: &BaselineOpts) -> Result<(), BaselineError> {
                 Some(note) => {
                     println!("baseline for {} in {}", short(&commit), store.describe());
                     let rows: Vec<Vec<String>> = note.entries.iter().map(entry_row).collect();
+                    let unreadable: Vec<String> = note
+                        .entries
+                        .iter()
+                        .filter_map(|e| {
+                            let reason = e.result.get().err()?;
+                            Some(format!(
+                                "entry {} cannot be read: {reason}",
+                                e.fingerprint_key
+                            ))
+                        })
+                        .collect();
                     print!(
                         "{}",
                         table(
@@ -64,22 +75,29 @@ fn run_inner(opts: &BaselineOpts) -> Result<(), BaselineError> {
                             &rows
                         )
                     );
+                    for line in unreadable {
+                        println!("{line}");
+                    }
                 }
             }
         }
         BaselineCommand::Save { from, allow_dirty } => {
-            let text = std::fs::read_to_string(from).map_err(|source| BaselineError::Io {
-                action: "read",
-                path: from.clone(),
-                source,
-            })?;
-            let value: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| BaselineError::Corrupt {
-                    commit: String::new(),
-                    location: from.display().to_string(),
-                    detail: e.to_string(),
-                })?;
-            let entry = StoredEntry::from_result(&value, *allow_dirty, crate::result::unix_ms())?;
+            let result = match crate::result::read_result(from) {
+                Ok(result) => StoredResult::new(&result),
+                Err(crate::result::ReadError::Io { path, source }) => {
+                    return Err(BaselineError::Io {
+                        action: "read",
+                        path,
+                        source,
+                    });
+                }
+                Err(e) => {
+                    return Err(BaselineError::NotSavable {
+                        reason: e.to_string(),
+                    });
+                }
+            };
+            let entry = StoredEntry::from_result(result, *allow_dirty, crate::result::unix_ms())?;
             store.save(&entry)?;
             println!(
                 "saved the baseline of {} in {}",
@@ -92,13 +110,19 @@ fn run_inner(opts: &BaselineOpts) -> Result<(), BaselineError> {
 }
 
 fn entry_row(entry: &StoredEntry) -> Vec<String> {
+    let result = entry.result.get().ok();
     vec![
         entry.fingerprint_key.clone(),
         entry.config_hash.chars().take(12).collect(),
-        entry.result["profile"].as_str().unwrap_or("?").to_owned(),
-        entry.result["ramp"]["knee_rate_per_sec"]
-            .as_f64()
-            .map_or_else(|| "none".to_owned(), |k| format!("{k:.1}")),
+        result.map_or_else(|| "?".to_owned(), |r| r.profile.clone()),
+        match result {
+            None => "?".to_owned(),
+            Some(r) => r
+                .ramp
+                .as_ref()
+                .and_then(|r| r.knee_rate_per_sec)
+                .map_or_else(|| "none".to_owned(), |k| format!("{k:.1}")),
+        },
         entry.saved_at_unix_ms.to_string(),
     ]
 }
@@ -113,17 +137,13 @@ pub fn compare_files(opts: &CompareOpts) -> i32 {
             return ExitCode::USAGE;
         }
     };
-    let read = |path: &Path| -> Result<RunFigures, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a run result: {e}", path.display()))?;
-        RunFigures::from_json(&value, None).map_err(|e| format!("{}: {e}", path.display()))
+    let read = |path: &Path| {
+        crate::result::read_result(path).map(|result| RunFigures::from_result(&result, None))
     };
     let (base, head) = match (read(&opts.base), read(&opts.head)) {
         (Ok(b), Ok(h)) => (b, h),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
+            eprint!("{}", render_error(&e));
             return ExitCode::USAGE;
         }
     };

@@ -3,15 +3,15 @@
 //! run as a baseline when asked.
 
 use crate::baseline::{
-    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, Wanted,
-    lookup, short,
+    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, StoredResult,
+    Wanted, lookup, short,
 };
 use crate::compare::{
     RunFigures, compare, format_change, format_threshold, metric_name, record_leak,
 };
 use crate::config::GateConfig;
 use crate::report::table;
-use crate::result::{BaselineRef, RunResult};
+use crate::result::{BaselineRef, ConfigHashes, RunResult};
 use crate::result::{Comparison, Verdict, VerdictOutcome};
 use std::path::Path;
 
@@ -48,20 +48,25 @@ impl Baseline {
     /// The knee of the baseline in sessions per second, where the head's soak should run.
     pub fn knee_sessions_per_sec(&self) -> Option<f64> {
         match self {
-            Baseline::Found { entry, .. } => entry.result["ramp"]["knee_sessions_per_sec"].as_f64(),
+            Baseline::Found { entry, .. } => entry
+                .result
+                .get()
+                .ok()
+                .and_then(|r| r.ramp.as_ref())
+                .and_then(|r| r.knee_sessions_per_sec),
             Baseline::Missing { .. } => None,
         }
     }
 }
 
-/// Looks for the baseline of `head` in the configured store: one with `config_hash`, the
+/// Looks for the baseline of `head` in the configured store: one with one of `config_hashes`, the
 /// environment `fingerprint` and, when given, a phase that followed `schedule_hash`. A failing search is an error only
 /// when a baseline is required; otherwise it becomes the explanation of a missing baseline.
 pub fn find(
     repo: Option<&Path>,
     head: Option<&str>,
     options: &GateOptions,
-    config_hash: &str,
+    config_hashes: ConfigHashes,
     schedule_hash: Option<String>,
     fingerprint: Fingerprint,
 ) -> Result<Baseline, BaselineError> {
@@ -73,7 +78,7 @@ pub fn find(
     let spec = StoreSpec::parse(&options.store)?;
     let store = spec.open(repo);
     let wanted = Wanted {
-        config_hash: config_hash.to_owned(),
+        config_hashes,
         fingerprint,
         // The first ramp step's (`plan::comparable_schedule_hash`): fixed by the config before
         // anything runs, unlike the soak's, whose rate follows the baseline's knee.
@@ -137,16 +142,16 @@ pub fn decide(
             return (None, verdict);
         }
     };
-    let figures = RunFigures::from_json(&entry.result, None)
-        .map_err(|e| format!("the baseline's figures cannot be read: {e}"))
-        .and_then(|base| {
-            RunFigures::from_result(head, None)
-                .map(|head| (base, head))
-                .map_err(|e| format!("this run's figures cannot be read: {e}"))
-        });
+    // The lookup only finds entries it could read; this is for a baseline found some other way.
+    let figures = entry
+        .result
+        .get()
+        .map(|base| RunFigures::from_result(base, None))
+        .map_err(|e| format!("the baseline's figures cannot be read: {e}"));
     match figures {
-        Ok((base, head_figures)) => {
-            let mut comparison = compare(&base, &head_figures, gate);
+        Ok(base) => {
+            let head = RunFigures::from_result(head, None);
+            let mut comparison = compare(&base, &head, gate);
             let mut verdict = comparison.verdict.clone();
             record_leak(leak, Some(&mut comparison), &mut verdict);
             (Some(comparison), verdict)
@@ -171,10 +176,11 @@ pub fn save(
     options: &GateOptions,
     result: &RunResult,
 ) -> Result<String, BaselineError> {
-    // Serializing our own result cannot fail (no non-string map keys); a `null` would be refused
-    // by `from_result` as not savable anyway.
-    let value = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
-    let entry = StoredEntry::from_result(&value, options.allow_dirty, crate::result::unix_ms())?;
+    let entry = StoredEntry::from_result(
+        StoredResult::new(result),
+        options.allow_dirty,
+        crate::result::unix_ms(),
+    )?;
     let store = StoreSpec::parse(&options.store)?.open(repo);
     store.save(&entry)?;
     Ok(format!("{} for {}", store.describe(), short(&entry.commit)))

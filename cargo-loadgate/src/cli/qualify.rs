@@ -9,8 +9,8 @@
 
 use super::{ExitCode, QualifyOpts, render::render_error};
 use crate::compare::CALIBRATION_TOLERANCE;
+use crate::result::{MetricOutcome, RunResult};
 use serde::Serialize;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
@@ -442,19 +442,21 @@ impl ChildRun<'_> {
         };
         let status = wait_forwarding_signals(&mut child).await?;
         let result_path = dir.join("result.json");
-        let result: Value = std::fs::read(&result_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
+        // A run that failed before writing its result has none: its exit code tells.
+        let result = crate::result::read_result(&result_path).ok();
+        let verdict = result.as_ref().and_then(|r| r.verdict.as_ref());
         let run = QualifyRun {
             kind,
             index,
             exit_code: status,
-            outcome: result["verdict"]["outcome"].as_str().map(str::to_owned),
-            rule_fired: result["verdict"]["rule_fired"].as_str().map(str::to_owned),
-            regressed: regressed_metrics(&result),
-            valid: result["valid"].as_bool(),
-            calibration_drift: result["calibration"]["drift"].as_f64(),
+            outcome: verdict.map(|v| v.outcome.as_str().to_owned()),
+            rule_fired: verdict.map(|v| v.rule_fired.clone()),
+            regressed: result.as_ref().map(regressed_metrics).unwrap_or_default(),
+            valid: result.as_ref().and_then(|r| r.valid),
+            calibration_drift: result
+                .as_ref()
+                .and_then(|r| r.calibration.as_ref())
+                .and_then(|c| c.drift),
             result: result_path,
             seconds: started.elapsed().as_secs_f64(),
         };
@@ -504,23 +506,17 @@ async fn wait_forwarding_signals(child: &mut tokio::process::Child) -> Result<Op
 }
 
 /// The metrics that regressed in a result, e.g. `p99 transfer`.
-fn regressed_metrics(result: &Value) -> Vec<String> {
-    result["comparison"]["metrics"]
-        .as_array()
-        .map(|metrics| {
-            metrics
-                .iter()
-                .filter(|m| m["outcome"] == "regression")
-                .map(|m| {
-                    let metric = m["metric"].as_str().unwrap_or("?");
-                    match m["operation"].as_str() {
-                        Some(op) => format!("{metric} {op}"),
-                        None => metric.to_owned(),
-                    }
-                })
-                .collect()
+fn regressed_metrics(result: &RunResult) -> Vec<String> {
+    result
+        .comparison
+        .iter()
+        .flat_map(|c| &c.metrics)
+        .filter(|m| m.outcome == MetricOutcome::Regression)
+        .map(|m| match &m.operation {
+            Some(op) => format!("{} {op}", m.metric.as_str()),
+            None => m.metric.as_str().to_owned(),
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 fn run_line(name: &str, run: &QualifyRun) -> String {
@@ -541,7 +537,6 @@ fn run_line(name: &str, run: &QualifyRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn wilson_intervals_match_known_values() {
@@ -663,15 +658,46 @@ mod tests {
 
     #[test]
     fn regressed_metrics_name_the_operation() {
-        let result = json!({"comparison": {"metrics": [
-            {"metric": "p99", "operation": "transfer", "outcome": "regression"},
-            {"metric": "p50", "operation": "transfer", "outcome": "pass"},
-            {"metric": "capacity", "operation": null, "outcome": "regression"},
-        ]}});
+        use crate::result::{Comparison, Metric, MetricComparison, Scale, Verdict};
+        let metric = |metric, operation: Option<&str>, outcome| MetricComparison {
+            metric,
+            operation: operation.map(str::to_owned),
+            primary: true,
+            scale: Scale::Ratio,
+            base: None,
+            head: None,
+            estimate: None,
+            low: None,
+            high: None,
+            confidence: 0.95,
+            threshold: 1.1,
+            p_value: None,
+            outcome,
+            detectable: None,
+            note: None,
+        };
+        let mut result = crate::result::testing::before();
+        assert!(regressed_metrics(&result).is_empty());
+        let verdict = Verdict::no_baseline(Vec::new());
+        result.comparison = Some(Comparison {
+            base_commit: None,
+            head_commit: None,
+            alpha: 0.05,
+            metrics: vec![
+                metric(Metric::P99, Some("transfer"), MetricOutcome::Regression),
+                metric(Metric::P50, Some("transfer"), MetricOutcome::Pass),
+                metric(Metric::Capacity, None, MetricOutcome::Regression),
+                metric(Metric::ErrorRate, Some("login"), MetricOutcome::Regression),
+            ],
+            verdict,
+        });
         assert_eq!(
             regressed_metrics(&result),
-            vec!["p99 transfer".to_owned(), "capacity".to_owned()]
+            vec![
+                "p99 transfer".to_owned(),
+                "capacity".to_owned(),
+                "error-rate login".to_owned()
+            ]
         );
-        assert!(regressed_metrics(&Value::Null).is_empty());
     }
 }

@@ -17,8 +17,8 @@ use crate::plan::{
 };
 use crate::report::{render_step_table, table};
 use crate::result::{
-    Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus, ToolInfo,
-    config_hash, write_json_atomic,
+    ConfigHashes, Environment, GitInfo, MeasurementMode, PhaseRecord, RESULT_FORMAT_VERSION,
+    RunResult, RunStatus, ToolInfo, write_json_atomic,
 };
 use crate::targets::{BootEvent, BootRequest, ResourceSampler, TargetError};
 use std::path::{Path, PathBuf};
@@ -166,6 +166,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .as_ref()
         .map(|p| p.workspace_root.clone())
         .unwrap_or_else(|| cwd.clone());
+    let config_hashes = ConfigHashes::of(&config, MeasurementMode::Stored);
     let mut result = RunResult {
         format_version: RESULT_FORMAT_VERSION,
         tool: ToolInfo::current(),
@@ -175,7 +176,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         profile: config.profile.clone(),
         config_path: config.source.path.clone(),
         slo: Some(crate::result::SloSummary::of(&config.slo)),
-        config_hash: config_hash(&config),
+        config_hash: config_hashes.current.clone(),
         environment: Environment::detect(engine_version, generator_core, target_cpuset),
         target: Some(info),
         target_exit: None,
@@ -209,7 +210,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         repo.as_deref(),
         head.as_deref(),
         &gate_options,
-        &result.config_hash,
+        config_hashes,
         comparable_schedule_hash(&config),
         fp,
     ) {
@@ -482,7 +483,7 @@ async fn calibrate(
 /// the result, JUnit and the summary already hold what was measured.
 fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> bool {
     let base = match baseline {
-        Baseline::Found { entry, .. } => match crate::result::result_from_value(&entry.result) {
+        Baseline::Found { entry, .. } => match entry.result.get() {
             Ok(base) => Some(base),
             Err(e) => {
                 eprintln!("     Warning the baseline is not drawn in the charts: {e}");
@@ -491,7 +492,7 @@ fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> 
         },
         Baseline::Missing { .. } => None,
     };
-    let written = crate::report::write_charts(out_dir, result, base.as_ref()).map_err(|e| {
+    let written = crate::report::write_charts(out_dir, result, base).map_err(|e| {
         let mut text = e.to_string();
         let mut source = std::error::Error::source(&e);
         while let Some(cause) = source {

@@ -1,9 +1,9 @@
-//! The figures of one run that the comparison reads, taken from a run result (typed, or JSON as
-//! stored in a baseline): the phase measured at the comparison's load point, the knee bracket,
-//! the soak's RSS series and the calibration figure.
+//! The figures of one run that the comparison reads, taken from a typed run result: the phase
+//! measured at the comparison's load point, the knee bracket, the soak's RSS series and the
+//! calibration figure.
 
 use crate::measure::PhaseMeasurement;
-use crate::result::RunResult;
+use crate::result::{ReadError, RunResult, result_from_value};
 use crate::stats::slope::{DEFAULT_CONFIDENCE, SlopeEstimate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,73 +46,38 @@ pub struct RunFigures {
     pub calibration_drift: Option<f64>,
 }
 
-/// Why a run result could not be read for comparison.
+/// Why a run result in its JSON form could not be read for comparison.
 #[derive(Debug, thiserror::Error)]
 pub enum FiguresError {
-    /// A phase is not a readable measurement.
-    #[error("phase {index} of the result is not readable")]
-    Phase {
-        /// Its index in `phases`.
-        index: usize,
-        /// The cause.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The soak's RSS slope is present but not readable.
-    #[error("the soak's RSS slope in the result is not readable")]
-    Slope(#[source] serde_json::Error),
-    /// The typed result could not be turned into JSON.
-    #[error("the result could not be serialized")]
-    Serialize(#[source] serde_json::Error),
+    /// The JSON is not a run result this version reads.
+    #[error("the result is not readable")]
+    Read(#[source] ReadError),
 }
 
 impl RunFigures {
-    /// Reads the figures of a typed run result; see [`RunFigures::from_json`].
-    pub fn from_result(result: &RunResult, phase: Option<&str>) -> Result<Self, FiguresError> {
-        let value = serde_json::to_value(result).map_err(FiguresError::Serialize)?;
-        Self::from_json(&value, phase)
-    }
-
-    /// Reads the figures of a run result in its JSON form.
+    /// Reads the figures of a typed run result.
     ///
-    /// The compared phase is the one named `phase`, else the one `soak.phase` names, else the
-    /// first of [`COMPARED_PHASES`] present, else the last phase. The knee bracket is
-    /// `ramp.knee_sessions_per_sec` (last held) and `ramp.lowest_break.sessions_per_sec` (first
-    /// broke). The RSS slope is `soak.slopes.rss_bytes_per_sec`; the raw RSS series is the
-    /// resource samples of the last `measured` seconds of the run when the compared phase is the
-    /// run's last phase (samples carry no phase), and empty otherwise. The calibration is read
-    /// from `calibration` (a number, or an object with a `figure`) when present.
-    pub fn from_json(result: &Value, phase: Option<&str>) -> Result<Self, FiguresError> {
-        let phases = result["phases"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let names: Vec<&str> = phases
-            .iter()
-            .map(|p| p["name"].as_str().unwrap_or(""))
-            .collect();
-        let soak_phase = result["soak"]["phase"].as_str();
-        let index = match phase.or(soak_phase) {
-            Some(wanted) => names.iter().position(|n| *n == wanted),
+    /// The compared phase is the one named `phase`, else the one the soak ran as, else the first
+    /// of [`COMPARED_PHASES`] present, else the last phase. The knee bracket is the ramp's knee
+    /// (last held) and its lowest break (first broke). The RSS slope is the soak's; the raw RSS
+    /// series is the resource samples of the last `measured` seconds of the run when the compared
+    /// phase is the run's last phase (samples carry no phase), and empty otherwise.
+    pub fn from_result(result: &RunResult, phase: Option<&str>) -> Self {
+        let phases = &result.phases;
+        let named = |wanted: &str| phases.iter().position(|p| p.measurement.name == wanted);
+        let index = match phase.or(result.soak.as_ref().map(|s| s.phase.as_str())) {
+            Some(wanted) => named(wanted),
             None => COMPARED_PHASES
                 .iter()
-                .find_map(|c| names.iter().position(|n| n == c))
+                .find_map(|c| named(c))
                 .or_else(|| phases.len().checked_sub(1)),
         };
-        let measurement = match index {
-            Some(i) => Some(
-                PhaseMeasurement::deserialize(&phases[i])
-                    .map_err(|source| FiguresError::Phase { index: i, source })?,
-            ),
-            None => None,
-        };
+        let measurement = index.map(|i| phases[i].measurement.clone());
         let is_last = index.is_some_and(|i| i + 1 == phases.len());
-        let mut rss: Vec<(f64, f64)> = result["resources"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        let mut rss: Vec<(f64, f64)> = result
+            .resources
             .iter()
-            .filter_map(|s| Some((s["elapsed_s"].as_f64()?, s["rss_bytes"].as_f64()?)))
+            .map(|s| (s.elapsed_s, s.rss_bytes as f64))
             .collect();
         match (&measurement, rss.last().copied()) {
             (Some(m), Some((end, _))) if is_last => {
@@ -121,31 +86,40 @@ impl RunFigures {
             }
             _ => rss.clear(),
         }
-        let ramp = &result["ramp"];
-        let knee = (!ramp.is_null()).then(|| KneeBracket {
-            last_held_sessions_per_sec: ramp["knee_sessions_per_sec"].as_f64(),
-            first_broke_sessions_per_sec: ramp["lowest_break"]["sessions_per_sec"].as_f64(),
+        let knee = result.ramp.as_ref().map(|ramp| KneeBracket {
+            last_held_sessions_per_sec: ramp.knee_sessions_per_sec,
+            first_broke_sessions_per_sec: ramp.lowest_break.as_ref().map(|b| b.sessions_per_sec),
         });
-        let rss_slope = match &result["soak"]["slopes"]["rss_bytes_per_sec"] {
-            Value::Null => None,
-            v => Some(SlopeEstimate::deserialize(v).map_err(FiguresError::Slope)?),
-        };
-        let calibration = result["calibration"]
-            .as_f64()
-            .or_else(|| result["calibration"]["figure"].as_f64())
+        let rss_slope = result
+            .soak
+            .as_ref()
+            .and_then(|s| s.slopes.rss_bytes_per_sec);
+        let calibration = result
+            .calibration
+            .as_ref()
+            .map(|c| c.figure)
             .filter(|c| c.is_finite() && *c > 0.0);
-        let calibration_drift = result["calibration"]["drift"]
-            .as_f64()
+        let calibration_drift = result
+            .calibration
+            .as_ref()
+            .and_then(|c| c.drift)
             .filter(|d| d.is_finite());
-        Ok(Self {
-            commit: result["git"]["commit"].as_str().map(str::to_owned),
+        Self {
+            commit: result.git.as_ref().map(|g| g.commit.clone()),
             phase: measurement,
             knee,
             rss,
             rss_slope,
             calibration,
             calibration_drift,
-        })
+        }
+    }
+
+    /// Reads the figures of a run result in its JSON form: the result read typed, then
+    /// [`RunFigures::from_result`].
+    pub fn from_json(result: &Value, phase: Option<&str>) -> Result<Self, FiguresError> {
+        let typed = result_from_value(result).map_err(FiguresError::Read)?;
+        Ok(Self::from_result(&typed, phase))
     }
 }
 
@@ -180,17 +154,30 @@ mod tests {
         v
     }
 
+    /// A real run's result in its JSON form, to change for a case.
+    fn base() -> Value {
+        serde_json::to_value(crate::result::testing::before()).unwrap()
+    }
+
     #[test]
     fn the_soak_is_preferred_and_rss_is_cut_to_its_span() {
-        let result = json!({
-            "git": {"commit": "abc", "dirty": false},
-            "phases": [phase("ramp-1"), phase("soak")],
-            "resources": (0..10).map(|i| json!({"elapsed_s": f64::from(i), "rss_bytes": 1000 * i}))
-                .collect::<Vec<_>>(),
-            "ramp": {"knee_sessions_per_sec": 40.0, "lowest_break": {"sessions_per_sec": 50.0}},
-            "soak": {"phase": "soak", "slopes": {"rss_bytes_per_sec": {"estimate": 1.0, "low": 0.5, "high": 1.5}}},
-            "calibration": {"figure": 1234.5, "drift": -0.02},
-        });
+        let mut result = base();
+        result["git"] = json!({"commit": "abc", "dirty": false});
+        result["phases"] = json!([phase("ramp-1"), phase("soak")]);
+        result["resources"] = (0..10)
+            .map(|i| {
+                json!({"elapsed_s": f64::from(i), "cpu_seconds": 0.0, "rss_bytes": 1000 * i,
+                    "threads": 1, "fds": 1})
+            })
+            .collect();
+        result["ramp"]["knee_sessions_per_sec"] = json!(40.0);
+        result["ramp"]["lowest_break"] = json!({"phase": "ramp-150%", "sessions_per_sec": 50.0,
+            "offered_rate_per_sec": 60.0, "reasons": []});
+        result["soak"]["phase"] = json!("soak");
+        result["soak"]["slopes"]["rss_bytes_per_sec"] =
+            json!({"estimate": 1.0, "low": 0.5, "high": 1.5});
+        result["calibration"]["figure"] = json!(1234.5);
+        result["calibration"]["drift"] = json!(-0.02);
         let f = RunFigures::from_json(&result, None).unwrap();
         assert_eq!(f.phase.as_ref().unwrap().name, "soak");
         assert_eq!(f.commit.as_deref(), Some("abc"));
@@ -207,14 +194,20 @@ mod tests {
         assert_eq!(f.rss_slope.map(|s| s.high), Some(1.5));
         assert_eq!(f.calibration, Some(1234.5));
         assert_eq!(f.calibration_drift, Some(-0.02));
+        // The JSON form reads the typed result.
+        let typed = result_from_value(&result).unwrap();
+        assert_eq!(RunFigures::from_result(&typed, None), f);
     }
 
     #[test]
     fn a_named_phase_that_is_not_last_has_no_rss_and_missing_parts_are_none() {
-        let result = json!({
-            "phases": [phase("steady"), phase("other")],
-            "resources": [{"elapsed_s": 0.0, "rss_bytes": 1}],
-        });
+        let mut result = base();
+        result["phases"] = json!([phase("steady"), phase("other")]);
+        result["resources"] = json!([{"elapsed_s": 0.0, "cpu_seconds": 0.0, "rss_bytes": 1,
+            "threads": 1, "fds": 1}]);
+        for part in ["git", "ramp", "soak", "calibration"] {
+            result[part] = Value::Null;
+        }
         let f = RunFigures::from_json(&result, None).unwrap();
         assert_eq!(f.phase.as_ref().unwrap().name, "steady");
         assert!(f.rss.is_empty());
@@ -222,10 +215,21 @@ mod tests {
         assert_eq!(f.rss_slope, None);
         let none = RunFigures::from_json(&result, Some("soak")).unwrap();
         assert!(none.phase.is_none());
-        let bad = json!({"phases": [{"name": "soak"}]});
+        result["phases"] = json!([{"name": "soak"}]);
         assert!(matches!(
-            RunFigures::from_json(&bad, None),
-            Err(FiguresError::Phase { index: 0, .. })
+            RunFigures::from_json(&result, None),
+            Err(FiguresError::Read(ReadError::Malformed { .. }))
         ));
+    }
+
+    #[test]
+    fn without_a_soak_or_a_steady_phase_the_last_phase_is_compared() {
+        let mut result = crate::result::testing::before();
+        result.soak = None;
+        let f = RunFigures::from_result(&result, None);
+        assert_eq!(f.phase.as_ref().map(|p| p.name.as_str()), Some("soak"));
+        result.phases.pop();
+        let f = RunFigures::from_result(&result, None);
+        assert_eq!(f.phase.as_ref().map(|p| p.name.as_str()), Some("ramp-150%"));
     }
 }

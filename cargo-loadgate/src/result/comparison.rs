@@ -32,6 +32,18 @@ impl Metric {
             Metric::RssSlope => "RSS slope",
         }
     }
+
+    /// The metric's name as the result writes it: `p50`, `p99`, `error-rate`, `capacity`,
+    /// `rss-slope`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::P50 => "p50",
+            Metric::P99 => "p99",
+            Metric::ErrorRate => "error-rate",
+            Metric::Capacity => "capacity",
+            Metric::RssSlope => "rss-slope",
+        }
+    }
 }
 
 /// How a metric's estimate relates head to base.
@@ -112,6 +124,16 @@ pub enum VerdictOutcome {
 }
 
 impl VerdictOutcome {
+    /// The outcome as the result writes it: `pass`, `regression`, `inconclusive`, `no-baseline`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictOutcome::Pass => "pass",
+            VerdictOutcome::Regression => "regression",
+            VerdictOutcome::Inconclusive => "inconclusive",
+            VerdictOutcome::NoBaseline => "no-baseline",
+        }
+    }
+
     /// The outcome's word for people: `pass`, `regression`, `inconclusive`, `no baseline`. The
     /// terminal's verdict line writes it in capitals, the Markdown after its [`icon`](Self::icon).
     pub fn word(self) -> &'static str {
@@ -215,4 +237,21 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// The verdict.
     pub verdict: Verdict,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_written_ones() {
+        use Metric::*;
+        for metric in [P50, P99, ErrorRate, Capacity, RssSlope] {
+            assert_eq!(serde_json::to_value(metric).unwrap(), metric.as_str());
+        }
+        use VerdictOutcome::*;
+        for outcome in [Pass, Regression, Inconclusive, NoBaseline] {
+            assert_eq!(serde_json::to_value(outcome).unwrap(), outcome.as_str());
+        }
+    }
 }

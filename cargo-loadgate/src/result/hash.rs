@@ -1,16 +1,100 @@
 //! The hashes that decide which measurements are comparable: the config hash and sha256 itself.
 //! (The schedule hash is computed where the schedule is built, in `workload/`.)
+//!
+//! The config hash covers what changes the measurement: `[target]`, `[workload]`, `[generator]`,
+//! `[ramp]`, `[soak]`, `[abort]` and `[slo]` (the SLO moves the knee), and how the run is compared
+//! ([`MeasurementMode`]). The `[gate]` thresholds judge a measurement without changing it, so
+//! changing one keeps every stored baseline comparable. Baselines stored before that rule hashed
+//! the whole resolved configuration; [`ConfigHashes`] carries that [`legacy_config_hash`] too, so
+//! the lookup still finds them.
 
 use crate::config::LoadgateConfig;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// sha256 (hex) of the resolved configuration, leaving out where it was read from.
-pub fn config_hash(config: &LoadgateConfig) -> String {
+/// How head and base are measured, which decides whether two runs' figures may be compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MeasurementMode {
+    /// The head is measured alone and compared with a baseline stored by an earlier run.
+    Stored,
+}
+
+/// The parts of a configuration that change what a run measures, as the config hash sees them.
+#[derive(Serialize)]
+struct Measured<'a> {
+    mode: MeasurementMode,
+    target: &'a crate::config::TargetConfig,
+    workload: &'a crate::config::WorkloadConfig,
+    generator: &'a crate::config::GeneratorConfig,
+    ramp: &'a crate::config::RampConfig,
+    soak: &'a crate::config::SoakConfig,
+    abort: &'a crate::config::AbortConfig,
+    slo: &'a crate::config::SloConfig,
+}
+
+/// sha256 (hex) of what in `config` changes the measurement, with the `mode` of the run: not
+/// `[gate]`, not the profile's name, not where the file was read from.
+pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
+    // Named field by field, so that a new section must be placed on one side or the other.
+    let LoadgateConfig {
+        source: _,
+        profile: _,
+        gate: _,
+        target,
+        slo,
+        workload,
+        generator,
+        ramp,
+        soak,
+        abort,
+    } = config;
+    let measured = Measured {
+        mode,
+        target,
+        workload,
+        generator,
+        ramp,
+        soak,
+        abort,
+        slo,
+    };
+    let value = serde_json::to_value(measured).unwrap_or(serde_json::Value::Null);
+    hex_sha256(value.to_string().as_bytes())
+}
+
+/// sha256 (hex) of the whole resolved configuration but where it was read from: the config hash
+/// of results written before `[gate]` was left out, for finding the baselines they stored.
+pub fn legacy_config_hash(config: &LoadgateConfig) -> String {
     let mut value = serde_json::to_value(config).unwrap_or(serde_json::Value::Null);
     if let Some(map) = value.as_object_mut() {
         map.remove("source");
     }
     hex_sha256(value.to_string().as_bytes())
+}
+
+/// The config hashes a stored run may carry and still match this configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigHashes {
+    /// [`config_hash`]: what this run records.
+    pub current: String,
+    /// [`legacy_config_hash`]: what a baseline of the same configuration stored before recorded.
+    pub legacy: String,
+}
+
+impl ConfigHashes {
+    /// Both hashes of `config` measured in `mode`.
+    pub fn of(config: &LoadgateConfig, mode: MeasurementMode) -> Self {
+        Self {
+            current: config_hash(config, mode),
+            legacy: legacy_config_hash(config),
+        }
+    }
+
+    /// Whether a stored run with config hash `stored` measured this configuration.
+    pub fn matches(&self, stored: &str) -> bool {
+        stored == self.current || stored == self.legacy
+    }
 }
 
 /// Lowercase hex sha256 of `bytes`.
@@ -25,22 +109,86 @@ pub fn hex_sha256(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    fn parse(text: &str) -> LoadgateConfig {
+        crate::config::parse_config_str(text, std::path::Path::new("l.toml"), None, "default")
+            .expect("config")
+    }
+
+    /// The minimal config with `extra` appended.
+    fn with(extra: &str) -> LoadgateConfig {
+        parse(&format!("{}\n{extra}", crate::config::MINIMAL_CONFIG))
+    }
+
+    const STORED: MeasurementMode = MeasurementMode::Stored;
+
     #[test]
     fn generator_connections_enter_the_config_hash_only_when_set() {
-        let toml = |extra: &str| format!("{}\n[generator]\n{extra}", crate::config::MINIMAL_CONFIG);
-        let parse = |text: String| {
-            crate::config::parse_config_str(&text, std::path::Path::new("l.toml"), None, "default")
-                .expect("config")
-        };
-        let unset = parse(toml(""));
-        let zero = parse(toml("connections = 0\n"));
-        let three = parse(toml("connections = 3\n"));
+        let unset = with("[generator]\n");
+        let zero = with("[generator]\nconnections = 0\n");
+        let three = with("[generator]\nconnections = 3\n");
         // 0 is left out of the serialized config: configs from before the key hash as before.
         let generator = serde_json::to_value(&unset.generator).expect("json");
         assert!(generator.get("connections").is_none(), "{generator}");
         assert!(generator.get("max_in_flight").is_some(), "{generator}");
-        assert_eq!(config_hash(&unset), config_hash(&zero));
-        assert_ne!(config_hash(&unset), config_hash(&three));
+        assert_eq!(config_hash(&unset, STORED), config_hash(&zero, STORED));
+        assert_ne!(config_hash(&unset, STORED), config_hash(&three, STORED));
+        assert_eq!(legacy_config_hash(&unset), legacy_config_hash(&zero));
+        assert_ne!(legacy_config_hash(&unset), legacy_config_hash(&three));
+    }
+
+    /// The legacy hash is what results and baselines stored before this release recorded: pinned,
+    /// so a change to the config's serialization that would orphan them fails here.
+    #[test]
+    fn the_legacy_hash_is_the_config_hash_results_recorded_before() {
+        let config = with("");
+        assert_eq!(legacy_config_hash(&config), LEGACY_MINIMAL);
+        let hashes = ConfigHashes::of(&config, STORED);
+        assert!(hashes.matches(LEGACY_MINIMAL));
+        assert!(hashes.matches(&config_hash(&config, STORED)));
+        assert!(!hashes.matches(&"0".repeat(64)));
+        assert_ne!(hashes.current, hashes.legacy);
+    }
+
+    /// `legacy_config_hash` of `MINIMAL_CONFIG`, as `config_hash` computed it before `[gate]` was
+    /// left out.
+    const LEGACY_MINIMAL: &str = "991e59d287edf087c9d5b9216f96db4a8984607e9490643827ea2a67adfead91";
+
+    /// The current hash of `MINIMAL_CONFIG`, pinned for the same reason.
+    #[test]
+    fn the_config_hash_of_the_minimal_config_is_pinned() {
+        assert_eq!(config_hash(&with(""), STORED), CURRENT_MINIMAL);
+    }
+
+    const CURRENT_MINIMAL: &str =
+        "1c16ee2c72273e7932258c2ce6d63c841c8fa4e55b63d09095c81ade201f3032";
+
+    #[test]
+    fn gate_thresholds_do_not_change_the_config_hash() {
+        let base = with("");
+        let gate = with("[gate]\np99 = \"25%\"\ncapacity = \"20%\"\n");
+        assert_ne!(base.gate, gate.gate, "the [gate] keys were applied");
+        assert_eq!(config_hash(&base, STORED), config_hash(&gate, STORED));
+        // The old way, they did: the legacy hash tells them apart.
+        assert_ne!(legacy_config_hash(&base), legacy_config_hash(&gate));
+    }
+
+    #[test]
+    fn the_profile_name_and_the_file_do_not_change_the_config_hash() {
+        let a = with("");
+        let mut b = with("");
+        b.profile = "ci".to_owned();
+        b.source.path = "elsewhere/loadgate.toml".into();
+        assert_eq!(config_hash(&a, STORED), config_hash(&b, STORED));
+    }
+
+    #[test_case::test_case("[slo]\nerror-rate = \"5%\"\n"; "slo")]
+    #[test_case::test_case("[ramp]\nsteps = [\"50%\", \"100%\"]\n"; "ramp")]
+    #[test_case::test_case("[soak]\nat = \"50%\"\n"; "soak")]
+    #[test_case::test_case("[generator]\nmax-in-flight = 7\n"; "generator")]
+    fn what_changes_the_measurement_changes_the_config_hash(extra: &str) {
+        let base = with("");
+        let changed = with(extra);
+        assert_ne!(config_hash(&base, STORED), config_hash(&changed, STORED));
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub use comparison::{
     Comparison, LeakFinding, Metric, MetricComparison, MetricOutcome, Scale, Verdict,
     VerdictOutcome,
 };
-pub use hash::{config_hash, hex_sha256};
+pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
 pub use read::{ReadError, read_result, result_from_str, result_from_value};
 pub use run::{
     BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,

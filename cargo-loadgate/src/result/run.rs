@@ -152,6 +152,17 @@ pub enum RunStatus {
     TargetFailed,
 }
 
+impl RunStatus {
+    /// The status as the result writes it: `running`, `complete`, `target-failed`.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::TargetFailed => "target-failed",
+        }
+    }
+}
+
 /// The tool that wrote a result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
@@ -287,6 +298,17 @@ mod tests {
                 "min_requests": 100,
             })
         );
+    }
+
+    #[test]
+    fn status_labels_are_the_written_names() {
+        for status in [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::TargetFailed,
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.label());
+        }
     }
 
     #[test]

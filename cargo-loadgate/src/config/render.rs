@@ -1,8 +1,8 @@
 //! What a person reads about a config: its problems in rustc's shape, and the resolved profile as
 //! a TOML listing (for `cargo loadgate check`). Formatting only.
 
+use super::elements::operation::expected_requests_per_session;
 use super::error::{Diagnostic, Sources};
-use super::model::expected_requests_per_session;
 use super::types::*;
 use super::units::{format_duration, format_number, format_percent, format_size, format_size_rate};
 use std::fmt::Write;

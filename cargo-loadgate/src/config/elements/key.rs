@@ -78,6 +78,13 @@ pub(crate) trait Element {
     /// The key as written in TOML.
     fn name(&self) -> &'static str;
     /// What it means (docs/config.md).
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "read by the test that keeps docs/config.md in step"
+        )
+    )]
     fn doc(&self) -> &'static str;
     /// Whether only the top level may set it.
     fn fixed(&self) -> bool;

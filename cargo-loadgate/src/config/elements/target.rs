@@ -259,7 +259,7 @@ fn target_source(
     if let Some((v, name)) = top(&BIN) {
         let name = name?;
         if let Some(package) = package
-            && !package.bins.iter().any(|b| *b == name)
+            && !package.bins.contains(&name)
         {
             let help = if package.bins.is_empty() {
                 format!(

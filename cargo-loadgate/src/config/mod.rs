@@ -6,23 +6,23 @@
 //! and [`render_diagnostics`] / [`render_resolved`] format what a person reads. The built-in
 //! defaults and profiles are in `defaults.toml`; docs/config.md describes every key.
 
+mod elements;
 mod error;
 mod find;
-mod model;
 mod render;
 mod source;
 mod types;
 mod units;
 mod validate;
 
+pub use elements::operation::{
+    BUILTIN_VARIABLES, METHODS, check_json_pointer, expected_requests_per_session,
+    template_variables,
+};
 #[cfg(test)]
 pub(crate) use error::MINIMAL_CONFIG;
 pub use error::{ConfigError, Diagnostic, Sources};
 pub use find::{CONFIG_FILE_NAME, LoadOpts, load};
-pub use model::{
-    BUILTIN_VARIABLES, METHODS, check_json_pointer, expected_requests_per_session,
-    template_variables,
-};
 pub use render::{render_diagnostics, render_resolved};
 pub use types::*;
 pub use units::{

@@ -1,8 +1,9 @@
 //! What a person reads about a config: its problems in rustc's shape, and the resolved profile as
 //! a TOML listing (for `cargo loadgate check`). Formatting only.
 
+use super::elements::operation::expected_requests_per_session;
+use super::elements::slo;
 use super::error::{Diagnostic, Sources};
-use super::model::expected_requests_per_session;
 use super::types::*;
 use super::units::{format_duration, format_number, format_percent, format_size, format_size_rate};
 use std::fmt::Write;
@@ -107,7 +108,10 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
 
     out.push_str("\n[slo]\n");
     for l in &cfg.slo.latency {
-        let key = format!("p{}", format_number(l.quantile * 100.0).replace('.', ""));
+        let key = slo::latency_key(l.quantile).map_or_else(
+            || format!("p{}", format_number(l.quantile * 100.0).replace('.', "")),
+            str::to_owned,
+        );
         kv(&mut out, &key, &duration(l.limit));
     }
     kv(

@@ -491,6 +491,22 @@ pub(crate) fn share(cx: &Cx<'_>, v: Val<'_>, what: &str, max: Option<f64>) -> Op
     Some(x)
 }
 
+/// A share above zero; `max` bounds it as in [`share`].
+pub(crate) fn positive_share(cx: &Cx<'_>, v: Val<'_>, what: &str, max: Option<f64>) -> Option<f64> {
+    let x = share(cx, v, what, max)?;
+    if x > 0.0 {
+        Some(x)
+    } else {
+        cx.error(
+            v.file,
+            v.span(),
+            format!("{what} must be more than 0%"),
+            None,
+        );
+        None
+    }
+}
+
 /// An array, reporting anything else.
 pub(crate) fn array<'a>(cx: &Cx<'_>, v: Val<'a>, expected: &str) -> Option<Vec<Val<'a>>> {
     match v.get() {

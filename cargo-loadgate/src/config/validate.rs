@@ -7,20 +7,18 @@
 //! checks what needs the whole picture: the target, the workload graph, steps against hold. Every
 //! profile is resolved, so `check` proves all of them; identical problems are reported once.
 
-use super::error::{ConfigError, Diagnostic, Sources};
-use super::model::{self, RawEntry, RawOp};
-use super::source::{
-    Cx, SourceFile, Tbl, Val, array, duration, integer_in, positive_duration, positive_number,
-    share, size, size_rate, string, string_map, suggest, unknown_help,
+use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
+use super::elements::{
+    SECTIONS, abort, gate, generator, profile_keys, ramp, slo, soak, target, top_keys, workload,
 };
+use super::error::{ConfigError, Diagnostic, Sources};
+use super::source::{Cx, SourceFile, Tbl};
 use super::types::*;
-use super::units::format_duration;
 use std::{
-    collections::BTreeMap,
     ops::Range,
     path::{Path, PathBuf},
 };
-use toml::de::{DeTable, DeValue};
+use toml::de::DeTable;
 
 /// How diagnostics name the built-in defaults file.
 pub const BUILTIN_PATH: &str = "<built-in defaults>";
@@ -30,100 +28,6 @@ pub const BUILTIN_CONFIG: &str = include_str!("defaults.toml");
 
 /// The profiles every configuration has.
 pub const BUILTIN_PROFILES: &[&str] = &["default", "quick", "ci", "full"];
-
-const SECTIONS: &[&str] = &[
-    "target",
-    "slo",
-    "workload",
-    "generator",
-    "ramp",
-    "soak",
-    "abort",
-    "gate",
-];
-const TOP_KEYS: &[&str] = &[
-    "target",
-    "slo",
-    "workload",
-    "generator",
-    "ramp",
-    "soak",
-    "abort",
-    "gate",
-    "profile",
-];
-const PROFILE_KEYS: &[&str] = &[
-    "inherits",
-    "target",
-    "slo",
-    "workload",
-    "generator",
-    "ramp",
-    "soak",
-    "abort",
-    "gate",
-];
-const TARGET_KEYS: &[&str] = &[
-    "bin",
-    "image",
-    "dockerfile",
-    "context",
-    "url",
-    "port",
-    "ready",
-    "cpus",
-    "memory",
-    "env",
-    "args",
-];
-/// What a profile may not change: which service is under test.
-const TARGET_FIXED_KEYS: &[&str] = &["bin", "image", "dockerfile", "context"];
-const SOURCE_KEYS: &[&str] = &["bin", "image", "dockerfile", "url"];
-const READY_KEYS: &[&str] = &["http", "timeout", "interval"];
-const LATENCY_KEYS: &[(&str, f64)] = &[
-    ("p50", 0.5),
-    ("p90", 0.9),
-    ("p95", 0.95),
-    ("p99", 0.99),
-    ("p999", 0.999),
-];
-const SLO_KEYS: &[&str] = &[
-    "p50",
-    "p90",
-    "p95",
-    "p99",
-    "p999",
-    "error-rate",
-    "min-requests",
-];
-const WORKLOAD_KEYS: &[&str] = &["seed", "sessions-per-sec", "entry", "operation"];
-/// `generator.connections`: 0 (on demand) up to the engine's cap.
-const CONNECTIONS: std::ops::RangeInclusive<i64> = 0..=MAX_CONNECTIONS as i64;
-
-const GENERATOR_KEYS: &[&str] = &[
-    "timeout",
-    "max-in-flight",
-    "max-lag",
-    "max-drop-rate",
-    "connections",
-];
-const RAMP_KEYS: &[&str] = &["steps", "hold", "warmup", "refine"];
-const SOAK_KEYS: &[&str] = &["duration", "at", "window"];
-const ABORT_KEYS: &[&str] = &["error-rate", "p99", "max-duration"];
-const GATE_KEYS: &[&str] = &["p50", "p99", "capacity", "error-rate", "rss-slope"];
-
-fn section_keys(section: &str) -> &'static [&'static str] {
-    match section {
-        "target" => TARGET_KEYS,
-        "slo" => SLO_KEYS,
-        "workload" => WORKLOAD_KEYS,
-        "generator" => GENERATOR_KEYS,
-        "ramp" => RAMP_KEYS,
-        "soak" => SOAK_KEYS,
-        "abort" => ABORT_KEYS,
-        _ => GATE_KEYS,
-    }
-}
 
 /// Where in a file the user's configuration lives.
 pub(crate) enum Location {
@@ -149,97 +53,6 @@ pub fn parse_config_str(
         package,
         profile,
     )
-}
-
-/// One layer of the lookup: a table whose keys are section names.
-struct Layer<'a> {
-    file: usize,
-    root: &'a DeTable<'a>,
-    /// A user profile or a built-in profile, rather than a top level.
-    profile: bool,
-    /// The built-in top level (the defaults).
-    defaults: bool,
-}
-
-impl<'a> Layer<'a> {
-    fn get(&self, path: &[&str]) -> Option<Val<'a>> {
-        let (last, parents) = path.split_last()?;
-        let mut table = self.root;
-        for key in parents {
-            match table.get(*key)?.get_ref() {
-                DeValue::Table(t) => table = t,
-                _ => return None,
-            }
-        }
-        table.get(*last).map(|v| Val { file: self.file, v })
-    }
-}
-
-/// The layers of one profile, highest priority first.
-struct Look<'a> {
-    layers: Vec<Layer<'a>>,
-    /// Where to report a problem in the user's config that has no better place.
-    anchor: (usize, Range<usize>),
-    /// How messages name a section, e.g. `[package.metadata.loadgate.workload]`.
-    prefix: &'a str,
-}
-
-impl<'a> Look<'a> {
-    fn get(&self, path: &[&str]) -> Option<Val<'a>> {
-        self.layers.iter().find_map(|l| l.get(path))
-    }
-
-    fn get_where(&self, path: &[&str], keep: impl Fn(&Layer<'a>) -> bool) -> Option<Val<'a>> {
-        self.layers
-            .iter()
-            .filter(|l| keep(l))
-            .find_map(|l| l.get(path))
-    }
-
-    /// The user's table of `section` (for a missing key), else the anchor.
-    fn section_anchor(&self, section: &str) -> (usize, Range<usize>) {
-        self.layers
-            .iter()
-            .filter(|l| l.file == 0)
-            .find_map(|l| l.get(&[section]))
-            .map_or_else(|| self.anchor.clone(), |v| (v.file, v.span()))
-    }
-
-    /// Looks up `section.key` and reads it; a missing key is reported.
-    fn need<T>(
-        &self,
-        cx: &Cx<'_>,
-        section: &str,
-        key: &str,
-        read: impl FnOnce(Val<'a>) -> Option<T>,
-    ) -> Option<T> {
-        let typo = || {
-            self.layers
-                .iter()
-                .filter(|l| l.file == 0)
-                .filter_map(|l| l.get(&[section]))
-                .filter_map(|v| {
-                    v.as_table()
-                        .map(|t| Tbl::new(v.file, v.span(), String::new(), t))
-                })
-                .any(|t| t.has_typo_of(key))
-        };
-        match self.get(&[section, key]) {
-            Some(v) => read(v),
-            // The unknown key that is probably this one is reported already.
-            None if typo() => None,
-            None => {
-                let (file, span) = self.section_anchor(section);
-                cx.error(
-                    file,
-                    span,
-                    format!("`[{}{section}]` has no `{key}`", self.prefix),
-                    None,
-                );
-                None
-            }
-        }
-    }
 }
 
 pub(crate) fn validate(
@@ -344,19 +157,19 @@ fn validate_in(
         "`[package.metadata.loadgate]`".to_owned()
     };
     let user = Tbl::new(0, anchor.clone(), root_name, user_root);
-    user.check_keys(cx, TOP_KEYS);
+    user.check_keys(cx, &top_keys());
     let builtin = Tbl::new(1, 0..0, "the built-in defaults".to_owned(), &builtin_doc);
 
     // Pass 1: every table as written.
     for (root, file) in [(&user, 0), (&builtin, 1)] {
         let pre = if file == 0 { prefix } else { "" };
-        check_sections(cx, root, pre, None);
+        check_sections(cx, root, pre, false);
     }
     let user_profiles = profiles_of(cx, &user, prefix);
     let builtin_profiles = profiles_of(cx, &builtin, "");
     for (name, table) in user_profiles.iter().chain(&builtin_profiles) {
-        table.check_keys(cx, PROFILE_KEYS);
-        check_sections(cx, table, &format!("{prefix}profile.{name}."), Some(name));
+        table.check_keys(cx, &profile_keys());
+        check_sections(cx, table, &format!("{prefix}{PROFILE}.{name}."), true);
     }
     let mut available: Vec<String> = BUILTIN_PROFILES.iter().map(|s| s.to_string()).collect();
     for name in builtin_profiles.keys().chain(user_profiles.keys()) {
@@ -394,463 +207,30 @@ fn validate_in(
     Ok(selected)
 }
 
-/// The `[profile.*]` tables of a root, by name.
-fn profiles_of<'a>(cx: &Cx<'_>, root: &Tbl<'a>, prefix: &str) -> BTreeMap<String, Tbl<'a>> {
-    let mut out = BTreeMap::new();
-    if let Some(v) = root.get("profile")
-        && let Some(profiles) =
-            Tbl::of(cx, v, format!("`[{prefix}profile]`"), "a table of profiles")
-    {
-        for (name, value) in &profiles.entries {
-            let label = format!("`[{prefix}profile.{}]`", name.get_ref());
-            if let Some(t) = Tbl::of(cx, *value, label, "a table (a profile)") {
-                out.insert(name.get_ref().to_string(), t);
-            }
-        }
-    }
-    out
-}
-
-/// The layers of `profile`, highest priority first.
-fn layers_of<'a>(
-    profile: &str,
-    user_profiles: &BTreeMap<String, Tbl<'a>>,
-    builtin_profiles: &BTreeMap<String, Tbl<'a>>,
-    user_root: &'a DeTable<'a>,
-    builtin_root: &'a DeTable<'a>,
-) -> Vec<Layer<'a>> {
-    let mut layers = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
-    let mut name = Some(profile.to_owned());
-    while let Some(current) = name.take() {
-        if seen.contains(&current) {
-            // A cycle; reported once by `check_inherits`.
-            break;
-        }
-        seen.push(current.clone());
-        for (profiles, file) in [(user_profiles, 0), (builtin_profiles, 1)] {
-            if let Some(t) = profiles.get(&current) {
-                layers.push(Layer {
-                    file,
-                    root: t.raw,
-                    profile: true,
-                    defaults: false,
-                });
-            }
-        }
-        name = user_profiles
-            .get(&current)
-            .and_then(|t| t.get("inherits"))
-            .and_then(|v| v.get().as_str().map(str::to_owned));
-    }
-    layers.push(Layer {
-        file: 0,
-        root: user_root,
-        profile: false,
-        defaults: false,
-    });
-    layers.push(Layer {
-        file: 1,
-        root: builtin_root,
-        profile: false,
-        defaults: true,
-    });
-    layers
-}
-
-/// Reports `inherits` values that name no profile and inheritance cycles (each cycle once).
-fn check_inherits(cx: &Cx<'_>, user_profiles: &BTreeMap<String, Tbl<'_>>, available: &[String]) {
-    let parent = |name: &str| -> Option<(String, Val<'_>)> {
-        let v = user_profiles.get(name)?.get("inherits")?;
-        Some((v.get().as_str()?.to_owned(), v))
-    };
-    for (name, table) in user_profiles {
-        let Some(v) = table.get("inherits") else {
-            continue;
-        };
-        let Some(target) = string(cx, v, "a profile name") else {
-            continue;
-        };
-        if !available.iter().any(|a| a == target) {
-            let help = suggest(target, available.iter().map(String::as_str))
-                .map(|b| format!("did you mean `{b}`?"))
-                .unwrap_or_else(|| format!("available profiles: {}", available.join(", ")));
-            cx.error(
-                v.file,
-                v.span(),
-                format!("profile `{name}` inherits from an unknown profile `{target}`"),
-                Some(help),
-            );
-            continue;
-        }
-        // Follow the chain; a cycle through `name` is reported at the smallest name in it.
-        let mut chain = vec![name.clone()];
-        let mut current = target.to_owned();
-        loop {
-            if current == *name {
-                chain.push(current);
-                if chain[..chain.len() - 1].iter().all(|c| c >= name) {
-                    cx.error(
-                        v.file,
-                        v.span(),
-                        format!("profile inheritance makes a cycle: {}", chain.join(" → ")),
-                        Some("remove one of these `inherits`".to_owned()),
-                    );
-                }
-                break;
-            }
-            if chain.contains(&current) {
-                break;
-            }
-            chain.push(current.clone());
-            match parent(&current) {
-                Some((next, _)) => current = next,
-                None => break,
-            }
-        }
-    }
-}
-
 /// Pass 1 over one root (top level, or one profile): every section and key as written.
-fn check_sections(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str, profile: Option<&str>) {
+fn check_sections(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str, in_profile: bool) {
     for section in SECTIONS {
-        let Some(v) = root.get(section) else { continue };
-        let Some(t) = Tbl::of(cx, v, format!("`[{prefix}{section}]`"), "a table") else {
-            continue;
-        };
-        let allowed = section_keys(section);
-        for (key, value) in &t.entries {
-            let key_name = key.get_ref().as_ref();
-            if profile.is_some() && *section == "target" && TARGET_FIXED_KEYS.contains(&key_name) {
-                cx.error(
-                    t.file,
-                    key.span(),
-                    format!("`{key_name}` cannot be set in a profile"),
-                    Some("a profile changes how the target is measured, not which target; set it in the top-level `[target]`".to_owned()),
-                );
-            } else if !allowed.contains(&key_name) {
-                cx.error(
-                    t.file,
-                    key.span(),
-                    format!("unknown key `{key_name}` in {}", t.name),
-                    unknown_help(key_name, allowed),
-                );
-            } else {
-                check_value(cx, section, key_name, *value, &t.name);
-            }
-        }
-        if profile.is_none() && *section == "target" {
-            let given: Vec<&str> = SOURCE_KEYS
-                .iter()
-                .copied()
-                .filter(|k| t.get(k).is_some())
-                .collect();
-            for extra in given.iter().skip(1) {
-                let span = t.key_span(extra).unwrap_or_else(|| t.span.clone());
-                cx.error(
-                    t.file,
-                    span,
-                    format!("`{extra}` and `{}` both name the target", given[0]),
-                    Some("give only one of `bin`, `image`, `dockerfile` or `url`".to_owned()),
-                );
-            }
-            if let Some(span) = t.key_span("context")
-                && t.get("dockerfile").is_none()
-            {
-                cx.error(
-                    t.file,
-                    span,
-                    "`context` is only used with `dockerfile`",
-                    None,
-                );
-            }
+        if let Some(v) = root.get(section.name) {
+            section.check(cx, v, prefix, in_profile);
         }
     }
 }
 
-/// Reads one key's value for its problems alone (the resolution pass reads it again).
-fn check_value(cx: &Cx<'_>, section: &str, key: &str, v: Val<'_>, table: &str) {
-    match (section, key) {
-        ("target", "bin" | "image" | "dockerfile" | "context") => {
-            non_empty(cx, v, key);
-        }
-        ("target", "url") => {
-            url(cx, v);
-        }
-        ("target", "port") => {
-            port(cx, v);
-        }
-        ("target", "ready") => {
-            if let Some(t) = Tbl::of(
-                cx,
-                v,
-                format!("`ready` in {table}"),
-                "a table like { http = \"/health\" }",
-            ) {
-                t.check_keys(cx, READY_KEYS);
-                for (k, value) in &t.entries {
-                    match k.get_ref().as_ref() {
-                        "http" => {
-                            ready_path(cx, *value);
-                        }
-                        "timeout" => {
-                            positive_duration(cx, *value, "`ready.timeout`");
-                        }
-                        "interval" => {
-                            positive_duration(cx, *value, "`ready.interval`");
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        ("target", "cpus") => {
-            positive_number(cx, v, "`cpus`");
-        }
-        ("target", "memory") => {
-            size(cx, v);
-        }
-        ("target", "env") => {
-            env(cx, v);
-        }
-        ("target", "args") => {
-            args(cx, v);
-        }
-        ("slo", "error-rate") | ("generator", "max-drop-rate") | ("gate", "error-rate") => {
-            share(cx, v, &format!("`{key}`"), Some(1.0));
-        }
-        ("abort", "error-rate") => {
-            positive_share(cx, v, "`abort.error-rate`", Some(1.0));
-        }
-        ("slo", "min-requests") => {
-            integer_in(cx, v, "`min-requests`", 0..=i64::MAX);
-        }
-        ("slo", _) | ("abort", "p99" | "max-duration") | ("generator", "timeout") => {
-            positive_duration(cx, v, &format!("`{key}`"));
-        }
-        ("workload", "seed") => {
-            integer_in(cx, v, "`seed`", 0..=i64::MAX);
-        }
-        ("workload", "sessions-per-sec") => {
-            positive_number(cx, v, "`sessions-per-sec`");
-        }
-        ("workload", "entry") => {
-            model::entries(cx, v);
-        }
-        ("workload", "operation") => {
-            model::operations(cx, v, "workload");
-        }
-        ("generator", "max-in-flight") => {
-            integer_in(cx, v, "`max-in-flight`", 1..=i64::MAX);
-        }
-        ("generator", "connections") => {
-            integer_in(cx, v, "`connections`", CONNECTIONS);
-        }
-        ("generator", "max-lag") | ("ramp", "warmup") | ("soak", "duration") => {
-            duration(cx, v);
-        }
-        ("ramp", "steps") => {
-            steps(cx, v);
-        }
-        ("ramp", "hold") | ("soak", "window") => {
-            positive_duration(cx, v, &format!("`{key}`"));
-        }
-        ("ramp", "refine") => {
-            integer_in(cx, v, "`refine`", 0..=20);
-        }
-        ("soak", "at") => {
-            positive_share(cx, v, "`soak.at`", None);
-        }
-        ("gate", "p50" | "p99") => {
-            share(cx, v, &format!("`gate.{key}`"), None);
-        }
-        ("gate", "capacity") => {
-            share(cx, v, "`gate.capacity`", Some(1.0));
-        }
-        ("gate", "rss-slope") => {
-            size_rate(cx, v);
-        }
-        _ => {}
-    }
-}
-
-// The readers of single keys, shared by both passes.
-
-fn non_empty<'a>(cx: &Cx<'_>, v: Val<'a>, key: &str) -> Option<&'a str> {
-    let s = string(cx, v, "a string")?;
-    if s.trim().is_empty() {
-        cx.error(v.file, v.span(), format!("`{key}` must not be empty"), None);
-        return None;
-    }
-    Some(s)
-}
-
-fn url(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
-    let s = string(cx, v, "a URL like \"http://127.0.0.1:8080\"")?;
-    match s.parse::<http::Uri>() {
-        Ok(uri) if uri.scheme_str() == Some("http") && uri.authority().is_some() => {
-            Some(s.trim_end_matches('/').to_owned())
-        }
-        Ok(uri) if uri.scheme_str() == Some("https") => {
-            cx.error(
-                v.file,
-                v.span(),
-                format!("{s:?} uses https, which loadgate does not speak"),
-                Some("load goes to a service on loopback over plain http".to_owned()),
-            );
-            None
-        }
-        _ => {
-            cx.error(
-                v.file,
-                v.span(),
-                format!("{s:?} is not an http URL"),
-                Some("write e.g. \"http://127.0.0.1:8080\"".to_owned()),
-            );
-            None
-        }
-    }
-}
-
-fn port(cx: &Cx<'_>, v: Val<'_>) -> Option<u16> {
-    integer_in(cx, v, "a port", 1..=65535).map(|p| p as u16)
-}
-
-fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
-    let s = string(cx, v, "a path like \"/health\"")?;
-    if !s.starts_with('/') {
-        cx.error(
-            v.file,
-            v.span(),
-            format!("path {s:?} must start with `/`"),
-            None,
-        );
-        return None;
-    }
-    Some(s.to_owned())
-}
-
-fn env(cx: &Cx<'_>, v: Val<'_>) -> Option<BTreeMap<String, String>> {
-    Some(
-        string_map(cx, v, "`env`".to_owned())?
-            .into_iter()
-            .map(|e| (e.key, e.value))
-            .collect(),
-    )
-}
-
-fn args(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<String>> {
-    let items = array(cx, v, "an array of strings")?;
-    let mut out = Vec::new();
-    for item in items {
-        out.push(string(cx, item, "a string")?.to_owned());
-    }
-    Some(out)
-}
-
-fn positive_share(cx: &Cx<'_>, v: Val<'_>, what: &str, max: Option<f64>) -> Option<f64> {
-    let x = share(cx, v, what, max)?;
-    if x > 0.0 {
-        Some(x)
-    } else {
-        cx.error(
-            v.file,
-            v.span(),
-            format!("{what} must be more than 0%"),
-            None,
-        );
-        None
-    }
-}
-
-fn steps(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<f64>> {
-    let items = array(cx, v, "an array of percentages like [\"50%\", \"100%\"]")?;
-    if items.is_empty() {
-        cx.error(v.file, v.span(), "`steps` lists no steps", None);
-        return None;
-    }
-    let mut out: Vec<f64> = Vec::new();
-    for item in items {
-        let step = positive_share(cx, item, "a step", None)?;
-        if let Some(&last) = out.last()
-            && step <= last
-        {
-            cx.error(
-                item.file,
-                item.span(),
-                "ramp steps must increase",
-                Some("list them from the lightest load to the heaviest".to_owned()),
-            );
-            return None;
-        }
-        out.push(step);
-    }
-    Some(out)
-}
-
-/// Pass 2: one profile, key by key through its layers.
+/// Pass 2: one profile, section by section through its layers.
 fn build(
     cx: &Cx<'_>,
     look: &Look<'_>,
     profile: &str,
     package: Option<PackageRef>,
 ) -> Option<LoadgateConfig> {
-    let target = build_target(cx, look, package.as_ref());
-    let slo = build_slo(cx, look);
-    let workload = build_workload(cx, look);
-    let generator = (|| {
-        Some(GeneratorConfig {
-            timeout: look.need(cx, "generator", "timeout", |v| {
-                positive_duration(cx, v, "`timeout`")
-            })?,
-            max_in_flight: look.need(cx, "generator", "max-in-flight", |v| {
-                integer_in(cx, v, "`max-in-flight`", 1..=i64::MAX)
-            })? as usize,
-            max_lag: look.need(cx, "generator", "max-lag", |v| duration(cx, v))?,
-            max_drop_rate: look.need(cx, "generator", "max-drop-rate", |v| {
-                share(cx, v, "`max-drop-rate`", Some(1.0))
-            })?,
-            connections: look.need(cx, "generator", "connections", |v| {
-                integer_in(cx, v, "`connections`", CONNECTIONS)
-            })? as usize,
-        })
-    })();
-    let ramp = build_ramp(cx, look, profile);
-    let soak = (|| {
-        Some(SoakConfig {
-            duration: look.need(cx, "soak", "duration", |v| duration(cx, v))?,
-            at: look.need(cx, "soak", "at", |v| {
-                positive_share(cx, v, "`soak.at`", None)
-            })?,
-            window: look.need(cx, "soak", "window", |v| {
-                positive_duration(cx, v, "`window`")
-            })?,
-        })
-    })();
-    let abort = (|| {
-        Some(AbortConfig {
-            error_rate_limit: look.need(cx, "abort", "error-rate", |v| {
-                positive_share(cx, v, "`abort.error-rate`", Some(1.0))
-            })?,
-            p99_limit: look.need(cx, "abort", "p99", |v| positive_duration(cx, v, "`p99`"))?,
-            max_duration: look.need(cx, "abort", "max-duration", |v| {
-                positive_duration(cx, v, "`max-duration`")
-            })?,
-        })
-    })();
-    let gate = (|| {
-        Some(GateConfig {
-            p50_change: look.need(cx, "gate", "p50", |v| share(cx, v, "`gate.p50`", None))?,
-            p99_change: look.need(cx, "gate", "p99", |v| share(cx, v, "`gate.p99`", None))?,
-            capacity_loss: look.need(cx, "gate", "capacity", |v| {
-                share(cx, v, "`gate.capacity`", Some(1.0))
-            })?,
-            error_rate_increase: look.need(cx, "gate", "error-rate", |v| {
-                share(cx, v, "`error-rate`", Some(1.0))
-            })?,
-            rss_slope_bytes_per_sec: look.need(cx, "gate", "rss-slope", |v| size_rate(cx, v))?,
-        })
-    })();
+    let target = target::build(cx, look, package.as_ref());
+    let slo = slo::build(cx, look);
+    let workload = workload::build(cx, look);
+    let generator = generator::build(cx, look);
+    let ramp = ramp::build(cx, look, profile);
+    let soak = soak::build(cx, look);
+    let abort = abort::build(cx, look);
+    let gate = gate::build(cx, look);
     Some(LoadgateConfig {
         source: ConfigSource {
             path: cx.files[0].path.clone(),
@@ -865,250 +245,6 @@ fn build(
         soak: soak?,
         abort: abort?,
         gate: gate?,
-    })
-}
-
-fn build_target(
-    cx: &Cx<'_>,
-    look: &Look<'_>,
-    package: Option<&PackageRef>,
-) -> Option<TargetConfig> {
-    let port = look.need(cx, "target", "port", |v| port(cx, v));
-    let ready = (|| {
-        Some(ReadyConfig {
-            path: look
-                .get(&["target", "ready", "http"])
-                .and_then(|v| ready_path(cx, v))?,
-            timeout: look
-                .get(&["target", "ready", "timeout"])
-                .and_then(|v| positive_duration(cx, v, "`ready.timeout`"))?,
-            interval: look
-                .get(&["target", "ready", "interval"])
-                .and_then(|v| positive_duration(cx, v, "`ready.interval`"))?,
-        })
-    })();
-    let cpus = look
-        .get(&["target", "cpus"])
-        .map(|v| positive_number(cx, v, "`cpus`"));
-    let memory = look.get(&["target", "memory"]).map(|v| size(cx, v));
-    let env = look
-        .get(&["target", "env"])
-        .map(|v| env(cx, v))
-        .unwrap_or(Some(BTreeMap::new()));
-    let args = look
-        .get(&["target", "args"])
-        .map(|v| args(cx, v))
-        .unwrap_or(Some(Vec::new()));
-    let source = target_source(cx, look, package, port);
-    Some(TargetConfig {
-        source: source?,
-        port: port?,
-        ready: ready?,
-        cpus: match cpus {
-            Some(c) => Some(c?),
-            None => None,
-        },
-        memory_bytes: match memory {
-            Some(m) => Some(m?),
-            None => None,
-        },
-        env: env?,
-        args: args?,
-    })
-}
-
-fn target_source(
-    cx: &Cx<'_>,
-    look: &Look<'_>,
-    package: Option<&PackageRef>,
-    port: Option<u16>,
-) -> Option<TargetSource> {
-    // A profile may point at a running service instead; otherwise the top level says what to run.
-    if let Some(v) = look.get_where(&["target", "url"], |l| l.profile) {
-        return url(cx, v).map(|url| TargetSource::Url { url });
-    }
-    let top = |key: &str| look.get_where(&["target", key], |l| !l.profile && !l.defaults);
-    if let Some(v) = top("bin") {
-        let name = non_empty(cx, v, "bin")?;
-        if let Some(package) = package
-            && !package.bins.iter().any(|b| b == name)
-        {
-            let help = if package.bins.is_empty() {
-                "it has no binary targets; use `image`, `dockerfile` or `url` instead".to_owned()
-            } else {
-                let list = package
-                    .bins
-                    .iter()
-                    .map(|b| format!("`{b}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                match suggest(name, package.bins.iter().map(String::as_str)) {
-                    Some(best) => format!("did you mean `{best}`? its binaries are: {list}"),
-                    None => format!("its binaries are: {list}"),
-                }
-            };
-            cx.error(
-                v.file,
-                v.span(),
-                format!("package `{}` has no binary target `{name}`", package.name),
-                Some(help),
-            );
-            return None;
-        }
-        return Some(TargetSource::Bin {
-            name: name.to_owned(),
-        });
-    }
-    if let Some(v) = top("image") {
-        return non_empty(cx, v, "image").map(|r| TargetSource::Image {
-            reference: r.to_owned(),
-        });
-    }
-    let base = cx.files[0]
-        .path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    if let Some(v) = top("dockerfile") {
-        let path = base.join(non_empty(cx, v, "dockerfile")?);
-        let context = match top("context") {
-            Some(c) => base.join(non_empty(cx, c, "context")?),
-            None => path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        };
-        return Some(TargetSource::Dockerfile { path, context });
-    }
-    if let Some(v) = top("url") {
-        return url(cx, v).map(|url| TargetSource::Url { url });
-    }
-    match package {
-        Some(p) if p.bins.len() == 1 => Some(TargetSource::Bin {
-            name: p.bins[0].clone(),
-        }),
-        Some(p) => {
-            let (file, span) = look.section_anchor("target");
-            let message = if p.bins.is_empty() {
-                format!("no target: package `{}` has no binary target", p.name)
-            } else {
-                format!(
-                    "no target: package `{}` has several binaries ({})",
-                    p.name,
-                    p.bins.join(", ")
-                )
-            };
-            cx.error(
-                file,
-                span,
-                message,
-                Some(format!(
-                    "set one of `bin`, `image`, `dockerfile` or `url` in `[{}target]`",
-                    look.prefix
-                )),
-            );
-            None
-        }
-        // A standalone config without a target drives a service already running on loopback.
-        None => port.map(|port| TargetSource::Url {
-            url: format!("http://127.0.0.1:{port}"),
-        }),
-    }
-}
-
-fn build_slo(cx: &Cx<'_>, look: &Look<'_>) -> Option<SloConfig> {
-    // The default p99 applies only when nothing above the defaults names a latency limit.
-    let user_given = LATENCY_KEYS
-        .iter()
-        .any(|(k, _)| look.get_where(&["slo", k], |l| !l.defaults).is_some());
-    let mut latency = Vec::new();
-    let mut ok = true;
-    for (key, quantile) in LATENCY_KEYS {
-        let v = if user_given {
-            look.get_where(&["slo", key], |l| !l.defaults)
-        } else {
-            look.get(&["slo", key])
-        };
-        if let Some(v) = v {
-            match positive_duration(cx, v, &format!("`{key}`")) {
-                Some(limit) => latency.push(LatencyLimit {
-                    quantile: *quantile,
-                    limit,
-                }),
-                None => ok = false,
-            }
-        }
-    }
-    let error_rate = look.need(cx, "slo", "error-rate", |v| {
-        share(cx, v, "`error-rate`", Some(1.0))
-    });
-    let min_requests = look.need(cx, "slo", "min-requests", |v| {
-        integer_in(cx, v, "`min-requests`", 0..=i64::MAX)
-    });
-    if !ok {
-        return None;
-    }
-    Some(SloConfig {
-        latency,
-        error_rate: error_rate?,
-        min_requests: min_requests? as u64,
-    })
-}
-
-fn build_workload(cx: &Cx<'_>, look: &Look<'_>) -> Option<WorkloadConfig> {
-    let seed = look.need(cx, "workload", "seed", |v| {
-        integer_in(cx, v, "`seed`", 0..=i64::MAX)
-    });
-    let rate = look.need(cx, "workload", "sessions-per-sec", |v| {
-        positive_number(cx, v, "`sessions-per-sec`")
-    });
-    let ops: Vec<RawOp> = look
-        .get(&["workload", "operation"])
-        .map(|v| model::operations(cx, v, "workload"))
-        .unwrap_or_default();
-    let entry: Option<Option<Vec<RawEntry>>> = look
-        .get(&["workload", "entry"])
-        .map(|v| model::entries(cx, v));
-    let resolved = match entry {
-        Some(None) => None,
-        Some(Some(entry)) => model::resolve(cx, &ops, Some(entry), look.section_anchor("workload")),
-        None => model::resolve(cx, &ops, None, look.section_anchor("workload")),
-    };
-    let (entry, operations) = resolved?;
-    Some(WorkloadConfig {
-        seed: seed? as u64,
-        sessions_per_sec: rate?,
-        entry,
-        operations,
-    })
-}
-
-fn build_ramp(cx: &Cx<'_>, look: &Look<'_>, profile: &str) -> Option<RampConfig> {
-    let steps = look.need(cx, "ramp", "steps", |v| steps(cx, v));
-    let hold = look.need(cx, "ramp", "hold", |v| positive_duration(cx, v, "`hold`"));
-    let warmup_val = look.get(&["ramp", "warmup"]);
-    let warmup = look.need(cx, "ramp", "warmup", |v| duration(cx, v));
-    let refine = look.need(cx, "ramp", "refine", |v| {
-        integer_in(cx, v, "`refine`", 0..=20)
-    });
-    let (hold, warmup) = (hold?, warmup?);
-    if warmup >= hold
-        && let Some(v) = warmup_val
-    {
-        cx.error(
-            v.file,
-            v.span(),
-            format!(
-                "in profile `{profile}`, `warmup` ({}) is not shorter than `hold` ({})",
-                format_duration(warmup),
-                format_duration(hold)
-            ),
-            Some("the warmup is excluded from each step's figures, so it must leave some of the hold to measure".to_owned()),
-        );
-        return None;
-    }
-    Some(RampConfig {
-        steps: steps?,
-        hold,
-        warmup,
-        refine: refine? as u32,
     })
 }
 
@@ -1864,8 +1000,10 @@ mod tests {
             }
         );
         assert_eq!(cfg.target.memory_bytes, Some(256 * 1024 * 1024));
-        let per_session =
-            model::expected_requests_per_session(&cfg.workload.entry, &cfg.workload.operations);
+        let per_session = crate::config::elements::operation::expected_requests_per_session(
+            &cfg.workload.entry,
+            &cfg.workload.operations,
+        );
         let rate = per_session * cfg.workload.sessions_per_sec;
         assert!(
             (180.0..=220.0).contains(&rate),

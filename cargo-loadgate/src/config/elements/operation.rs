@@ -1,11 +1,11 @@
-//! The user model in `[workload]`: operations, their requests, checks, captures and transitions,
-//! and the checks that need the whole graph (names resolve, probabilities sum to at most 1, every
+//! `[[workload.operation]]` and `workload.entry`: operations, their requests, checks, captures and
+//! transitions, and the checks that need the whole graph (names resolve, probabilities sum to at most 1, every
 //! operation is reachable, sessions can end, every template variable is captured on some path).
 
-use super::source::{
+use crate::config::source::{
     Cx, StringEntry, Tbl, Val, array, integer_in, number, string, string_map, suggest, wrong_type,
 };
-use super::types::{
+use crate::config::types::{
     BodyTemplate, Capture, EntryPoint, Expect, OperationConfig, RequestTemplate, ThinkTime,
     Transition,
 };
@@ -625,12 +625,12 @@ fn think(cx: &Cx<'_>, v: Val<'_>) -> Option<ThinkTime> {
     const EXPECTED: &str =
         "a think time like \"1s\", { fixed = \"1s\" } or { uniform = [\"1s\", \"3s\"] }";
     match v.get() {
-        DeValue::String(_) => super::source::duration(cx, v).map(ThinkTime::Exponential),
+        DeValue::String(_) => crate::config::source::duration(cx, v).map(ThinkTime::Exponential),
         DeValue::Table(_) => {
             let t = Tbl::of(cx, v, "`think`".to_owned(), EXPECTED)?;
             t.check_keys(cx, &["fixed", "uniform"]);
             match (t.get("fixed"), t.get("uniform")) {
-                (Some(f), None) => super::source::duration(cx, f).map(ThinkTime::Fixed),
+                (Some(f), None) => crate::config::source::duration(cx, f).map(ThinkTime::Fixed),
                 (None, Some(u)) => {
                     let bounds = array(cx, u, "two durations like [\"1s\", \"3s\"]")?;
                     if bounds.len() != 2 {
@@ -642,8 +642,8 @@ fn think(cx: &Cx<'_>, v: Val<'_>) -> Option<ThinkTime> {
                         );
                         return None;
                     }
-                    let low = super::source::duration(cx, bounds[0]);
-                    let high = super::source::duration(cx, bounds[1]);
+                    let low = crate::config::source::duration(cx, bounds[0]);
+                    let high = crate::config::source::duration(cx, bounds[1]);
                     let (low, high) = (low?, high?);
                     if low > high {
                         cx.error(
@@ -651,8 +651,8 @@ fn think(cx: &Cx<'_>, v: Val<'_>) -> Option<ThinkTime> {
                             u.span(),
                             format!(
                                 "uniform think time has its low bound {} above its high bound {}",
-                                super::units::format_duration(low),
-                                super::units::format_duration(high)
+                                crate::config::units::format_duration(low),
+                                crate::config::units::format_duration(high)
                             ),
                             Some("write the shorter duration first".to_owned()),
                         );
@@ -721,7 +721,7 @@ pub(crate) fn entries(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<RawEntry>> {
                     }
                 };
                 let weight = match t.get("weight") {
-                    Some(w) => super::source::positive_number(cx, w, "a weight"),
+                    Some(w) => crate::config::source::positive_number(cx, w, "a weight"),
                     None => Some(1.0),
                 };
                 match (to, weight) {
@@ -836,7 +836,7 @@ pub(crate) fn resolve(
             cx.error(
                 op.file,
                 span,
-                format!("the transitions of `{}` sum to {}, more than 1", op.name, super::units::format_number(sum)),
+                format!("the transitions of `{}` sum to {}, more than 1", op.name, crate::config::units::format_number(sum)),
                 Some("the probabilities of one operation's `next` must sum to at most 1; the rest ends the session".to_owned()),
             );
         }

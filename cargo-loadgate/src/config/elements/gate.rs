@@ -1,0 +1,51 @@
+//! `[gate]`: the smallest change that matters, per metric.
+
+use super::key::{Key, Section};
+use super::profile::Look;
+use crate::config::source::{Cx, share, size_rate};
+use crate::config::types::GateConfig;
+
+/// `gate.p50`: a relative change.
+pub(crate) const P50: Key<f64> = Key::qualified("p50", "relative change of p50", |cx, v, what| {
+    share(cx, v, what, None)
+});
+/// `gate.p99`: a relative change.
+pub(crate) const P99: Key<f64> = Key::qualified("p99", "relative change of p99", |cx, v, what| {
+    share(cx, v, what, None)
+});
+/// `gate.capacity`.
+pub(crate) const CAPACITY: Key<f64> =
+    Key::qualified("capacity", "relative loss of capacity", |cx, v, what| {
+        share(cx, v, what, Some(1.0))
+    });
+/// `gate.error-rate`: an absolute increase.
+pub(crate) const ERROR_RATE: Key<f64> = Key::new(
+    "error-rate",
+    "absolute increase of the error rate",
+    |cx, v, what| share(cx, v, what, Some(1.0)),
+);
+/// `gate.rss-slope`.
+pub(crate) const RSS_SLOPE: Key<f64> = Key::new(
+    "rss-slope",
+    "RSS growth that counts as a leak",
+    |cx, v, _| size_rate(cx, v),
+);
+
+/// `[gate]`.
+pub(crate) const SECTION: Section = Section {
+    name: "gate",
+    keys: &[&P50, &P99, &CAPACITY, &ERROR_RATE, &RSS_SLOPE],
+    check_table: None,
+};
+
+/// Pass 2: `[gate]` of one profile.
+pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GateConfig> {
+    let s = &SECTION;
+    Some(GateConfig {
+        p50_change: look.need(cx, s, &P50)?,
+        p99_change: look.need(cx, s, &P99)?,
+        capacity_loss: look.need(cx, s, &CAPACITY)?,
+        error_rate_increase: look.need(cx, s, &ERROR_RATE)?,
+        rss_slope_bytes_per_sec: look.need(cx, s, &RSS_SLOPE)?,
+    })
+}

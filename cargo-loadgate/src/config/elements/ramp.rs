@@ -1,0 +1,97 @@
+//! `[ramp]`: the capacity search, steps then bisection.
+
+use super::key::{Key, Section};
+use super::profile::Look;
+use crate::config::source::{
+    Cx, Val, array, duration, integer_in, positive_duration, positive_share,
+};
+use crate::config::types::RampConfig;
+use crate::config::units::format_duration;
+use std::time::Duration;
+
+/// `ramp.steps`.
+pub(crate) const STEPS: Key<Vec<f64>> = Key::new(
+    "steps",
+    "offered load as a share of the workload rate",
+    steps,
+);
+/// `ramp.hold`.
+pub(crate) const HOLD: Key<Duration> =
+    Key::new("hold", "how long each step is measured", positive_duration);
+/// `ramp.warmup`.
+pub(crate) const WARMUP: Key<Duration> =
+    Key::new("warmup", "excluded from each step's figures", |cx, v, _| {
+        duration(cx, v)
+    });
+/// `ramp.refine`.
+pub(crate) const REFINE: Key<i64> = Key::new(
+    "refine",
+    "bisection iterations between the last step that held and the first that broke",
+    |cx, v, what| integer_in(cx, v, what, 0..=20),
+);
+
+/// `[ramp]`.
+pub(crate) const SECTION: Section = Section {
+    name: "ramp",
+    keys: &[&STEPS, &HOLD, &WARMUP, &REFINE],
+    check_table: None,
+};
+
+fn steps(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<Vec<f64>> {
+    let items = array(cx, v, "an array of percentages like [\"50%\", \"100%\"]")?;
+    if items.is_empty() {
+        cx.error(v.file, v.span(), format!("{what} lists no steps"), None);
+        return None;
+    }
+    let mut out: Vec<f64> = Vec::new();
+    for item in items {
+        let step = positive_share(cx, item, "a step", None)?;
+        if let Some(&last) = out.last()
+            && step <= last
+        {
+            cx.error(
+                item.file,
+                item.span(),
+                "ramp steps must increase",
+                Some("list them from the lightest load to the heaviest".to_owned()),
+            );
+            return None;
+        }
+        out.push(step);
+    }
+    Some(out)
+}
+
+/// Pass 2: `[ramp]` of `profile`; the warmup must leave some of the hold.
+pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>, profile: &str) -> Option<RampConfig> {
+    let s = &SECTION;
+    let steps = look.need(cx, s, &STEPS);
+    let hold = look.need(cx, s, &HOLD);
+    let warmup_val = look.get(&[s.name, WARMUP.name]);
+    let warmup = look.need(cx, s, &WARMUP);
+    let refine = look.need(cx, s, &REFINE);
+    let (hold, warmup) = (hold?, warmup?);
+    if warmup >= hold
+        && let Some(v) = warmup_val
+    {
+        cx.error(
+            v.file,
+            v.span(),
+            format!(
+                "in profile `{profile}`, {} ({}) is not shorter than {} ({})",
+                WARMUP.what(s.name),
+                format_duration(warmup),
+                HOLD.what(s.name),
+                format_duration(hold)
+            ),
+            Some("the warmup is excluded from each step's figures, so it must leave some of the hold to measure".to_owned()),
+        );
+        return None;
+    }
+    Some(RampConfig {
+        steps: steps?,
+        hold,
+        warmup,
+        refine: refine? as u32,
+    })
+}

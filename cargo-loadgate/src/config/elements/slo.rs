@@ -1,0 +1,89 @@
+//! `[slo]`: the failure condition; a ramp step holds while all of it holds.
+
+use super::key::{Key, Section};
+use super::profile::Look;
+use crate::config::source::{Cx, integer_in, positive_duration, share};
+use crate::config::types::{LatencyLimit, SloConfig};
+use std::time::Duration;
+
+const LATENCY_DOC: &str = "latency limits, measured from each request's intended send time";
+
+/// `slo.p50`.
+pub(crate) const P50: Key<Duration> = Key::new("p50", LATENCY_DOC, positive_duration);
+/// `slo.p90`.
+pub(crate) const P90: Key<Duration> = Key::new("p90", LATENCY_DOC, positive_duration);
+/// `slo.p95`.
+pub(crate) const P95: Key<Duration> = Key::new("p95", LATENCY_DOC, positive_duration);
+/// `slo.p99`.
+pub(crate) const P99: Key<Duration> = Key::new("p99", LATENCY_DOC, positive_duration);
+/// `slo.p999`.
+pub(crate) const P999: Key<Duration> = Key::new("p999", LATENCY_DOC, positive_duration);
+/// The latency keys with their quantiles.
+pub(crate) const LATENCY: [(&Key<Duration>, f64); 5] = [
+    (&P50, 0.5),
+    (&P90, 0.9),
+    (&P95, 0.95),
+    (&P99, 0.99),
+    (&P999, 0.999),
+];
+/// `slo.error-rate`.
+pub(crate) const ERROR_RATE: Key<f64> = Key::new(
+    "error-rate",
+    "the highest acceptable share of failed requests (wrong answers count)",
+    |cx, v, what| share(cx, v, what, Some(1.0)),
+);
+/// `slo.min-requests`.
+pub(crate) const MIN_REQUESTS: Key<i64> = Key::new(
+    "min-requests",
+    "a class needs this many requests in a step before its percentiles are judged",
+    |cx, v, what| integer_in(cx, v, what, 0..=i64::MAX),
+);
+
+/// `[slo]`.
+pub(crate) const SECTION: Section = Section {
+    name: "slo",
+    keys: &[&P50, &P90, &P95, &P99, &P999, &ERROR_RATE, &MIN_REQUESTS],
+    check_table: None,
+};
+
+/// The key of a latency limit's quantile.
+pub(crate) fn latency_key(quantile: f64) -> Option<&'static str> {
+    LATENCY
+        .iter()
+        .find(|(_, q)| *q == quantile)
+        .map(|(k, _)| k.name)
+}
+
+/// Pass 2: `[slo]` of one profile. The default p99 applies only when nothing above the defaults
+/// names a latency limit.
+pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<SloConfig> {
+    let s = &SECTION;
+    let user_given = LATENCY
+        .iter()
+        .any(|(k, _)| look.get_where(&[s.name, k.name], |l| !l.defaults).is_some());
+    let mut latency = Vec::new();
+    let mut ok = true;
+    for (key, quantile) in LATENCY {
+        let v = if user_given {
+            look.get_where(&[s.name, key.name], |l| !l.defaults)
+        } else {
+            look.get(&[s.name, key.name])
+        };
+        if let Some(v) = v {
+            match key.read(cx, v, s.name) {
+                Some(limit) => latency.push(LatencyLimit { quantile, limit }),
+                None => ok = false,
+            }
+        }
+    }
+    let error_rate = look.need(cx, s, &ERROR_RATE);
+    let min_requests = look.need(cx, s, &MIN_REQUESTS);
+    if !ok {
+        return None;
+    }
+    Some(SloConfig {
+        latency,
+        error_rate: error_rate?,
+        min_requests: min_requests? as u64,
+    })
+}

@@ -1,0 +1,342 @@
+//! `[target]`: what to run and how to tell it is ready. Which service is tested is fixed at the
+//! top level; a profile may only point at a running one (`url`) or change how it is run.
+
+use super::key::{Key, Section, SubTable, one_of};
+use super::profile::Look;
+use crate::config::source::{
+    Cx, Tbl, Val, array, integer_in, positive_duration, positive_number, size, string, string_map,
+    suggest,
+};
+use crate::config::types::{PackageRef, ReadyConfig, TargetConfig, TargetSource};
+use std::{collections::BTreeMap, path::Path, time::Duration};
+
+/// `target.bin`.
+pub(crate) const BIN: Key<String> = Key::fixed(
+    "bin",
+    "a binary target of the package, built by loadgate",
+    non_empty,
+);
+/// `target.image`.
+pub(crate) const IMAGE: Key<String> = Key::fixed(
+    "image",
+    "a `name:tag` that exists in the local Docker engine (never pulled)",
+    non_empty,
+);
+/// `target.dockerfile`.
+pub(crate) const DOCKERFILE: Key<String> = Key::fixed(
+    "dockerfile",
+    "a Dockerfile, relative to the config file's directory",
+    non_empty,
+);
+/// `target.context`.
+pub(crate) const CONTEXT: Key<String> =
+    Key::fixed("context", "the build context of `dockerfile`", non_empty);
+/// `target.url`.
+pub(crate) const URL: Key<String> = Key::new(
+    "url",
+    "a running service, `http://…` (only loopback unless `--allow-remote`)",
+    |cx, v, _| url(cx, v),
+);
+/// `target.port`.
+pub(crate) const PORT: Key<u16> = Key::new(
+    "port",
+    "the port the service listens on; it is given as `$PORT`",
+    |cx, v, _| integer_in(cx, v, "a port", 1..=65535).map(|p| p as u16),
+);
+/// `target.ready.http`.
+pub(crate) const READY_HTTP: Key<String> =
+    Key::new("http", "the path polled", |cx, v, _| ready_path(cx, v));
+/// `target.ready.timeout`.
+pub(crate) const READY_TIMEOUT: Key<Duration> =
+    Key::qualified("timeout", "how long to wait", positive_duration);
+/// `target.ready.interval`.
+pub(crate) const READY_INTERVAL: Key<Duration> =
+    Key::qualified("interval", "the pause between polls", positive_duration);
+/// `target.ready`.
+pub(crate) const READY: SubTable = SubTable {
+    name: "ready",
+    doc: "ready when `GET http` answers 2xx; each key defaults separately",
+    expected: "a table like { http = \"/health\" }",
+    keys: &[&READY_HTTP, &READY_TIMEOUT, &READY_INTERVAL],
+};
+/// `target.cpus`.
+pub(crate) const CPUS: Key<f64> = Key::new(
+    "cpus",
+    "CPU limit of the container, in cores",
+    positive_number,
+);
+/// `target.memory`.
+pub(crate) const MEMORY: Key<u64> =
+    Key::new("memory", "memory limit of the container", |cx, v, _| {
+        size(cx, v)
+    });
+/// `target.env`.
+pub(crate) const ENV: Key<BTreeMap<String, String>> =
+    Key::new("env", "environment of the service", |cx, v, what| {
+        Some(
+            string_map(cx, v, what.to_owned())?
+                .into_iter()
+                .map(|e| (e.key, e.value))
+                .collect(),
+        )
+    });
+/// `target.args`.
+pub(crate) const ARGS: Key<Vec<String>> = Key::new("args", "arguments of the service", args);
+
+/// The keys that name the target; at most one may be given.
+const SOURCES: [&Key<String>; 4] = [&BIN, &IMAGE, &DOCKERFILE, &URL];
+
+/// `[target]`.
+pub(crate) const SECTION: Section = Section {
+    name: "target",
+    keys: &[
+        &BIN,
+        &IMAGE,
+        &DOCKERFILE,
+        &CONTEXT,
+        &URL,
+        &PORT,
+        &READY,
+        &CPUS,
+        &MEMORY,
+        &ENV,
+        &ARGS,
+    ],
+    check_table: Some(check_sources),
+};
+
+/// Pass 1, at the top level: one source at most, and `context` only with `dockerfile`.
+fn check_sources(cx: &Cx<'_>, t: &Tbl<'_>, in_profile: bool) {
+    if in_profile {
+        return;
+    }
+    let given: Vec<&str> = SOURCES
+        .iter()
+        .map(|k| k.name)
+        .filter(|k| t.get(k).is_some())
+        .collect();
+    for extra in given.iter().skip(1) {
+        let span = t.key_span(extra).unwrap_or_else(|| t.span.clone());
+        cx.error(
+            t.file,
+            span,
+            format!("`{extra}` and `{}` both name the target", given[0]),
+            Some(format!("give only one of {}", one_of(&SOURCES))),
+        );
+    }
+    if let Some(span) = t.key_span(CONTEXT.name)
+        && t.get(DOCKERFILE.name).is_none()
+    {
+        cx.error(
+            t.file,
+            span,
+            format!(
+                "{} is only used with {}",
+                CONTEXT.what(SECTION.name),
+                DOCKERFILE.what(SECTION.name)
+            ),
+            None,
+        );
+    }
+}
+
+fn non_empty(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
+    let s = string(cx, v, "a string")?;
+    if s.trim().is_empty() {
+        cx.error(v.file, v.span(), format!("{what} must not be empty"), None);
+        return None;
+    }
+    Some(s.to_owned())
+}
+
+fn url(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
+    let s = string(cx, v, "a URL like \"http://127.0.0.1:8080\"")?;
+    match s.parse::<http::Uri>() {
+        Ok(uri) if uri.scheme_str() == Some("http") && uri.authority().is_some() => {
+            Some(s.trim_end_matches('/').to_owned())
+        }
+        Ok(uri) if uri.scheme_str() == Some("https") => {
+            cx.error(
+                v.file,
+                v.span(),
+                format!("{s:?} uses https, which loadgate does not speak"),
+                Some("load goes to a service on loopback over plain http".to_owned()),
+            );
+            None
+        }
+        _ => {
+            cx.error(
+                v.file,
+                v.span(),
+                format!("{s:?} is not an http URL"),
+                Some("write e.g. \"http://127.0.0.1:8080\"".to_owned()),
+            );
+            None
+        }
+    }
+}
+
+fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
+    let s = string(cx, v, "a path like \"/health\"")?;
+    if !s.starts_with('/') {
+        cx.error(
+            v.file,
+            v.span(),
+            format!("path {s:?} must start with `/`"),
+            None,
+        );
+        return None;
+    }
+    Some(s.to_owned())
+}
+
+fn args(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Vec<String>> {
+    let items = array(cx, v, "an array of strings")?;
+    let mut out = Vec::new();
+    for item in items {
+        out.push(string(cx, item, "a string")?.to_owned());
+    }
+    Some(out)
+}
+
+/// Pass 2: `[target]` of one profile.
+pub(crate) fn build(
+    cx: &Cx<'_>,
+    look: &Look<'_>,
+    package: Option<&PackageRef>,
+) -> Option<TargetConfig> {
+    let s = &SECTION;
+    let port = look.need(cx, s, &PORT);
+    // Each key of `ready` is looked up through the layers on its own.
+    fn ready_key<T>(cx: &Cx<'_>, look: &Look<'_>, key: &Key<T>) -> Option<T> {
+        look.get(&[SECTION.name, READY.name, key.name])
+            .and_then(|v| key.read(cx, v, READY.name))
+    }
+    let ready = (|| {
+        Some(ReadyConfig {
+            path: ready_key(cx, look, &READY_HTTP)?,
+            timeout: ready_key(cx, look, &READY_TIMEOUT)?,
+            interval: ready_key(cx, look, &READY_INTERVAL)?,
+        })
+    })();
+    let cpus = look.read(cx, s, &CPUS);
+    let memory = look.read(cx, s, &MEMORY);
+    let env = look.read(cx, s, &ENV).unwrap_or(Some(BTreeMap::new()));
+    let args = look.read(cx, s, &ARGS).unwrap_or(Some(Vec::new()));
+    let source = target_source(cx, look, package, port);
+    Some(TargetConfig {
+        source: source?,
+        port: port?,
+        ready: ready?,
+        cpus: match cpus {
+            Some(c) => Some(c?),
+            None => None,
+        },
+        memory_bytes: match memory {
+            Some(m) => Some(m?),
+            None => None,
+        },
+        env: env?,
+        args: args?,
+    })
+}
+
+fn target_source(
+    cx: &Cx<'_>,
+    look: &Look<'_>,
+    package: Option<&PackageRef>,
+    port: Option<u16>,
+) -> Option<TargetSource> {
+    let s = SECTION.name;
+    // A profile may point at a running service instead; otherwise the top level says what to run.
+    if let Some(v) = look.get_where(&[s, URL.name], |l| l.profile) {
+        return URL.read(cx, v, s).map(|url| TargetSource::Url { url });
+    }
+    let top = |key: &Key<String>| {
+        look.get_where(&[s, key.name], |l| !l.profile && !l.defaults)
+            .map(|v| (v, key.read(cx, v, s)))
+    };
+    if let Some((v, name)) = top(&BIN) {
+        let name = name?;
+        if let Some(package) = package
+            && !package.bins.contains(&name)
+        {
+            let help = if package.bins.is_empty() {
+                format!(
+                    "it has no binary targets; use {} instead",
+                    one_of(&SOURCES[1..])
+                )
+            } else {
+                let list = package
+                    .bins
+                    .iter()
+                    .map(|b| format!("`{b}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                match suggest(&name, package.bins.iter().map(String::as_str)) {
+                    Some(best) => format!("did you mean `{best}`? its binaries are: {list}"),
+                    None => format!("its binaries are: {list}"),
+                }
+            };
+            cx.error(
+                v.file,
+                v.span(),
+                format!("package `{}` has no binary target `{name}`", package.name),
+                Some(help),
+            );
+            return None;
+        }
+        return Some(TargetSource::Bin { name });
+    }
+    if let Some((_, reference)) = top(&IMAGE) {
+        return reference.map(|reference| TargetSource::Image { reference });
+    }
+    let base = cx.files[0]
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    if let Some((_, path)) = top(&DOCKERFILE) {
+        let path = base.join(path?);
+        let context = match top(&CONTEXT) {
+            Some((_, c)) => base.join(c?),
+            None => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        };
+        return Some(TargetSource::Dockerfile { path, context });
+    }
+    if let Some((_, url)) = top(&URL) {
+        return url.map(|url| TargetSource::Url { url });
+    }
+    match package {
+        Some(p) if p.bins.len() == 1 => Some(TargetSource::Bin {
+            name: p.bins[0].clone(),
+        }),
+        Some(p) => {
+            let (file, span) = look.section_anchor(s);
+            let message = if p.bins.is_empty() {
+                format!("no target: package `{}` has no binary target", p.name)
+            } else {
+                format!(
+                    "no target: package `{}` has several binaries ({})",
+                    p.name,
+                    p.bins.join(", ")
+                )
+            };
+            cx.error(
+                file,
+                span,
+                message,
+                Some(format!(
+                    "set one of {} in `[{}{s}]`",
+                    one_of(&SOURCES),
+                    look.prefix
+                )),
+            );
+            None
+        }
+        // A standalone config without a target drives a service already running on loopback.
+        None => port.map(|port| TargetSource::Url {
+            url: format!("http://127.0.0.1:{port}"),
+        }),
+    }
+}

@@ -4,7 +4,7 @@
 use super::{
     BaselineCommand, BaselineOpts, CompareOpts, ExitCode,
     gate::render_verdict,
-    render::{render_error, table},
+    render::{render_error, render_failure, table},
 };
 use crate::baseline::{BaselineError, StoreSpec, StoredEntry, resolve_commit, short};
 use crate::compare::{RunFigures, compare};
@@ -15,11 +15,8 @@ pub fn run(opts: &BaselineOpts) -> i32 {
     match run_inner(opts) {
         Ok(()) => ExitCode::PASS,
         Err(e) => {
-            eprint!("{}", render_error(&e));
-            if let Some(hint) = e.hint() {
-                eprintln!("hint: {hint}");
-            }
-            e.exit_code()
+            eprint!("{}", render_failure(&e, e.hint().as_deref()));
+            ExitCode::for_baseline(e.kind())
         }
     }
 }
@@ -137,7 +134,7 @@ pub fn compare_files(opts: &CompareOpts) -> i32 {
         comparison.head_commit.as_deref().map_or("no commit", short),
     )];
     print!("{}", render_verdict(&about, Some(&comparison), &verdict));
-    verdict.exit_code(opts.fail_on_inconclusive, false)
+    ExitCode::for_verdict(verdict.outcome, opts.fail_on_inconclusive, false)
 }
 
 fn repo_root() -> Result<PathBuf, BaselineError> {

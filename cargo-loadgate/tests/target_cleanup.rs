@@ -10,6 +10,7 @@
 mod support;
 
 use cargo_loadgate::{
+    cli::exit_on_signal,
     config::TargetKind,
     targets::{boot, install_cleanup_handlers},
 };
@@ -31,7 +32,7 @@ enum Ending {
 
 /// The child's part: boot, report, then wait (bounded) for the signal or panic.
 async fn child(kind: TargetKind, ending: Ending) {
-    install_cleanup_handlers().expect("handlers");
+    install_cleanup_handlers(exit_on_signal).expect("handlers");
     let id = std::env::var("LOADGATE_CLEANUP_RUN").expect("run id");
     let req = demo_request(
         kind,

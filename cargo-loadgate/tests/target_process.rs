@@ -198,7 +198,7 @@ async fn taken_port_is_port_in_use() {
         "{log_tail:?}"
     );
     assert_eq!(
-        err.exit_code(),
+        cargo_loadgate::cli::ExitCode::for_target(err.kind()),
         cargo_loadgate::cli::ExitCode::TARGET_FAILED
     );
     drop(listener);

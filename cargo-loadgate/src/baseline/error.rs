@@ -1,7 +1,15 @@
 //! The baseline stage's error type: reading, writing and finding stored baselines.
 
-use crate::cli::ExitCode;
 use std::path::PathBuf;
+
+/// What kind of failure a [`BaselineError`] is; the command line picks the exit code from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BaselineErrorKind {
+    /// What the person typed names nothing: a revision, a base branch or a store that does not exist.
+    Usage,
+    /// git, a store or the stored state failed.
+    Store,
+}
 
 /// An error of the baseline stage. Every variant that concerns stored state leaves that state as it
 /// was: a failed save never overwrites a note or a file it could not read.
@@ -129,36 +137,36 @@ pub enum BaselineError {
 }
 
 impl BaselineError {
-    /// A one-line suggestion for a person, when there is one.
+    /// A one-line suggestion for a person, when there is one. It is bare text: the command line
+    /// puts it on its own `hint:` line.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            BaselineError::GitSpawn { .. } => "hint: is git installed and on PATH?".to_owned(),
+            BaselineError::GitSpawn { .. } => "is git installed and on PATH?".to_owned(),
             BaselineError::NoBaseRef { .. } => {
-                "hint: name the base branch with --base-ref (e.g. origin/main)".to_owned()
+                "name the base branch with --base-ref (e.g. origin/main)".to_owned()
             }
             BaselineError::NoMergeBase { .. } => {
-                "hint: fetch the base branch with its history (actions/checkout: fetch-depth: 0)"
+                "fetch the base branch with its history (actions/checkout: fetch-depth: 0)"
                     .to_owned()
             }
             BaselineError::UnknownRevision { .. } => {
-                "hint: in a shallow CI clone, fetch more history (fetch-depth: 0)".to_owned()
+                "in a shallow CI clone, fetch more history (fetch-depth: 0)".to_owned()
             }
             BaselineError::Corrupt { location, .. } if location.starts_with("refs/") => format!(
-                "hint: the note was left untouched; inspect it with `git notes --ref={location} show <commit>`"
+                "the note was left untouched; inspect it with `git notes --ref={location} show <commit>`"
             ),
             BaselineError::Corrupt { .. } => {
-                "hint: the file was left untouched; inspect or remove it by hand".to_owned()
+                "the file was left untouched; inspect or remove it by hand".to_owned()
             }
             BaselineError::NewerFormat { .. } => {
-                "hint: upgrade cargo-loadgate to read or extend this baseline".to_owned()
+                "upgrade cargo-loadgate to read or extend this baseline".to_owned()
             }
             BaselineError::DirtyTree { .. } => {
-                "hint: commit the changes first, or allow it explicitly with --allow-dirty"
-                    .to_owned()
+                "commit the changes first, or allow it explicitly with --allow-dirty".to_owned()
             }
-            BaselineError::Contended { .. } => "hint: retry the save".to_owned(),
+            BaselineError::Contended { .. } => "retry the save".to_owned(),
             BaselineError::BadStoreSpec { .. } => {
-                "hint: use `notes`, `notes:REF` or `dir:PATH`".to_owned()
+                "use `notes`, `notes:REF` or `dir:PATH`".to_owned()
             }
             BaselineError::Git { .. }
             | BaselineError::BadCommitId { .. }
@@ -167,14 +175,23 @@ impl BaselineError {
         })
     }
 
-    /// The process exit code this error ends a command with: a usage error for what the person
-    /// typed, a general error otherwise.
-    pub fn exit_code(&self) -> i32 {
+    /// What kind of failure this is: a usage error for what the person typed, a store failure
+    /// otherwise.
+    pub fn kind(&self) -> BaselineErrorKind {
         match self {
             BaselineError::BadStoreSpec { .. }
             | BaselineError::UnknownRevision { .. }
-            | BaselineError::NoBaseRef { .. } => ExitCode::USAGE,
-            _ => ExitCode::OTHER_ERROR,
+            | BaselineError::NoBaseRef { .. } => BaselineErrorKind::Usage,
+            BaselineError::GitSpawn { .. }
+            | BaselineError::Git { .. }
+            | BaselineError::NoMergeBase { .. }
+            | BaselineError::Corrupt { .. }
+            | BaselineError::NewerFormat { .. }
+            | BaselineError::Io { .. }
+            | BaselineError::NotSavable { .. }
+            | BaselineError::DirtyTree { .. }
+            | BaselineError::Contended { .. }
+            | BaselineError::BadCommitId { .. } => BaselineErrorKind::Store,
         }
     }
 }
@@ -189,5 +206,144 @@ fn render_stderr(stderr: &str) -> String {
         String::new()
     } else {
         format!(": {stderr}")
+    }
+}
+
+/// One example of every variant, named, for the tests here and the exit-code and rendering tests in
+/// the CLI.
+#[cfg(test)]
+pub(crate) fn examples() -> Vec<(&'static str, BaselineError)> {
+    const C: &str = "3f2a91c0d4e5f60718293a4b5c6d7e8f90a1b2c3";
+    let repo = || PathBuf::from("/work/repo");
+    vec![
+        (
+            "git_spawn",
+            BaselineError::GitSpawn {
+                command: "notes --ref=refs/notes/loadgate show".into(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+        ),
+        (
+            "git",
+            BaselineError::Git {
+                command: "rev-parse HEAD".into(),
+                repo: repo(),
+                status: "exit status: 128".into(),
+                stderr: "fatal: not a git repository".into(),
+            },
+        ),
+        (
+            "unknown_revision",
+            BaselineError::UnknownRevision {
+                rev: "v9".into(),
+                repo: repo(),
+            },
+        ),
+        ("no_base_ref", BaselineError::NoBaseRef { repo: repo() }),
+        (
+            "no_merge_base",
+            BaselineError::NoMergeBase {
+                head: "HEAD".into(),
+                base_ref: "origin/main".into(),
+                repo: repo(),
+            },
+        ),
+        (
+            "corrupt_note",
+            BaselineError::Corrupt {
+                commit: C.into(),
+                location: "refs/notes/loadgate".into(),
+                detail: "expected value at line 1 column 1".into(),
+            },
+        ),
+        (
+            "corrupt_file",
+            BaselineError::Corrupt {
+                commit: C.into(),
+                location: "/work/baselines/3f2a91c.json".into(),
+                detail: "expected value at line 1 column 1".into(),
+            },
+        ),
+        (
+            "newer_format",
+            BaselineError::NewerFormat {
+                commit: C.into(),
+                location: "refs/notes/loadgate".into(),
+                found: 2,
+                known: 1,
+            },
+        ),
+        (
+            "io",
+            BaselineError::Io {
+                action: "read",
+                path: "/work/baselines".into(),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            },
+        ),
+        (
+            "not_savable",
+            BaselineError::NotSavable {
+                reason: "the run is invalid".into(),
+            },
+        ),
+        ("dirty_tree", BaselineError::DirtyTree { commit: C.into() }),
+        (
+            "contended",
+            BaselineError::Contended {
+                ref_name: "refs/notes/loadgate".into(),
+                attempts: 5,
+            },
+        ),
+        (
+            "bad_commit_id",
+            BaselineError::BadCommitId {
+                commit: "3f2a".into(),
+            },
+        ),
+        (
+            "bad_store_spec",
+            BaselineError::BadStoreSpec {
+                spec: "s3:bucket".into(),
+            },
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    #[test_case("git_spawn", BaselineErrorKind::Store)]
+    #[test_case("git", BaselineErrorKind::Store)]
+    #[test_case("unknown_revision", BaselineErrorKind::Usage)]
+    #[test_case("no_base_ref", BaselineErrorKind::Usage)]
+    #[test_case("no_merge_base", BaselineErrorKind::Store)]
+    #[test_case("corrupt_note", BaselineErrorKind::Store)]
+    #[test_case("corrupt_file", BaselineErrorKind::Store)]
+    #[test_case("newer_format", BaselineErrorKind::Store)]
+    #[test_case("io", BaselineErrorKind::Store)]
+    #[test_case("not_savable", BaselineErrorKind::Store)]
+    #[test_case("dirty_tree", BaselineErrorKind::Store)]
+    #[test_case("contended", BaselineErrorKind::Store)]
+    #[test_case("bad_commit_id", BaselineErrorKind::Store)]
+    #[test_case("bad_store_spec", BaselineErrorKind::Usage)]
+    fn kinds(name: &str, kind: BaselineErrorKind) {
+        let (_, err) = examples()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .expect("variant in table");
+        assert_eq!(err.kind(), kind);
+    }
+
+    /// The hint is bare text; the command line adds the `hint:` label (it printed "hint: hint:").
+    #[test]
+    fn hints_carry_no_label_of_their_own() {
+        for (name, err) in examples() {
+            if let Some(hint) = err.hint() {
+                assert!(!hint.starts_with("hint"), "{name}: {hint}");
+            }
+        }
     }
 }

@@ -12,7 +12,9 @@ mod notes;
 mod store;
 
 pub use dir::DirStore;
-pub use error::{BaselineError, short};
+#[cfg(test)]
+pub(crate) use error::examples as error_examples;
+pub use error::{BaselineError, BaselineErrorKind, short};
 pub use fingerprint::{Fingerprint, cpuset_len, fingerprint};
 pub use git::{FALLBACK_EMAIL, FALLBACK_NAME};
 pub use lookup::{

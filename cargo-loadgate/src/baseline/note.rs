@@ -437,7 +437,7 @@ mod tests {
         let err =
             StoredNote::parse(b"{\"format_version\": 2}", C, "refs/notes/loadgate").unwrap_err();
         insta::assert_snapshot!(
-            format!("{err}\n{}", err.hint().unwrap()),
+            format!("{err}\nhint: {}", err.hint().unwrap()),
             @r"
         baseline for commit 0123456 in refs/notes/loadgate has format version 2, newer than 1, the newest this cargo-loadgate reads
         hint: upgrade cargo-loadgate to read or extend this baseline

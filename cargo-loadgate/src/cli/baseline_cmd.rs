@@ -2,8 +2,9 @@
 //! stores and the verdict without running anything.
 
 use super::{
-    BaselineCommand, BaselineOpts, CompareOpts, ExitCode, gate::render_verdict,
-    render::render_error,
+    BaselineCommand, BaselineOpts, CompareOpts, ExitCode,
+    gate::render_verdict,
+    render::{render_error, render_failure},
 };
 use crate::baseline::{BaselineError, StoreSpec, StoredEntry, StoredResult, resolve_commit, short};
 use crate::compare::{RunFigures, compare};
@@ -15,11 +16,8 @@ pub fn run(opts: &BaselineOpts) -> i32 {
     match run_inner(opts) {
         Ok(()) => ExitCode::PASS,
         Err(e) => {
-            eprint!("{}", render_error(&e));
-            if let Some(hint) = e.hint() {
-                eprintln!("hint: {hint}");
-            }
-            e.exit_code()
+            eprint!("{}", render_failure(&e, e.hint().as_deref()));
+            ExitCode::for_baseline(e.kind())
         }
     }
 }
@@ -157,7 +155,7 @@ pub fn compare_files(opts: &CompareOpts) -> i32 {
         comparison.head_commit.as_deref().map_or("no commit", short),
     )];
     print!("{}", render_verdict(&about, Some(&comparison), &verdict));
-    verdict.exit_code(opts.fail_on_inconclusive, false)
+    ExitCode::for_verdict(verdict.outcome, opts.fail_on_inconclusive, false)
 }
 
 fn repo_root() -> Result<PathBuf, BaselineError> {

@@ -1,6 +1,6 @@
 //! `cargo loadgate clean`: remove containers and images that loadgate labelled and left behind.
 
-use super::{CleanOpts, ExitCode, render::render_error};
+use super::{CleanOpts, ExitCode, render::render_failure};
 use crate::targets::{SweepScope, sweep};
 
 /// Runs `cargo loadgate clean` and returns the exit code.
@@ -41,11 +41,8 @@ async fn clean(opts: &CleanOpts) -> i32 {
             }
         }
         Err(e) => {
-            eprint!("{}", render_error(&e));
-            if let Some(hint) = e.hint() {
-                eprintln!("hint: {hint}");
-            }
-            e.exit_code()
+            eprint!("{}", render_failure(&e, e.hint().as_deref()));
+            ExitCode::for_target(e.kind())
         }
     }
 }

@@ -1,4 +1,12 @@
 //! Exit codes of `cargo loadgate`, in one place. Each is pinned by a test: CI scripts branch on them.
+//!
+//! Only the command line knows these numbers (as nextest's `NextestExitCode`): the library's errors
+//! expose a kind ([`TargetErrorKind`], [`BaselineErrorKind`]), the verdict an outcome, the cleanup
+//! task the signal that stopped the run, and the functions here map each to its code.
+
+use crate::baseline::BaselineErrorKind;
+use crate::result::VerdictOutcome;
+use crate::targets::{StopSignal, TargetErrorKind};
 
 /// Process exit codes. Numbers are a contract with users' CI scripts and never change meaning.
 pub struct ExitCode;
@@ -26,9 +34,60 @@ impl ExitCode {
     pub const TERMINATED: i32 = 143;
 }
 
+impl ExitCode {
+    /// The code a target-stage error ends a command with.
+    pub fn for_target(kind: TargetErrorKind) -> i32 {
+        match kind {
+            TargetErrorKind::Usage => Self::USAGE,
+            TargetErrorKind::Target => Self::TARGET_FAILED,
+            TargetErrorKind::Io => Self::OTHER_ERROR,
+        }
+    }
+
+    /// The code a baseline-stage error ends a command with: a usage error for what the person
+    /// typed, a general error otherwise.
+    pub fn for_baseline(kind: BaselineErrorKind) -> i32 {
+        match kind {
+            BaselineErrorKind::Usage => Self::USAGE,
+            BaselineErrorKind::Store => Self::OTHER_ERROR,
+        }
+    }
+
+    /// The code a verdict ends a gated command with: inconclusive fails only with
+    /// `fail_on_inconclusive`, a missing baseline only with `require_baseline`.
+    pub fn for_verdict(
+        outcome: VerdictOutcome,
+        fail_on_inconclusive: bool,
+        require_baseline: bool,
+    ) -> i32 {
+        match outcome {
+            VerdictOutcome::Pass => Self::PASS,
+            VerdictOutcome::Regression => Self::REGRESSION,
+            VerdictOutcome::Inconclusive if fail_on_inconclusive => Self::INCONCLUSIVE,
+            VerdictOutcome::NoBaseline if require_baseline => Self::NO_BASELINE,
+            VerdictOutcome::Inconclusive | VerdictOutcome::NoBaseline => Self::PASS,
+        }
+    }
+
+    /// The code a run stopped by a signal ends with (128 + the signal's number, as shells expect).
+    pub fn for_signal(signal: StopSignal) -> i32 {
+        match signal {
+            StopSignal::Interrupt => Self::INTERRUPTED,
+            StopSignal::Terminate => Self::TERMINATED,
+        }
+    }
+}
+
+/// Ends the process after the cleanup task tore everything down on a signal: the callback given to
+/// [`crate::targets::install_cleanup_handlers`].
+pub fn exit_on_signal(signal: StopSignal) -> ! {
+    std::process::exit(ExitCode::for_signal(signal))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::ExitCode;
+    use super::*;
+    use test_case::test_case;
 
     #[test]
     fn exit_codes_are_pinned() {
@@ -42,5 +101,60 @@ mod tests {
         assert_eq!(ExitCode::INVALID_RUN, 21);
         assert_eq!(ExitCode::INTERRUPTED, 130);
         assert_eq!(ExitCode::TERMINATED, 143);
+    }
+
+    #[test_case(TargetErrorKind::Usage, ExitCode::USAGE)]
+    #[test_case(TargetErrorKind::Target, ExitCode::TARGET_FAILED)]
+    #[test_case(TargetErrorKind::Io, ExitCode::OTHER_ERROR)]
+    fn target_kinds(kind: TargetErrorKind, code: i32) {
+        assert_eq!(ExitCode::for_target(kind), code);
+    }
+
+    #[test_case(BaselineErrorKind::Usage, ExitCode::USAGE)]
+    #[test_case(BaselineErrorKind::Store, ExitCode::OTHER_ERROR)]
+    fn baseline_kinds(kind: BaselineErrorKind, code: i32) {
+        assert_eq!(ExitCode::for_baseline(kind), code);
+    }
+
+    #[test_case(StopSignal::Interrupt, 130)]
+    #[test_case(StopSignal::Terminate, 143)]
+    fn signals(signal: StopSignal, code: i32) {
+        assert_eq!(ExitCode::for_signal(signal), code);
+    }
+
+    #[test_case(VerdictOutcome::Pass, false, false, ExitCode::PASS)]
+    #[test_case(VerdictOutcome::Pass, true, true, ExitCode::PASS)]
+    #[test_case(VerdictOutcome::Regression, false, false, ExitCode::REGRESSION)]
+    #[test_case(VerdictOutcome::Regression, true, true, ExitCode::REGRESSION)]
+    #[test_case(VerdictOutcome::Inconclusive, false, false, ExitCode::PASS)]
+    #[test_case(VerdictOutcome::Inconclusive, false, true, ExitCode::PASS)]
+    #[test_case(VerdictOutcome::Inconclusive, true, false, ExitCode::INCONCLUSIVE)]
+    #[test_case(VerdictOutcome::NoBaseline, false, false, ExitCode::PASS)]
+    #[test_case(VerdictOutcome::NoBaseline, true, false, ExitCode::PASS)]
+    #[test_case(VerdictOutcome::NoBaseline, false, true, ExitCode::NO_BASELINE)]
+    fn verdicts(outcome: VerdictOutcome, fail_on_inconclusive: bool, require: bool, code: i32) {
+        assert_eq!(
+            ExitCode::for_verdict(outcome, fail_on_inconclusive, require),
+            code
+        );
+    }
+
+    /// Every target error as a person reads it, with the code it ends the command with.
+    #[test]
+    fn messages_and_hints_read_well() {
+        let rendered: Vec<String> = crate::targets::error_examples()
+            .into_iter()
+            .map(|(name, err)| {
+                let hint = err
+                    .hint()
+                    .map(|h| format!("\nhint: {h}"))
+                    .unwrap_or_default();
+                format!(
+                    "[{name}] exit {}\n{err}{hint}",
+                    ExitCode::for_target(err.kind())
+                )
+            })
+            .collect();
+        insta::assert_snapshot!(rendered.join("\n\n"));
     }
 }

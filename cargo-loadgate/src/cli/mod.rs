@@ -15,9 +15,9 @@ mod render;
 mod report;
 mod run;
 
-pub use exit::ExitCode;
+pub use exit::{ExitCode, exit_on_signal};
 pub use opts::*;
-pub use render::render_error;
+pub use render::{render_error, render_failure};
 pub use run::{RunError, render_summary, run_phase_on_generator_thread};
 
 use clap::Parser;

@@ -37,6 +37,18 @@ pub fn render_error(err: &(dyn Error + 'static)) -> String {
     out
 }
 
+/// Renders a failed command's error, then the failing stage's hint (bare text) on its own `hint:`
+/// line, once.
+pub fn render_failure(err: &(dyn Error + 'static), hint: Option<&str>) -> String {
+    let mut out = render_error(err);
+    if let Some(hint) = hint {
+        out.push_str("hint: ");
+        out.push_str(hint);
+        out.push('\n');
+    }
+    out
+}
+
 /// Splits trailing `hint:` lines (and what follows them) off a message.
 fn split_hints(message: &str) -> (&str, Vec<&str>) {
     match message.find("\nhint:") {
@@ -60,6 +72,31 @@ mod tests {
         error: failed to boot the target
           caused by: connection refused
         hint: try --target process
+        ");
+    }
+
+    /// Baseline hints used to carry their own label, and the command line added another
+    /// ("hint: hint: …"): every baseline error renders with at most one.
+    #[test]
+    fn baseline_errors_render_one_hint_label() {
+        for (name, err) in crate::baseline::error_examples() {
+            let hint = err.hint();
+            let out = render_failure(&err, hint.as_deref());
+            let labels = out.matches("hint:").count();
+            assert_eq!(labels, usize::from(hint.is_some()), "{name}:\n{out}");
+            assert!(!out.contains("hint: hint"), "{name}:\n{out}");
+        }
+    }
+
+    #[test]
+    fn a_baseline_hint_renders_on_its_own_line() {
+        let (_, err) = crate::baseline::error_examples()
+            .into_iter()
+            .find(|(n, _)| *n == "no_base_ref")
+            .expect("example");
+        insta::assert_snapshot!(render_failure(&err, err.hint().as_deref()), @r"
+        error: no base branch to find the baseline through: neither `origin/HEAD` nor `main` exists in /work/repo
+        hint: name the base branch with --base-ref (e.g. origin/main)
         ");
     }
 }

@@ -3,7 +3,7 @@
 
 use super::gate::{self, Baseline, GateOptions};
 use super::progress::{self, OutputMode, PhaseBar, RunDisplay};
-use super::{ExitCode, RunOpts, TargetKindArg, render::render_error};
+use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::render_failure};
 use crate::baseline::{BaselineError, fingerprint, short};
 use crate::calibrate::Calibration;
 use crate::config::{
@@ -73,8 +73,8 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Config(_) | RunError::Usage { .. } => ExitCode::USAGE,
-            RunError::Target(e) => e.exit_code(),
-            RunError::Baseline(e) => e.exit_code(),
+            RunError::Target(e) => ExitCode::for_target(e.kind()),
+            RunError::Baseline(e) => ExitCode::for_baseline(e.kind()),
             RunError::Engine {
                 source: EngineError::InvalidUrl { .. },
                 ..
@@ -109,10 +109,7 @@ pub fn run(opts: &RunOpts) -> i32 {
     match runtime.block_on(run_async(opts)) {
         Ok(code) => code,
         Err(e) => {
-            eprint!("{}", render_error(&e));
-            if let Some(hint) = e.hint() {
-                eprintln!("hint: {hint}");
-            }
+            eprint!("{}", render_failure(&e, e.hint().as_deref()));
             e.exit_code()
         }
     }
@@ -128,7 +125,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let result_path = out_dir.join("result.json");
     let run_id = std::env::var("LOADGATE_RUN_ID").unwrap_or_else(|_| new_run_id());
 
-    crate::targets::install_cleanup_handlers()?;
+    crate::targets::install_cleanup_handlers(super::exit_on_signal)?;
 
     let generator_core = crate::engine::generator_core();
     let target_cpuset = generator_core.map(|_| cpuset_string(&crate::engine::target_cores()));
@@ -412,7 +409,11 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         }
     }
     if outcome.valid {
-        Ok(verdict.exit_code(opts.fail_on_inconclusive, opts.require_baseline))
+        Ok(ExitCode::for_verdict(
+            verdict.outcome,
+            opts.fail_on_inconclusive,
+            opts.require_baseline,
+        ))
     } else {
         let reasons: Vec<String> = result
             .phases

@@ -2,7 +2,6 @@
 //! outcome, and the verdict. `compare/` decides them; this module only holds what is written and
 //! read back, so that the document does not depend on the code that judges it.
 
-use crate::cli::ExitCode;
 use serde::{Deserialize, Serialize};
 
 /// A compared metric.
@@ -208,18 +207,6 @@ impl Verdict {
             metrics: Vec::new(),
             warnings: explanations,
             leak: None,
-        }
-    }
-
-    /// The process exit code: inconclusive fails only with `fail_on_inconclusive`, a missing
-    /// baseline only with `require_baseline`.
-    pub fn exit_code(&self, fail_on_inconclusive: bool, require_baseline: bool) -> i32 {
-        match self.outcome {
-            VerdictOutcome::Pass => ExitCode::PASS,
-            VerdictOutcome::Regression => ExitCode::REGRESSION,
-            VerdictOutcome::Inconclusive if fail_on_inconclusive => ExitCode::INCONCLUSIVE,
-            VerdictOutcome::NoBaseline if require_baseline => ExitCode::NO_BASELINE,
-            VerdictOutcome::Inconclusive | VerdictOutcome::NoBaseline => ExitCode::PASS,
         }
     }
 }

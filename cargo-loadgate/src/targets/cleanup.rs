@@ -5,7 +5,6 @@
 //! and a signal or a panic at the wrong moment would skip it.
 
 use super::TargetError;
-use crate::cli::ExitCode;
 use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 use nix::{
     sys::signal::{Signal, killpg},
@@ -75,15 +74,25 @@ pub fn registered() -> (Vec<String>, Vec<String>, Vec<i32>) {
     )
 }
 
+/// The signal that stopped a run, as the cleanup task reports it to whoever ends the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT (Ctrl-C).
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+}
+
 /// Installs the cleanup handlers, once per process (later calls do nothing):
 ///
 /// - a tokio task that waits for SIGINT or SIGTERM, then removes every registered container (also
-///   those labelled with a registered run id), kills every registered process group, and exits the
-///   process with [`ExitCode::INTERRUPTED`] or [`ExitCode::TERMINATED`];
-/// - a panic hook that does the same synchronously before the previous hook runs.
+///   those labelled with a registered run id), kills every registered process group, and hands the
+///   signal to `on_signal`, which ends the process (the command line picks the exit code: this
+///   module knows none);
+/// - a panic hook that does the same cleanup synchronously before the previous hook runs.
 ///
 /// Must be called inside a tokio runtime.
-pub fn install_cleanup_handlers() -> Result<(), TargetError> {
+pub fn install_cleanup_handlers(on_signal: fn(StopSignal) -> !) -> Result<(), TargetError> {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     if INSTALLED.get().is_some() {
         return Ok(());
@@ -97,12 +106,12 @@ pub fn install_cleanup_handlers() -> Result<(), TargetError> {
         return Ok(());
     }
     tokio::spawn(async move {
-        let code = tokio::select! {
-            _ = sigint.recv() => ExitCode::INTERRUPTED,
-            _ = sigterm.recv() => ExitCode::TERMINATED,
+        let signal = tokio::select! {
+            _ = sigint.recv() => StopSignal::Interrupt,
+            _ = sigterm.recv() => StopSignal::Terminate,
         };
         let _ = tokio::task::spawn_blocking(cleanup_all_blocking).await;
-        std::process::exit(code);
+        on_signal(signal);
     });
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

@@ -1,11 +1,22 @@
 //! The target stage's error type: what went wrong building, booting, probing or tearing down the
 //! service under test, with what a person needs to fix it (command, status, log tail) and a hint.
 
-use crate::cli::ExitCode;
 use std::{fmt::Write as _, time::Duration};
 
 /// How many lines of a target's output an error shows.
 pub const ERROR_LOG_LINES: usize = 20;
+
+/// What kind of failure a [`TargetError`] is; the command line picks the exit code from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetErrorKind {
+    /// The request cannot be served as asked (a remote or malformed URL, a source this target kind
+    /// cannot run): fix the command line or the config; nothing was started.
+    Usage,
+    /// The target could not be built, booted or made ready, or it failed while running.
+    Target,
+    /// A local I/O operation failed.
+    Io,
+}
 
 /// An error of the target stage.
 #[derive(Debug, thiserror::Error)]
@@ -133,15 +144,15 @@ pub enum TargetError {
 }
 
 impl TargetError {
-    /// The process exit code this error ends `cargo loadgate` with.
-    pub fn exit_code(&self) -> i32 {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> TargetErrorKind {
         match self {
             Self::RemoteRefused { .. }
             | Self::InvalidUrl { .. }
             | Self::MissingUrl
             | Self::NoPackage { .. }
-            | Self::Unsupported { .. } => ExitCode::USAGE,
-            Self::Io { .. } => ExitCode::OTHER_ERROR,
+            | Self::Unsupported { .. } => TargetErrorKind::Usage,
+            Self::Io { .. } => TargetErrorKind::Io,
             Self::EngineUnavailable { .. }
             | Self::ImageMissing { .. }
             | Self::Build { .. }
@@ -149,7 +160,7 @@ impl TargetError {
             | Self::ReadinessTimeout { .. }
             | Self::Crashed { .. }
             | Self::PortInUse { .. }
-            | Self::Engine { .. } => ExitCode::TARGET_FAILED,
+            | Self::Engine { .. } => TargetErrorKind::Target,
         }
     }
 
@@ -236,133 +247,121 @@ fn render_tail(what: &str, tail: &[String]) -> String {
 pub(crate) use crate::config::format_duration;
 
 #[cfg(test)]
+fn tail() -> Vec<String> {
+    vec![
+        "listening on 0.0.0.0:8080".into(),
+        "thread 'main' panicked at src/main.rs:3:5".into(),
+    ]
+}
+
+/// One example of every variant, named, for the tests here and the exit-code tests in the CLI.
+#[cfg(test)]
+pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
+    vec![
+        (
+            "engine_unavailable",
+            TargetError::EngineUnavailable {
+                detail: "connection refused".into(),
+            },
+        ),
+        (
+            "image_missing",
+            TargetError::ImageMissing {
+                reference: "acme/api:1.2".into(),
+            },
+        ),
+        (
+            "build",
+            TargetError::Build {
+                command: "cargo build --release -p demo --bin demo".into(),
+                status: "exit status 101".into(),
+                stderr_tail: vec!["error[E0425]: cannot find value `x` in this scope".into()],
+            },
+        ),
+        (
+            "binary_not_found",
+            TargetError::BinaryNotFound {
+                package: "demo".into(),
+                bin: "demo".into(),
+            },
+        ),
+        ("no_package", TargetError::NoPackage { bin: "demo".into() }),
+        (
+            "readiness_timeout",
+            TargetError::ReadinessTimeout {
+                url: "http://127.0.0.1:4000/healthz".into(),
+                waited: Duration::from_secs(30),
+                last: "404 Not Found".into(),
+                log_tail: tail(),
+            },
+        ),
+        (
+            "crashed",
+            TargetError::Crashed {
+                status: "exit status 101".into(),
+                log_tail: tail(),
+            },
+        ),
+        (
+            "crashed_silent",
+            TargetError::Crashed {
+                status: "signal 9 (SIGKILL)".into(),
+                log_tail: vec![],
+            },
+        ),
+        (
+            "port_in_use",
+            TargetError::PortInUse {
+                port: 4000,
+                log_tail: tail(),
+            },
+        ),
+        (
+            "remote_refused",
+            TargetError::RemoteRefused {
+                url: "http://10.0.0.1:8080".into(),
+            },
+        ),
+        (
+            "invalid_url",
+            TargetError::InvalidUrl {
+                url: "htp:/x".into(),
+                reason: "no host".into(),
+            },
+        ),
+        ("missing_url", TargetError::MissingUrl),
+        (
+            "unsupported",
+            TargetError::Unsupported {
+                kind: "process".into(),
+                source_desc: "image `acme/api:1.2`".into(),
+            },
+        ),
+        (
+            "engine",
+            TargetError::engine(
+                "create the container",
+                std::io::Error::other("no such image"),
+            ),
+        ),
+        (
+            "io",
+            TargetError::io(
+                "read /proc/1/stat",
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ),
+        ),
+    ]
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use test_case::test_case;
 
-    fn tail() -> Vec<String> {
-        vec![
-            "listening on 0.0.0.0:8080".into(),
-            "thread 'main' panicked at src/main.rs:3:5".into(),
-        ]
-    }
-
-    fn all_variants() -> Vec<(&'static str, TargetError)> {
-        vec![
-            (
-                "engine_unavailable",
-                TargetError::EngineUnavailable {
-                    detail: "connection refused".into(),
-                },
-            ),
-            (
-                "image_missing",
-                TargetError::ImageMissing {
-                    reference: "acme/api:1.2".into(),
-                },
-            ),
-            (
-                "build",
-                TargetError::Build {
-                    command: "cargo build --release -p demo --bin demo".into(),
-                    status: "exit status 101".into(),
-                    stderr_tail: vec!["error[E0425]: cannot find value `x` in this scope".into()],
-                },
-            ),
-            (
-                "binary_not_found",
-                TargetError::BinaryNotFound {
-                    package: "demo".into(),
-                    bin: "demo".into(),
-                },
-            ),
-            ("no_package", TargetError::NoPackage { bin: "demo".into() }),
-            (
-                "readiness_timeout",
-                TargetError::ReadinessTimeout {
-                    url: "http://127.0.0.1:4000/healthz".into(),
-                    waited: Duration::from_secs(30),
-                    last: "404 Not Found".into(),
-                    log_tail: tail(),
-                },
-            ),
-            (
-                "crashed",
-                TargetError::Crashed {
-                    status: "exit status 101".into(),
-                    log_tail: tail(),
-                },
-            ),
-            (
-                "crashed_silent",
-                TargetError::Crashed {
-                    status: "signal 9 (SIGKILL)".into(),
-                    log_tail: vec![],
-                },
-            ),
-            (
-                "port_in_use",
-                TargetError::PortInUse {
-                    port: 4000,
-                    log_tail: tail(),
-                },
-            ),
-            (
-                "remote_refused",
-                TargetError::RemoteRefused {
-                    url: "http://10.0.0.1:8080".into(),
-                },
-            ),
-            (
-                "invalid_url",
-                TargetError::InvalidUrl {
-                    url: "htp:/x".into(),
-                    reason: "no host".into(),
-                },
-            ),
-            ("missing_url", TargetError::MissingUrl),
-            (
-                "unsupported",
-                TargetError::Unsupported {
-                    kind: "process".into(),
-                    source_desc: "image `acme/api:1.2`".into(),
-                },
-            ),
-            (
-                "engine",
-                TargetError::engine(
-                    "create the container",
-                    std::io::Error::other("no such image"),
-                ),
-            ),
-            (
-                "io",
-                TargetError::io(
-                    "read /proc/1/stat",
-                    std::io::Error::from(std::io::ErrorKind::NotFound),
-                ),
-            ),
-        ]
-    }
-
-    #[test]
-    fn messages_and_hints_read_well() {
-        let rendered: Vec<String> = all_variants()
-            .into_iter()
-            .map(|(name, err)| {
-                let hint = err
-                    .hint()
-                    .map(|h| format!("\nhint: {h}"))
-                    .unwrap_or_default();
-                format!("[{name}] exit {}\n{err}{hint}", err.exit_code())
-            })
-            .collect();
-        insta::assert_snapshot!(rendered.join("\n\n"));
-    }
-
     #[test]
     fn messages_are_lowercase_fragments_without_final_period() {
-        for (name, err) in all_variants() {
+        for (name, err) in examples() {
             let first = err
                 .to_string()
                 .lines()
@@ -377,26 +376,27 @@ mod tests {
         }
     }
 
-    #[test_case("remote_refused", ExitCode::USAGE)]
-    #[test_case("invalid_url", ExitCode::USAGE)]
-    #[test_case("missing_url", ExitCode::USAGE)]
-    #[test_case("no_package", ExitCode::USAGE)]
-    #[test_case("unsupported", ExitCode::USAGE)]
-    #[test_case("engine_unavailable", ExitCode::TARGET_FAILED)]
-    #[test_case("image_missing", ExitCode::TARGET_FAILED)]
-    #[test_case("build", ExitCode::TARGET_FAILED)]
-    #[test_case("binary_not_found", ExitCode::TARGET_FAILED)]
-    #[test_case("readiness_timeout", ExitCode::TARGET_FAILED)]
-    #[test_case("crashed", ExitCode::TARGET_FAILED)]
-    #[test_case("port_in_use", ExitCode::TARGET_FAILED)]
-    #[test_case("engine", ExitCode::TARGET_FAILED)]
-    #[test_case("io", ExitCode::OTHER_ERROR)]
-    fn exit_codes(name: &str, code: i32) {
-        let (_, err) = all_variants()
+    #[test_case("remote_refused", TargetErrorKind::Usage)]
+    #[test_case("invalid_url", TargetErrorKind::Usage)]
+    #[test_case("missing_url", TargetErrorKind::Usage)]
+    #[test_case("no_package", TargetErrorKind::Usage)]
+    #[test_case("unsupported", TargetErrorKind::Usage)]
+    #[test_case("engine_unavailable", TargetErrorKind::Target)]
+    #[test_case("image_missing", TargetErrorKind::Target)]
+    #[test_case("build", TargetErrorKind::Target)]
+    #[test_case("binary_not_found", TargetErrorKind::Target)]
+    #[test_case("readiness_timeout", TargetErrorKind::Target)]
+    #[test_case("crashed", TargetErrorKind::Target)]
+    #[test_case("crashed_silent", TargetErrorKind::Target)]
+    #[test_case("port_in_use", TargetErrorKind::Target)]
+    #[test_case("engine", TargetErrorKind::Target)]
+    #[test_case("io", TargetErrorKind::Io)]
+    fn kinds(name: &str, kind: TargetErrorKind) {
+        let (_, err) = examples()
             .into_iter()
             .find(|(n, _)| *n == name)
             .expect("variant in table");
-        assert_eq!(err.exit_code(), code);
+        assert_eq!(err.kind(), kind);
     }
 
     #[test]

@@ -18,9 +18,11 @@ mod sweep;
 mod url;
 
 pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot};
-pub use cleanup::install_cleanup_handlers;
+pub use cleanup::{StopSignal, install_cleanup_handlers};
 pub use docker::{DockerInfo, detect_docker};
-pub use error::{ERROR_LOG_LINES, TargetError};
+#[cfg(test)]
+pub(crate) use error::examples as error_examples;
+pub use error::{ERROR_LOG_LINES, TargetError, TargetErrorKind};
 pub use event::BootEvent;
 pub use process::{free_loopback_port, parse_cpuset};
 pub use ring::{LogRing, OutputStream};

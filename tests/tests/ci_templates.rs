@@ -8,7 +8,7 @@
 
 use cargo_loadgate::cli::{CargoOpts, Command, RunOpts, parse_args};
 use loadgate_tests::workspace_root;
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 use std::path::Path;
 
 /// What a `${{ … }}` expression or a shell expansion (`$VAR`, `${VAR}`, `$(…)`) becomes: one
@@ -42,7 +42,7 @@ fn load(relative: &str) -> Value {
     let path = workspace_root().join(relative);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{relative} is not valid YAML: {e}"))
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{relative} is not valid YAML: {e}"))
 }
 
 /// Parses every `cargo loadgate` command of every script, failing with the template, the job and
@@ -102,11 +102,11 @@ fn github_scripts(workflow: &Value) -> Vec<(String, String)> {
 
 /// A GitLab job with what it `extends` merged under it (keys of the job itself win, one level deep,
 /// which is what GitLab does for the keys used here).
-fn gitlab_job(pipeline: &Value, name: &str) -> serde_yaml::Mapping {
+fn gitlab_job(pipeline: &Value, name: &str) -> serde_yaml_ng::Mapping {
     let job = pipeline[name]
         .as_mapping()
         .unwrap_or_else(|| panic!("no job `{name}`"));
-    let mut merged = serde_yaml::Mapping::new();
+    let mut merged = serde_yaml_ng::Mapping::new();
     let parents: Vec<&str> = match job.get("extends") {
         None => Vec::new(),
         Some(Value::String(parent)) => vec![parent.as_str()],
@@ -299,7 +299,7 @@ fn gitlab_pipeline_commands_parse_and_the_jobs_do_what_the_gate_needs() {
         "the gate names the target branch (--base-ref)"
     );
     assert!(
-        serde_yaml::to_string(&gate_job["rules"])
+        serde_yaml_ng::to_string(&gate_job["rules"])
             .expect("rules")
             .contains("merge_request_event"),
         "the gate job runs in merge request pipelines"

@@ -365,19 +365,17 @@ fn every_found_command_names_its_job() {
 
 // ---- the notes push, run for real against a local "origin" ----
 
-/// A result that `baseline save` accepts: complete, clean, one valid phase, measured on `cpu`.
+/// A result that `baseline save` accepts: complete, clean, measured on `cpu`. It is the checked-in
+/// format-1 result (tests/fixtures/result/v1-first.json, a real run's) with its commit and CPU
+/// replaced: `baseline save` reads results typed, so a hand-written partial one is refused.
 fn saveable_result(commit: &str, cpu: &str) -> String {
-    serde_json::json!({
-        "format_version": 1,
-        "tool": { "version": "0.1.0" },
-        "status": "complete",
-        "git": { "commit": commit, "dirty": false },
-        "config_hash": "c0ffee",
-        "environment": { "cpu_model": cpu, "cores": 2, "engine_version": null, "target_cpuset": null },
-        "target": null,
-        "phases": [{ "name": "ramp-25%", "schedule_hash": "5c4ed", "validity": { "reasons": [] } }],
-    })
-    .to_string()
+    let fixture = loadgate_tests::workspace_root().join("tests/fixtures/result/v1-first.json");
+    let text = std::fs::read_to_string(&fixture).expect("the format-1 result fixture");
+    let mut result: serde_json::Value = serde_json::from_str(&text).expect("fixture is JSON");
+    result["status"] = "complete".into();
+    result["git"] = serde_json::json!({ "commit": commit, "dirty": false });
+    result["environment"]["cpu_model"] = cpu.into();
+    result.to_string()
 }
 
 /// Runs `program args` in `dir` with `path` first on PATH (so `cargo loadgate` is the built binary)

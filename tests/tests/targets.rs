@@ -144,6 +144,21 @@ fn container_target_boots_measures_and_leaves_nothing() {
             .starts_with("http://127.0.0.1:")
     );
     assert_answered_and_grew(&result);
+    // The build's own lines (cargo's, the image builder's `Step 1/6 : …`) go to the build log,
+    // not the terminal, which gets one line per build.
+    let log = std::fs::read_to_string(dir.path().join("build.log")).expect("build.log");
+    assert!(
+        log.contains("Finished"),
+        "cargo's lines are in the log:\n{log}"
+    );
+    for line in ["Step 1/", "Finished `release`", "Compiling demo-service"] {
+        assert!(
+            !out.stderr.contains(line),
+            "{line:?} on the terminal:\n{}",
+            out.stderr
+        );
+    }
+    assert!(out.stderr.contains("Building "), "{}", out.stderr);
     let left = containers_with_label(&format!("loadgate.run={run_id}"));
     assert!(left.is_empty(), "containers left behind: {left:?}");
 }

@@ -4,6 +4,7 @@
 
 mod attack;
 mod baseline_cmd;
+mod boot_log;
 mod check;
 mod clean;
 mod exit;

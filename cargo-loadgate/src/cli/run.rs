@@ -20,7 +20,7 @@ use crate::result::{
     ConfigHashes, Environment, GitInfo, MeasurementMode, PhaseRecord, RESULT_FORMAT_VERSION,
     RunResult, RunStatus, ToolInfo, write_json_atomic,
 };
-use crate::targets::{BootEvent, BootRequest, ResourceSampler, TargetError};
+use crate::targets::{BootRequest, ResourceSampler, TargetError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -148,7 +148,8 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         run_id: run_id.clone(),
         cpuset: target_cpuset.clone(),
     };
-    let target = crate::targets::boot(request, &print_boot_event).await?;
+    let reporter = super::boot_log::BootReporter::new(&out_dir);
+    let target = crate::targets::boot(request, &|event| reporter.event(event)).await?;
     let info = target.info();
     eprintln!(
         "      Target {} at {}{}",
@@ -724,27 +725,6 @@ fn write_result(path: &Path, result: &RunResult) -> Result<(), RunError> {
     })
 }
 
-fn print_boot_event(event: BootEvent) {
-    match event {
-        BootEvent::Building { what } => eprintln!("    Building {what}"),
-        BootEvent::BuildOutput { line } => eprintln!("{line}"),
-        BootEvent::Built { artifact, reused } => {
-            if reused {
-                eprintln!("      Reused {artifact} (binary unchanged)");
-            } else {
-                eprintln!("       Built {artifact}");
-            }
-        }
-        BootEvent::DynamicFallback { reason } => {
-            eprintln!("     Warning {reason}; packing the binary with its shared libraries")
-        }
-        BootEvent::Starting { what } => eprintln!("    Starting {what}"),
-        BootEvent::Ready { after } => {
-            eprintln!("       Ready after {} ms", after.as_millis())
-        }
-    }
-}
-
 /// The summary printed at the end of a run: the ramp's step table and sentence, the soak's
 /// percentiles per operation (from the intended send time) and its slopes, and the generator's health.
 pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
@@ -828,8 +808,10 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
                 None => format!("  {name:<8} too few points for a slope\n"),
             });
         }
-        if let Some(leak) = &soak.leak {
-            out.push_str(&format!("LEAK: {leak}\n"));
+        match crate::result::leak_statement(result.verdict.as_ref(), soak.leak.as_deref()) {
+            Some((true, leak)) => out.push_str(&format!("LEAK: {leak}\n")),
+            Some((false, leak)) => out.push_str(&format!("leak, not counted: {leak}\n")),
+            None => {}
         }
     } else if let Some(reason) = &outcome.soak_skipped {
         out.push_str(&format!("soak skipped: {reason}\n"));

@@ -6,7 +6,7 @@
 use crate::compare::{format_change, format_threshold, metric_name};
 use crate::plan::{SoakOutcome, format_latency, format_rate};
 use crate::result::RunResult;
-use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
+use crate::result::{Metric, MetricComparison, MetricOutcome, Verdict, VerdictOutcome};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ pub fn markdown_summary(result: &RunResult) -> String {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} … {} | {} | {outcome} |",
-                escape(&metric_name(m)),
+                escape_cell(&metric_name(m)),
                 m.base
                     .map_or_else(|| "–".to_owned(), |v| format_figure(m, v)),
                 m.head
@@ -75,7 +75,7 @@ pub fn markdown_summary(result: &RunResult) -> String {
         }
     }
     if let Some(soak) = &result.soak {
-        soak_section(&mut md, soak);
+        soak_section(&mut md, soak, result.verdict.as_ref());
     } else if let Some(reason) = &result.soak_skipped {
         let _ = writeln!(md, "**Soak:** skipped: {}\n", escape(reason));
     }
@@ -93,7 +93,7 @@ pub fn markdown_summary(result: &RunResult) -> String {
         let _ = writeln!(
             md,
             "| {} | {:.1} | {} | {:.2} | {} | {} |",
-            escape(&s.name),
+            escape_cell(&s.name),
             phase.measurement.sessions_per_sec,
             s.total.requests,
             s.lag_p99.as_secs_f64() * 1e3,
@@ -155,7 +155,7 @@ fn format_figure(m: &MetricComparison, value: f64) -> String {
     }
 }
 
-fn soak_section(md: &mut String, soak: &SoakOutcome) {
+fn soak_section(md: &mut String, soak: &SoakOutcome, verdict: Option<&Verdict>) {
     let _ = writeln!(
         md,
         "**Soak:** {:.1} req/s offered for {} windows; slopes with 95% intervals:\n",
@@ -172,8 +172,14 @@ fn soak_section(md: &mut String, soak: &SoakOutcome) {
             None => format!("- {name}: too few points\n"),
         });
     }
-    if let Some(leak) = &soak.leak {
-        let _ = writeln!(md, "\n**Leak:** {}", escape(leak));
+    match crate::result::leak_statement(verdict, soak.leak.as_deref()) {
+        Some((true, leak)) => {
+            let _ = writeln!(md, "\n**Leak:** {}", escape(&leak));
+        }
+        Some((false, leak)) => {
+            let _ = writeln!(md, "\n**Leak, not counted:** {}", escape(&leak));
+        }
+        None => {}
     }
     md.push('\n');
 }

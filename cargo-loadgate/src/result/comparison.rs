@@ -198,6 +198,31 @@ pub struct LeakFinding {
     pub reason: String,
 }
 
+impl LeakFinding {
+    /// The finding as the terminal and the Markdown summary state it, with the verdict's
+    /// decision: `(true, message)` when the verdict counts it, else `(false, "message (reason)")`.
+    /// Reporters show this instead of `soak.leak` so that they say what JUnit and the verdict say.
+    pub fn statement(&self) -> (bool, String) {
+        if self.regression {
+            (true, self.message.clone())
+        } else {
+            (false, format!("{} ({})", self.message, self.reason))
+        }
+    }
+}
+
+/// The leak finding of `verdict` as [`LeakFinding::statement`] gives it, else `soak_leak` (the
+/// soak's own finding, in results written before the verdict recorded it) as counted.
+pub fn leak_statement(
+    verdict: Option<&Verdict>,
+    soak_leak: Option<&str>,
+) -> Option<(bool, String)> {
+    match verdict.and_then(|v| v.leak.as_ref()) {
+        Some(finding) => Some(finding.statement()),
+        None => soak_leak.map(|l| (true, l.to_owned())),
+    }
+}
+
 impl Verdict {
     /// The verdict when no baseline was found; `explanations` say why each candidate was skipped.
     pub fn no_baseline(explanations: Vec<String>) -> Self {
@@ -229,6 +254,32 @@ pub struct Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the terminal and the Markdown printed "LEAK" from the soak's finding while the
+    /// verdict passed it (a leak shared with the base) and JUnit skipped it.
+    #[test]
+    fn the_leak_is_stated_as_the_verdict_decided_it() {
+        let mut verdict = Verdict::no_baseline(Vec::new());
+        assert_eq!(leak_statement(Some(&verdict), None), None);
+        assert_eq!(
+            leak_statement(None, Some("RSS grows")),
+            Some((true, "RSS grows".to_owned()))
+        );
+        verdict.leak = Some(LeakFinding {
+            message: "RSS grows".into(),
+            regression: false,
+            reason: "the base grows as fast".into(),
+        });
+        assert_eq!(
+            leak_statement(Some(&verdict), Some("RSS grows")),
+            Some((false, "RSS grows (the base grows as fast)".to_owned()))
+        );
+        verdict.leak.as_mut().unwrap().regression = true;
+        assert_eq!(
+            leak_statement(Some(&verdict), Some("RSS grows")),
+            Some((true, "RSS grows".to_owned()))
+        );
+    }
 
     #[test]
     fn names_are_the_written_ones() {

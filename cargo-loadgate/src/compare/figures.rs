@@ -3,10 +3,9 @@
 //! calibration figure.
 
 use crate::measure::PhaseMeasurement;
-use crate::result::{ReadError, RunResult, result_from_value};
+use crate::result::RunResult;
 use crate::stats::slope::{DEFAULT_CONFIDENCE, SlopeEstimate};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The phase names searched, in order, for the phase measured at the comparison's load point
 /// when none is named: the soak, then the single steady phase of runs without a ramp.
@@ -44,14 +43,6 @@ pub struct RunFigures {
     pub calibration: Option<f64>,
     /// How far the calibration moved during the run (`after / before − 1`), when both were measured.
     pub calibration_drift: Option<f64>,
-}
-
-/// Why a run result in its JSON form could not be read for comparison.
-#[derive(Debug, thiserror::Error)]
-pub enum FiguresError {
-    /// The JSON is not a run result this version reads.
-    #[error("the result is not readable")]
-    Read(#[source] ReadError),
 }
 
 impl RunFigures {
@@ -114,19 +105,14 @@ impl RunFigures {
             calibration_drift,
         }
     }
-
-    /// Reads the figures of a run result in its JSON form: the result read typed, then
-    /// [`RunFigures::from_result`].
-    pub fn from_json(result: &Value, phase: Option<&str>) -> Result<Self, FiguresError> {
-        let typed = result_from_value(result).map_err(FiguresError::Read)?;
-        Ok(Self::from_result(&typed, phase))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::measure::PhaseRecorder;
+    use crate::result::{ReadError, result_from_value};
+    use serde_json::Value;
     use serde_json::json;
     use std::time::Duration;
 
@@ -178,7 +164,7 @@ mod tests {
             json!({"estimate": 1.0, "low": 0.5, "high": 1.5});
         result["calibration"]["figure"] = json!(1234.5);
         result["calibration"]["drift"] = json!(-0.02);
-        let f = RunFigures::from_json(&result, None).unwrap();
+        let f = from_json(&result, None).unwrap();
         assert_eq!(f.phase.as_ref().unwrap().name, "soak");
         assert_eq!(f.commit.as_deref(), Some("abc"));
         // The soak measured 3 s and ended the run: samples from 6 s to 9 s.
@@ -194,9 +180,11 @@ mod tests {
         assert_eq!(f.rss_slope.map(|s| s.high), Some(1.5));
         assert_eq!(f.calibration, Some(1234.5));
         assert_eq!(f.calibration_drift, Some(-0.02));
-        // The JSON form reads the typed result.
-        let typed = result_from_value(&result).unwrap();
-        assert_eq!(RunFigures::from_result(&typed, None), f);
+    }
+
+    /// The figures of `result` read typed, as every reader of a stored result does.
+    fn from_json(result: &Value, phase: Option<&str>) -> Result<RunFigures, ReadError> {
+        Ok(RunFigures::from_result(&result_from_value(result)?, phase))
     }
 
     #[test]
@@ -208,17 +196,17 @@ mod tests {
         for part in ["git", "ramp", "soak", "calibration"] {
             result[part] = Value::Null;
         }
-        let f = RunFigures::from_json(&result, None).unwrap();
+        let f = from_json(&result, None).unwrap();
         assert_eq!(f.phase.as_ref().unwrap().name, "steady");
         assert!(f.rss.is_empty());
         assert_eq!((f.knee, f.calibration, f.commit), (None, None, None));
         assert_eq!(f.rss_slope, None);
-        let none = RunFigures::from_json(&result, Some("soak")).unwrap();
+        let none = from_json(&result, Some("soak")).unwrap();
         assert!(none.phase.is_none());
         result["phases"] = json!([{"name": "soak"}]);
         assert!(matches!(
-            RunFigures::from_json(&result, None),
-            Err(FiguresError::Read(ReadError::Malformed { .. }))
+            from_json(&result, None),
+            Err(ReadError::Malformed { .. })
         ));
     }
 

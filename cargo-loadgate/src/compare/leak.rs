@@ -26,7 +26,7 @@ pub fn leak_finding(slopes: &Slopes, gate: &GateConfig) -> Option<String> {
 
 /// The finding `message` as the verdict counts it: a regression exactly when the verdict is one
 /// and the comparison's RSS slope metric is among the metrics behind it.
-pub fn leak_in_verdict(
+fn leak_in_verdict(
     message: &str,
     comparison: Option<&Comparison>,
     verdict: &Verdict,

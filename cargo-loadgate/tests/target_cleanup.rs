@@ -48,6 +48,10 @@ async fn child(kind: TargetKind, ending: Ending) {
         info.container_id.unwrap_or_default()
     );
     if ending == Ending::Panic {
+        // Wait until the parent has seen the target alive (it writes a line, or closes stdin by
+        // exiting): panicking at once raced the parent's check and failed on a loaded machine.
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
         panic!("deliberate panic with a running target");
     }
     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -63,10 +67,12 @@ fn parent(test: &str, kind: TargetKind, ending: Ending) {
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, "1")
         .env("LOADGATE_CLEANUP_RUN", &run)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn child");
+    let mut stdin = child.stdin.take().expect("stdin");
     let child_pid = child.id();
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -116,8 +122,12 @@ fn parent(test: &str, kind: TargetKind, ending: Ending) {
     match ending {
         Ending::Sigterm => signal(child_pid, nix::sys::signal::Signal::SIGTERM),
         Ending::Sigint => signal(child_pid, nix::sys::signal::Signal::SIGINT),
-        Ending::Panic => {}
+        Ending::Panic => {
+            use std::io::Write as _;
+            let _ = writeln!(stdin, "go");
+        }
     }
+    drop(stdin);
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("try_wait") {

@@ -357,7 +357,7 @@ mod tests {
     #[test_case(|r: &mut RunResult| r.status = RunStatus::Running, "did not complete (status running)"; "running")]
     #[test_case(|r: &mut RunResult| r.format_version = 9, "format version 9"; "newer")]
     #[test_case(|r: &mut RunResult| r.phases.clear(), "no phase"; "no phase")]
-    #[test_case(|r: &mut RunResult| r.phases[0].measurement.validity.reasons = vec![InvalidReason::Drops { rate: 0.5, limit: 0.01 }], "phase `soak` is invalid"; "invalid")]
+    #[test_case(|r: &mut RunResult| r.phases[0].measurement.validity.reasons = vec![InvalidReason::Drops { rate: 0.5, limit: 0.01, cause: crate::measure::DropCause::Saturated, busy: Some(0.97) }], "phase `soak` is invalid"; "invalid")]
     fn what_must_not_become_a_baseline_is_refused(spoil: fn(&mut RunResult), message: &str) {
         let mut r = result(C, "A", "h");
         spoil(&mut r);

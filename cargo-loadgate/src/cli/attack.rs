@@ -506,6 +506,7 @@ fn render(s: &AttackSummary, m: &PhaseMeasurement) -> String {
         ("reset", c.transport.reset),
         ("timeout", c.transport.timeout),
         ("other", c.transport.other),
+        ("dropped at the in-flight cap", c.dropped),
     ] {
         if n > 0 {
             errors.push(format!("{n} × {name}"));
@@ -725,7 +726,7 @@ mod tests {
             );
         }
         r.arrival(ms(999));
-        r.dropped(ms(999));
+        r.dropped(0, ms(999));
         r.completed(
             0,
             ms(990),
@@ -779,8 +780,11 @@ mod tests {
         ] {
             assert!(v.get(key).is_some(), "missing {key}");
         }
-        assert_eq!(v["requests"], 100);
-        assert_eq!(v["errors"], 2);
+        assert_eq!(
+            v["requests"], 101,
+            "100 sent and 1 dropped: every request that came due"
+        );
+        assert_eq!(v["errors"], 3, "the drop is an error");
         assert_eq!(v["valid"], false);
         assert!(!path.with_extension("json.tmp").exists());
     }

@@ -26,7 +26,9 @@ impl ExitCode {
     pub const NO_BASELINE: i32 = 12;
     /// The target could not be built, booted or made ready, or it crashed during the run.
     pub const TARGET_FAILED: i32 = 20;
-    /// The generator could not keep its schedule (lag or drops past the limit): the run proves nothing.
+    /// No phase of the run was valid: the generator could not keep its schedule (lag, or drops that
+    /// were not the service's) in any of them, so the run proves nothing. A run with some valid
+    /// phases exits by its verdict instead, the metrics of its invalid phases inconclusive.
     pub const INVALID_RUN: i32 = 21;
     /// Interrupted by SIGINT (128 + 2), after cleaning up.
     pub const INTERRUPTED: i32 = 130;

@@ -89,6 +89,18 @@ pub fn step_line(record: &StepRecord, colour: bool) -> String {
             paint("INVALID", Colour::Red, colour),
             record.invalid_reasons.join("; ")
         ),
+        StepStatus::GeneratorLimit => format!(
+            "{} ({})",
+            paint("generator limit", Colour::Yellow, colour),
+            record.invalid_reasons.join("; ")
+        ),
+        StepStatus::Transient => format!(
+            "transient: {}",
+            record
+                .transient
+                .as_deref()
+                .unwrap_or("held when measured again")
+        ),
         StepStatus::Held => paint("held", Colour::Green, colour),
         StepStatus::TooFewRequests => format!(
             "not judged: {}",
@@ -411,6 +423,10 @@ mod tests {
             operations: Vec::new(),
             lag_p99: Duration::from_millis(1),
             dropped: 0,
+            confirms: None,
+            transient: None,
+            generator_limit: false,
+            generator_busy: None,
         }
     }
 
@@ -538,6 +554,9 @@ mod tests {
             p50: Duration::from_micros(900),
             p99: Duration::from_micros(4100),
             max: Duration::from_millis(7),
+            dropped: 0,
+            lag_p99: Duration::ZERO,
+            generator_busy: None,
         });
         assert_eq!(
             bar_message(&p, rates, total),

@@ -395,8 +395,14 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     if charts {
         println!("charts: {}", out_dir.display());
     }
+    // Each metric was judged on its own phases: a run is void (exit 21) only when no phase is valid.
+    let any_valid = result
+        .phases
+        .iter()
+        .any(|p| p.measurement.validity.is_valid());
+    let soak_valid = outcome.soak.as_ref().is_none_or(|s| s.valid);
     if opts.save_baseline {
-        match (&repo, outcome.valid) {
+        match (&repo, any_valid && soak_valid) {
             (Some(repo), true) => {
                 let saved = gate::save(repo, &gate_options, &result)?;
                 eprintln!("       Saved baseline in {saved}");
@@ -406,33 +412,46 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                     message: "--save-baseline needs a git repository with a commit\nhint: commit the package first".to_owned(),
                 });
             }
-            (_, false) => eprintln!("     Warning not saving an invalid run as a baseline"),
+            (_, false) => eprintln!(
+                "     Warning not saving this run as a baseline: its soak (the comparison's load point) is invalid"
+            ),
         }
     }
-    if outcome.valid {
+    let reasons: Vec<String> = result
+        .phases
+        .iter()
+        .filter(|p| !p.measurement.validity.is_valid())
+        .map(|p| {
+            let why: Vec<String> = p
+                .measurement
+                .validity
+                .reasons
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            format!("{}: {}", p.measurement.name, why.join(", "))
+        })
+        .collect();
+    if any_valid {
+        if !outcome.valid {
+            eprintln!(
+                "     Warning the generator could not keep its schedule in {} ({}); only the metrics of those phases are inconclusive",
+                if reasons.len() == 1 {
+                    "one phase"
+                } else {
+                    "some phases"
+                },
+                reasons.join("; ")
+            );
+        }
         Ok(ExitCode::for_verdict(
             verdict.outcome,
             opts.fail_on_inconclusive,
             opts.require_baseline,
         ))
     } else {
-        let reasons: Vec<String> = result
-            .phases
-            .iter()
-            .filter(|p| !p.measurement.validity.is_valid())
-            .map(|p| {
-                let why: Vec<String> = p
-                    .measurement
-                    .validity
-                    .reasons
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                format!("{}: {}", p.measurement.name, why.join(", "))
-            })
-            .collect();
         eprintln!(
-            "error: invalid run: the generator could not keep its schedule ({})",
+            "error: invalid run: the generator could not keep its schedule in any phase ({})",
             reasons.join("; ")
         );
         eprintln!(

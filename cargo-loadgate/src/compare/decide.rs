@@ -38,36 +38,43 @@ pub fn compare_with(
     options: &CompareOptions,
 ) -> Comparison {
     let mut drafts = Vec::new();
-    let mut blockers: Vec<String> = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
+    // Each metric is judged on the phase it comes from: an invalid or missing soak makes the
+    // latency, error-rate and RSS metrics inconclusive (`soak_blocker`), never the capacity the
+    // ramp measured; an untrustworthy ramp makes only the capacity inconclusive.
+    let mut soak_blocker: Option<String> = None;
     match (&base.phase, &head.phase) {
         (Some(bp), Some(hp)) => {
             let mut same_load = latency_drafts(bp, hp, gate, options);
             same_load.push(error_rate_draft(bp, hp, gate, options));
             let load_ratio = hp.sessions_per_sec / bp.sessions_per_sec;
+            let mut why: Vec<String> = Vec::new();
             if !(load_ratio.is_finite() && (load_ratio - 1.0).abs() <= options.load_tolerance) {
-                let why = format!(
+                why.push(format!(
                     "not measured at the same offered load: {:.3} sessions/s (base) vs {:.3} (head)",
                     bp.sessions_per_sec, hp.sessions_per_sec
-                );
-                for d in &mut same_load {
-                    d.forced = true;
-                    d.note = Some(why.clone());
-                }
-                blockers.push(why);
+                ));
             }
-            drafts.extend(same_load);
             for (side, p) in [("the baseline's", bp), ("this run's", hp)] {
                 if !p.validity.is_valid() {
                     let reasons: Vec<String> =
                         p.validity.reasons.iter().map(ToString::to_string).collect();
-                    blockers.push(format!(
+                    why.push(format!(
                         "{side} phase `{}` is invalid: {}",
                         p.name,
                         reasons.join("; ")
                     ));
                 }
             }
+            if !why.is_empty() {
+                let why = why.join("; ");
+                for d in &mut same_load {
+                    d.forced = true;
+                    d.note = Some(why.clone());
+                }
+                soak_blocker = Some(why);
+            }
+            drafts.extend(same_load);
         }
         (b, _) => {
             let side = if b.is_none() {
@@ -75,12 +82,50 @@ pub fn compare_with(
             } else {
                 "this run"
             };
-            blockers.push(format!(
-                "{side} has no phase measured at the comparison's load point (the soak)"
-            ));
+            let why =
+                format!("{side} has no phase measured at the comparison's load point (the soak)");
+            for (metric, delta) in [
+                (Metric::P50, gate.p50_change),
+                (Metric::P99, gate.p99_change),
+                (Metric::ErrorRate, gate.error_rate_increase),
+            ] {
+                drafts.push(Draft::new(metric, None, delta).missing(why.clone()));
+            }
+            soak_blocker = Some(why);
         }
     }
-    if let Some(d) = capacity_draft(base.knee.as_ref(), head.knee.as_ref(), gate) {
+    if let Some(mut d) = capacity_draft(base.knee.as_ref(), head.knee.as_ref(), gate) {
+        let untrusted: Vec<String> = [("the baseline's", base), ("this run's", head)]
+            .into_iter()
+            .filter_map(|(side, f)| {
+                let knee = f.knee.as_ref()?;
+                knee.invalid
+                    .as_ref()
+                    .map(|why| format!("{side} ramp is invalid: {why}"))
+            })
+            .collect();
+        let bounded: Vec<String> = [("the baseline's", base), ("this run's", head)]
+            .into_iter()
+            .filter_map(|(side, f)| {
+                let knee = f.knee.as_ref()?;
+                knee.generator_limit_sessions_per_sec.map(|limit| {
+                    format!(
+                        "{side} capacity is a lower bound: its generator reached its limit on this \
+                         machine at {limit:.3} sessions/s"
+                    )
+                })
+            })
+            .collect();
+        if !untrusted.is_empty() {
+            d.forced = true;
+            d.note = Some(untrusted.join("; "));
+        } else if !bounded.is_empty() {
+            d.note = Some(format!(
+                "{}; {}",
+                bounded.join("; "),
+                d.note.take().unwrap_or_default()
+            ));
+        }
         drafts.push(d);
     }
     // The machines (or one machine at two moments) differ: no pass, and a regression only beyond
@@ -131,7 +176,13 @@ pub fn compare_with(
             widen_for_machine(d, slack);
         }
     }
-    let rss = rss_draft(base, head, gate, options);
+    let rss = rss_draft(base, head, gate, options).map(|mut d| {
+        if let Some(why) = &soak_blocker {
+            d.forced = true;
+            d.note = Some(why.clone());
+        }
+        d
+    });
 
     // Holm over the primary family; the secondary metric is judged alone at α.
     let p: Vec<f64> = drafts.iter().map(Draft::p_value).collect();
@@ -160,7 +211,7 @@ pub fn compare_with(
             options.alpha,
         ));
     }
-    let verdict = decide(&metrics, primaries, blockers, machine, warnings);
+    let verdict = decide(&metrics, primaries, machine, warnings);
     Comparison {
         base_commit: base.commit.clone(),
         head_commit: head.commit.clone(),
@@ -304,12 +355,12 @@ fn widen_for_machine(d: &mut Draft, slack: f64) {
     }
 }
 
-/// Decides the verdict: `blockers` make it inconclusive whatever the metrics say; `machine`
+/// Decides the verdict: a regression of any metric is a regression (each metric was judged on the
+/// phase it comes from, so an invalid phase makes only its own metrics inconclusive); `machine`
 /// (calibration differences) allow a regression beyond the widened thresholds but never a pass.
 fn decide(
     metrics: &[MetricComparison],
     primaries: usize,
-    blockers: Vec<String>,
     machine: Vec<String>,
     mut warnings: Vec<String>,
 ) -> Verdict {
@@ -327,17 +378,6 @@ fn decide(
                 m.note.clone().unwrap_or_else(|| describe(m))
             ));
         }
-    }
-    if !blockers.is_empty() {
-        let first = blockers[0].clone();
-        warnings.extend(blockers.into_iter().skip(1));
-        return Verdict {
-            outcome: VerdictOutcome::Inconclusive,
-            rule_fired: first,
-            metrics: Vec::new(),
-            warnings,
-            leak: None,
-        };
     }
     if let Some(&first) = regressed.first() {
         let mut rule = format!("regression: {}", describe(&metrics[first]));
@@ -367,14 +407,16 @@ fn decide(
     }
     if let Some(&first) = inconclusive.first() {
         let m = &metrics[first];
-        let mut rule = match (&m.estimate, &m.note) {
-            (None, Some(note)) => format!("inconclusive: {}: {note}", metric_name(m)),
+        // Missing, or forced inconclusive by a precondition of its phase (no p-value).
+        let precondition = m.p_value.is_none() && m.note.is_some();
+        let mut rule = match &m.note {
+            Some(note) if precondition => format!("inconclusive: {}: {note}", metric_name(m)),
             _ => format!(
                 "inconclusive: {}; the interval straddles the threshold",
                 describe(m)
             ),
         };
-        if let Some(d) = m.detectable {
+        if let Some(d) = m.detectable.filter(|_| !precondition) {
             rule.push_str(&format!(
                 "; this run could detect a change of {} or more",
                 format_change(
@@ -641,6 +683,8 @@ mod tests {
         Some(KneeBracket {
             last_held_sessions_per_sec: held,
             first_broke_sessions_per_sec: broke,
+            generator_limit_sessions_per_sec: None,
+            invalid: None,
         })
     }
 
@@ -679,6 +723,8 @@ mod tests {
             crate::measure::InvalidReason::Drops {
                 rate: 0.05,
                 limit: 0.01,
+                cause: crate::measure::DropCause::Saturated,
+                busy: Some(0.97),
             },
         );
         let mut calibrated_base = base.clone();
@@ -696,12 +742,125 @@ mod tests {
             rule(&drifting, &base),
             rule(&no_soak, &base),
         ].join("\n"), @r"
-        not measured at the same offered load: 50.000 sessions/s (base) vs 40.000 (head)
-        this run's phase `soak` is invalid: 5.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%
+        inconclusive: p50 (all operations): not measured at the same offered load: 50.000 sessions/s (base) vs 40.000 (head); 6 more metrics inconclusive
+        inconclusive: p50 (all operations): this run's phase `soak` is invalid: 5.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%: the generator was saturated (its loop used 97% of its core); 6 more metrics inconclusive
         the calibration differs by -30.0% between the baseline's machine and this one, beyond 20%: the numbers are not comparable; no metric regressed beyond what that could explain
         the machine drifted during this run: its calibration moved +25.0% between before and after the phases, beyond 20%; no metric regressed beyond what that could explain
-        this run has no phase measured at the comparison's load point (the soak)
+        inconclusive: p50 (all operations): this run has no phase measured at the comparison's load point (the soak); 2 more metrics inconclusive
         ");
+    }
+
+    fn saturated_soak(mut f: RunFigures) -> RunFigures {
+        f.phase
+            .as_mut()
+            .unwrap()
+            .validity
+            .reasons
+            .push(crate::measure::InvalidReason::Lag {
+                p99: std::time::Duration::from_millis(40),
+                limit: std::time::Duration::from_millis(10),
+                cause: crate::measure::LagCause::Saturated,
+                busy: Some(0.98),
+            });
+        f
+    }
+
+    /// Regression: an invalid soak made the whole verdict inconclusive, hiding the capacity
+    /// regression the ramp had measured (issue 12: "a regression was reported as invalid").
+    #[test]
+    fn an_invalid_soak_does_not_hide_a_capacity_regression() {
+        let phase = soak(21, SHAPE);
+        let mut base = figures(phase.clone());
+        base.knee = knee(Some(40.0), Some(50.0));
+        let mut head = saturated_soak(figures(phase));
+        head.knee = knee(Some(8.0), Some(10.0));
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Regression, "{c:#?}");
+        assert!(
+            c.verdict.rule_fired.starts_with("regression: capacity"),
+            "{}",
+            c.verdict.rule_fired
+        );
+        assert_eq!(
+            outcome_of(&c, Metric::P50, None),
+            MetricOutcome::Inconclusive
+        );
+        // Without the capacity loss nothing can pass: the soak's metrics are inconclusive.
+        head.knee = knee(Some(40.0), Some(50.0));
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Inconclusive, "{c:#?}");
+    }
+
+    #[test]
+    fn an_invalid_ramp_makes_only_the_capacity_inconclusive() {
+        let phase = soak(22, SHAPE);
+        let mut base = figures(phase.clone());
+        base.knee = knee(Some(40.0), Some(50.0));
+        let mut head = figures(soak(23, Shape { tail: 2.0, ..SHAPE }));
+        head.knee = knee(Some(8.0), None).map(|k| KneeBracket {
+            invalid: Some("invalid: the ramp stopped at `ramp-25%`".to_owned()),
+            ..k
+        });
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(
+            outcome_of(&c, Metric::Capacity, None),
+            MetricOutcome::Inconclusive
+        );
+        assert_eq!(
+            outcome_of(&c, Metric::P99, None),
+            MetricOutcome::Regression,
+            "{c:#?}"
+        );
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Regression);
+        let capacity = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::Capacity)
+            .unwrap();
+        assert_eq!(
+            capacity.note.as_deref(),
+            Some("this run's ramp is invalid: invalid: the ramp stopped at `ramp-25%`")
+        );
+    }
+
+    #[test]
+    fn a_generator_bound_knee_is_a_lower_bound_that_can_still_pass() {
+        let phase = soak(24, SHAPE);
+        let mut base = figures(phase.clone());
+        base.knee = knee(Some(40.0), Some(50.0));
+        let bounded = |held: f64| {
+            knee(Some(held), None).map(|k| KneeBracket {
+                generator_limit_sessions_per_sec: Some(held * 1.5),
+                ..k
+            })
+        };
+        let mut head = figures(phase);
+        head.knee = bounded(60.0);
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        let capacity = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::Capacity)
+            .unwrap();
+        assert_ne!(capacity.outcome, MetricOutcome::Regression);
+        assert_ne!(
+            capacity.outcome,
+            MetricOutcome::Inconclusive,
+            "{capacity:?}"
+        );
+        assert!(
+            capacity
+                .note
+                .as_deref()
+                .is_some_and(|n| n.starts_with("this run's capacity is a lower bound")),
+            "{capacity:?}"
+        );
+        head.knee = bounded(30.0);
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(
+            outcome_of(&c, Metric::Capacity, None),
+            MetricOutcome::Inconclusive
+        );
     }
 
     fn rss(per_sec: f64, noise: f64, seed: u64) -> Vec<(f64, f64)> {

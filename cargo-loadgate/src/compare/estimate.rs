@@ -240,7 +240,12 @@ pub(super) fn error_rate_draft(
     let series = |p: &PhaseMeasurement| -> Vec<(f64, f64)> {
         answered(p)
             .iter()
-            .map(|w| (w.errors as f64, w.completed as f64))
+            .map(|w| {
+                (
+                    (w.errors + w.dropped) as f64,
+                    (w.completed + w.dropped) as f64,
+                )
+            })
             .collect()
     };
     let rate = |s: &[(f64, f64)]| {

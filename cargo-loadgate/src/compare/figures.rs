@@ -16,12 +16,20 @@ pub const RSS_SLOPE_CONFIDENCE: f64 = DEFAULT_CONFIDENCE;
 
 /// The capacity found by the ramp: the knee lies between the last offered load that held the SLO
 /// and the first that broke it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KneeBracket {
     /// The highest session rate that held, per second; `None` when even the first step broke.
     pub last_held_sessions_per_sec: Option<f64>,
     /// The lowest session rate that broke, per second; `None` when every step held.
     pub first_broke_sessions_per_sec: Option<f64>,
+    /// The session rate at which the generator itself reached its limit before anything broke:
+    /// the knee is then a lower bound.
+    #[serde(default)]
+    pub generator_limit_sessions_per_sec: Option<f64>,
+    /// Why the ramp's bracket cannot be trusted (a step the generator could not keep for a reason
+    /// other than its limit), when it cannot.
+    #[serde(default)]
+    pub invalid: Option<String>,
 }
 
 /// What the comparison reads of one run.
@@ -80,6 +88,11 @@ impl RunFigures {
         let knee = result.ramp.as_ref().map(|ramp| KneeBracket {
             last_held_sessions_per_sec: ramp.knee_sessions_per_sec,
             first_broke_sessions_per_sec: ramp.lowest_break.as_ref().map(|b| b.sessions_per_sec),
+            generator_limit_sessions_per_sec: ramp
+                .generator_limit
+                .as_ref()
+                .map(|b| b.sessions_per_sec),
+            invalid: (!ramp.valid).then(|| ramp.sentence.clone()),
         });
         let rss_slope = result
             .soak
@@ -174,7 +187,9 @@ mod tests {
             f.knee,
             Some(KneeBracket {
                 last_held_sessions_per_sec: Some(40.0),
-                first_broke_sessions_per_sec: Some(50.0)
+                first_broke_sessions_per_sec: Some(50.0),
+                generator_limit_sessions_per_sec: None,
+                invalid: None,
             })
         );
         assert_eq!(f.rss_slope.map(|s| s.high), Some(1.5));

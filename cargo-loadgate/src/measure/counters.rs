@@ -101,6 +101,13 @@ pub struct OperationCounters {
     pub http_error: BTreeMap<u16, u64>,
     /// Requests without a complete answer, by kind.
     pub transport: TransportErrors,
+    /// Requests that came due and were not sent because `generator.max-in-flight` requests were
+    /// outstanding. They are failures: requests the user wanted answered and that got no answer
+    /// (counted in [`OperationCounters::errors`] and [`OperationCounters::requests`], never in
+    /// goodput). Whose failure they were is the phase's [`super::Validity`] attribution. Zero in
+    /// results written before drops were counted per operation.
+    #[serde(default)]
+    pub dropped: u64,
 }
 
 impl OperationCounters {
@@ -124,14 +131,26 @@ impl OperationCounters {
         }
     }
 
-    /// Requests that got no correct answer.
+    /// Requests that got no correct answer: wrong answers, HTTP and transport errors, and the
+    /// requests dropped at the in-flight cap.
     pub fn errors(&self) -> u64 {
+        self.answered_errors() + self.dropped
+    }
+
+    /// Sent requests that got no correct answer (errors without the drops).
+    fn answered_errors(&self) -> u64 {
         self.wrong_answer + self.http_error.values().sum::<u64>() + self.transport.total()
     }
 
-    /// Requests with an outcome (sent ones may still be outstanding while a phase runs).
+    /// Requests that came due: sent, or dropped at the in-flight cap. The denominator of every
+    /// error rate, so a service too slow to take its load cannot hide failures in drops.
+    pub fn requests(&self) -> u64 {
+        self.sent + self.dropped
+    }
+
+    /// Sent requests with an outcome (sent ones may still be outstanding while a phase runs).
     pub fn completed(&self) -> u64 {
-        self.ok + self.errors()
+        self.ok + self.answered_errors()
     }
 
     /// Adds every count of `other`; examples are kept up to the limit.
@@ -149,6 +168,7 @@ impl OperationCounters {
             *self.http_error.entry(*status).or_default() += n;
         }
         self.transport.merge(&other.transport);
+        self.dropped += other.dropped;
     }
 }
 
@@ -235,6 +255,21 @@ mod tests {
         assert_eq!(a.transport.connect, 1);
         assert_eq!(a.errors(), 5);
         assert_eq!(a.wrong_answer_examples, ["y"]);
+    }
+
+    #[test]
+    fn drops_are_errors_and_requests_but_not_completed() {
+        let mut a = OperationCounters {
+            sent: 3,
+            dropped: 2,
+            ..OperationCounters::default()
+        };
+        a.add(&Outcome::Ok, true);
+        a.add(&Outcome::HttpError(503), true);
+        let mut b = a.clone();
+        b.merge(&a);
+        assert_eq!((a.requests(), a.errors(), a.completed()), (5, 3, 2));
+        assert_eq!((b.dropped, b.requests(), b.errors()), (4, 10, 6));
     }
 
     #[test_case(0, 0, 0.0 ; "nothing arrived")]

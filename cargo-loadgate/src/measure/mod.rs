@@ -18,7 +18,8 @@ pub use counters::{
 pub use cpu::{CpuScope, cpu_time};
 pub use histogram::{HistogramDecodeError, LatencyHistogram, to_micros};
 pub use phase::{
-    FinishInfo, InvalidReason, OperationMeasurement, OperationSummary, PhaseMeasurement,
-    PhaseRecorder, PhaseSummary, Progress, Validity,
+    DropCause, FinishInfo, GENERATOR_SATURATED, GeneratorHealth, InvalidReason, LagCause,
+    OperationMeasurement, OperationSummary, PhaseMeasurement, PhaseRecorder, PhaseSummary,
+    Progress, Validity, ValidityInput,
 };
 pub use window::{Window, WindowSeries, millis};

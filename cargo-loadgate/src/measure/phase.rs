@@ -41,7 +41,31 @@ impl OperationMeasurement {
     }
 }
 
-/// Why a phase's figures prove nothing.
+/// A loop of the generator is **saturated** when, over a window, it used at least this share of
+/// its core (its thread's CPU time over wall time) while it fell behind: its pacing lag past
+/// `generator.max-lag`, or arrivals dropped at the in-flight cap. This is the one definition of
+/// "the generator was the limit": it separates a generator that could not go faster from a
+/// machine that did not run it (starved: late with an idle core) and from a slow service (drops
+/// while the generator idles and the answers come late). docs/phases.md states it for users.
+pub const GENERATOR_SATURATED: f64 = 0.9;
+
+/// Why the generator fell behind its schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LagCause {
+    /// Its loop used at least [`GENERATOR_SATURATED`] of its core while it lagged: it could not go
+    /// faster on this machine.
+    Saturated,
+    /// It lagged while its loop used less than that: the machine did not run it in time (another
+    /// process, the hypervisor, a stall of the host).
+    Starved,
+    /// Its CPU time was not measured (results written before it was), so the cause is unknown.
+    #[default]
+    Unattributed,
+}
+
+/// Why a phase's figures prove nothing. Only the generator's own failures make a phase invalid:
+/// a service too slow for its load fails its requests and is judged on them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "reason")]
 pub enum InvalidReason {
@@ -53,40 +77,175 @@ pub enum InvalidReason {
         /// The limit (`generator.max-lag`).
         #[serde(rename = "limit_ms", with = "millis")]
         limit: Duration,
+        /// Why it lagged. Older results lack it.
+        #[serde(default)]
+        cause: LagCause,
+        /// The largest share of its core the generator's loop used in a window where it lagged,
+        /// when measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        busy: Option<f64>,
     },
-    /// Too many arrivals were dropped because `max_in_flight` requests were outstanding.
+    /// Too many arrivals were dropped because `max_in_flight` requests were outstanding, and the
+    /// service was not the cause: the generator was saturated, or the service answered within the
+    /// SLO and the cap was too low for the offered load.
     Drops {
         /// The dropped share of arrivals.
         rate: f64,
         /// The limit (`generator.max-drop-rate`).
         limit: f64,
+        /// Why the drops are the generator's. Older results lack it.
+        #[serde(default)]
+        cause: DropCause,
+        /// The largest share of its core the generator's loop used in a window with drops, when
+        /// measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        busy: Option<f64>,
     },
+}
+
+/// Why drops at the in-flight cap are the generator's failure rather than the service's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DropCause {
+    /// The generator's loop was saturated: it read answers too late, so requests stayed in flight.
+    Saturated,
+    /// The service answered within the SLO: the cap is too low for this rate (Little's law: rate ×
+    /// latency requests are in flight).
+    CapTooLow,
+    /// Written before drops were attributed.
+    #[default]
+    Unattributed,
+}
+
+impl InvalidReason {
+    /// Whether the generator itself reached its limit (its loop saturated): the load cannot go
+    /// higher on this machine, and a ramp stops there with a lower bound.
+    pub fn is_generator_limit(&self) -> bool {
+        matches!(
+            self,
+            InvalidReason::Lag {
+                cause: LagCause::Saturated,
+                ..
+            } | InvalidReason::Drops {
+                cause: DropCause::Saturated | DropCause::CapTooLow,
+                ..
+            }
+        )
+    }
+}
+
+fn busy_note(busy: Option<f64>) -> String {
+    busy.map(|b| format!("{:.0}%", b * 100.0))
+        .unwrap_or_else(|| "an unmeasured share".to_owned())
 }
 
 impl std::fmt::Display for InvalidReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            InvalidReason::Lag { p99, limit } => write!(
-                f,
-                "pacing lag p99 {:.3} ms exceeds the limit of {:.3} ms",
-                p99.as_secs_f64() * 1e3,
-                limit.as_secs_f64() * 1e3
-            ),
-            InvalidReason::Drops { rate, limit } => write!(
-                f,
-                "{:.2}% of arrivals were dropped at the in-flight cap, above the limit of {:.2}%",
-                rate * 100.0,
-                limit * 100.0
-            ),
+            InvalidReason::Lag {
+                p99,
+                limit,
+                cause,
+                busy,
+            } => {
+                write!(
+                    f,
+                    "pacing lag p99 {:.3} ms exceeds the limit of {:.3} ms",
+                    p99.as_secs_f64() * 1e3,
+                    limit.as_secs_f64() * 1e3
+                )?;
+                match cause {
+                    LagCause::Saturated => write!(
+                        f,
+                        ": the generator was saturated (its loop used {} of its core)",
+                        busy_note(*busy)
+                    ),
+                    LagCause::Starved => write!(
+                        f,
+                        ": the generator was starved (its loop used only {} of its core while it \
+                         fell behind: the machine did not run it in time)",
+                        busy_note(*busy)
+                    ),
+                    LagCause::Unattributed => Ok(()),
+                }
+            }
+            InvalidReason::Drops {
+                rate,
+                limit,
+                cause,
+                busy,
+            } => {
+                write!(
+                    f,
+                    "{:.2}% of arrivals were dropped at the in-flight cap, above the limit of {:.2}%",
+                    rate * 100.0,
+                    limit * 100.0
+                )?;
+                match cause {
+                    DropCause::Saturated => write!(
+                        f,
+                        ": the generator was saturated (its loop used {} of its core)",
+                        busy_note(*busy)
+                    ),
+                    DropCause::CapTooLow => write!(
+                        f,
+                        ": the service answered within the SLO, so generator.max-in-flight is too \
+                         low for this rate"
+                    ),
+                    DropCause::Unattributed => Ok(()),
+                }
+            }
         }
     }
 }
 
-/// Whether a phase's figures can be trusted. An invalid phase is never a pass.
+/// The generator's own health over a phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorHealth {
+    /// The share of its core the generator's loop used over the whole phase (warm-up and drain
+    /// included), when measured.
+    pub busy: Option<f64>,
+    /// The largest share in one window of the measured part, when measured.
+    pub busy_max: Option<f64>,
+    /// Whether a window saw the loop saturated while it fell behind ([`GENERATOR_SATURATED`]).
+    pub saturated: bool,
+}
+
+/// Whether a phase's figures can be trusted, and whose failure its drops were. An invalid phase is
+/// never a pass; it is invalid only for the metrics it gives.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Validity {
     /// Every reason the phase is invalid; empty when it is valid.
     pub reasons: Vec<InvalidReason>,
+    /// The generator's own health. Absent in results written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorHealth>,
+    /// The share of arrivals dropped at the in-flight cap because the service was too slow (its
+    /// answers past the SLO while the generator was not saturated). These drops count as failed
+    /// requests and against goodput; the phase is judged on them, not made invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_drops: Option<f64>,
+}
+
+/// What [`Validity::judge`] reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidityInput<'a> {
+    /// The measured windows, with their lag, drops and generator busy shares.
+    pub windows: &'a [Window],
+    /// The generator's busy share over the whole phase, when measured.
+    pub busy: Option<f64>,
+    /// The phase's lag p99.
+    pub lag_p99: Duration,
+    /// `generator.max-lag`.
+    pub max_lag: Duration,
+    /// The phase's dropped share of arrivals.
+    pub drop_rate: f64,
+    /// `generator.max-drop-rate`.
+    pub max_drop_rate: f64,
+    /// The latency within which an answer meets the SLO (goodput's).
+    pub slo_latency: Duration,
+    /// The phase's latency p99 over every operation, from the intended send time.
+    pub latency_p99: Duration,
 }
 
 impl Validity {
@@ -95,22 +254,86 @@ impl Validity {
         self.reasons.is_empty()
     }
 
-    /// Judges the generator's own figures against its limits.
-    pub fn judge(lag_p99: Duration, max_lag: Duration, drop_rate: f64, max_drop_rate: f64) -> Self {
+    /// Whether the phase is invalid only because the generator reached its limit (saturated, or an
+    /// in-flight cap too low for the rate): a ramp stops there with a lower bound.
+    pub fn is_generator_limit(&self) -> bool {
+        !self.reasons.is_empty() && self.reasons.iter().all(InvalidReason::is_generator_limit)
+    }
+
+    /// Attributes the generator's lag and drops, then judges them against its limits.
+    ///
+    /// - Lag past `max-lag` is always the generator's: saturated when its loop used at least
+    ///   [`GENERATOR_SATURATED`] of its core in a window where it lagged (or over the phase, when no
+    ///   window was measured), starved otherwise.
+    /// - Drops past `max-drop-rate` are the generator's when its loop was saturated in a window with
+    ///   drops, or when the service answered within the SLO (the cap is too low for the rate);
+    ///   otherwise they are the service's: recorded in `service_drops`, counted as errors, and the
+    ///   phase stays valid.
+    pub fn judge(input: &ValidityInput<'_>) -> Self {
+        let measured = input.windows.iter().any(|w| w.generator_busy.is_some());
+        let busy_where = |falling_behind: &dyn Fn(&Window) -> bool| -> Option<f64> {
+            if measured {
+                input
+                    .windows
+                    .iter()
+                    .filter(|w| falling_behind(w))
+                    .filter_map(|w| w.generator_busy)
+                    .max_by(f64::total_cmp)
+                    .or(input.busy)
+            } else {
+                input.busy
+            }
+        };
+        let lag_busy = busy_where(&|w: &Window| w.lag_p99 > input.max_lag);
+        let drop_busy = busy_where(&|w: &Window| w.dropped > 0);
+        let saturated = |busy: Option<f64>| busy.is_some_and(|b| b >= GENERATOR_SATURATED);
         let mut reasons = Vec::new();
-        if lag_p99 > max_lag {
+        if input.lag_p99 > input.max_lag {
             reasons.push(InvalidReason::Lag {
-                p99: lag_p99,
-                limit: max_lag,
+                p99: input.lag_p99,
+                limit: input.max_lag,
+                cause: match lag_busy {
+                    None => LagCause::Unattributed,
+                    Some(_) if saturated(lag_busy) => LagCause::Saturated,
+                    Some(_) => LagCause::Starved,
+                },
+                busy: lag_busy,
             });
         }
-        if drop_rate > max_drop_rate {
-            reasons.push(InvalidReason::Drops {
-                rate: drop_rate,
-                limit: max_drop_rate,
-            });
+        let mut service_drops = None;
+        if input.drop_rate > input.max_drop_rate {
+            let cause = if saturated(drop_busy) {
+                Some(DropCause::Saturated)
+            } else if input.latency_p99 <= input.slo_latency {
+                Some(DropCause::CapTooLow)
+            } else {
+                None
+            };
+            match cause {
+                Some(cause) => reasons.push(InvalidReason::Drops {
+                    rate: input.drop_rate,
+                    limit: input.max_drop_rate,
+                    cause,
+                    busy: drop_busy,
+                }),
+                None => service_drops = Some(input.drop_rate),
+            }
         }
-        Self { reasons }
+        let generator = (input.busy.is_some() || measured).then(|| GeneratorHealth {
+            busy: input.busy,
+            busy_max: input
+                .windows
+                .iter()
+                .filter_map(|w| w.generator_busy)
+                .max_by(f64::total_cmp),
+            saturated: saturated(lag_busy) && input.lag_p99 > input.max_lag
+                || saturated(drop_busy) && input.drop_rate > 0.0,
+        });
+        Self {
+            reasons,
+            generator,
+            service_drops,
+        }
     }
 }
 
@@ -177,8 +400,12 @@ mod option_millis {
 pub struct OperationSummary {
     /// The operation's name, or `total`.
     pub name: String,
-    /// Requests sent.
+    /// Requests that came due: sent, or dropped at the in-flight cap.
     pub requests: u64,
+    /// Of those, the ones dropped at the in-flight cap (counted in `errors` too). Zero in results
+    /// written before drops were counted per operation.
+    #[serde(default)]
+    pub dropped: u64,
     /// Correct answers.
     pub ok: u64,
     /// Correct answers within the SLO latency.
@@ -212,7 +439,8 @@ impl OperationSummary {
     fn of(m: &OperationMeasurement) -> Self {
         Self {
             name: m.name.clone(),
-            requests: m.counters.sent,
+            requests: m.counters.requests(),
+            dropped: m.counters.dropped,
             ok: m.counters.ok,
             goodput: m.counters.goodput,
             errors: m.counters.errors(),
@@ -331,6 +559,8 @@ pub struct PhaseRecorder {
     windows: WindowSeries,
     /// Windows already returned by [`PhaseRecorder::roll_to`].
     reported: usize,
+    /// Windows that already carry the generator's busy share.
+    busy_marked: usize,
     requests_total: u64,
     answers_total: u64,
 }
@@ -352,6 +582,7 @@ impl PhaseRecorder {
             counters: PhaseCounters::default(),
             windows: WindowSeries::new(window),
             reported: 0,
+            busy_marked: 0,
             requests_total: 0,
             answers_total: 0,
         }
@@ -373,10 +604,15 @@ impl PhaseRecorder {
         }
     }
 
-    /// A request due at `intended` was dropped at the in-flight cap.
-    pub fn dropped(&mut self, intended: Duration) {
+    /// Operation `op`'s request due at `intended` was dropped at the in-flight cap.
+    pub fn dropped(&mut self, op: usize, intended: Duration) {
         if self.is_measured(intended) {
             self.counters.dropped += 1;
+            if let Some(m) = self.operations.get_mut(op) {
+                m.counters.dropped += 1;
+            }
+            let at = self.window_time(intended);
+            self.windows.record_dropped(at);
         }
     }
 
@@ -404,12 +640,13 @@ impl PhaseRecorder {
         if !self.is_measured(intended) {
             return;
         }
-        self.lag.record(sent_at.saturating_sub(intended));
+        let lag = sent_at.saturating_sub(intended);
+        self.lag.record(lag);
         if let Some(m) = self.operations.get_mut(op) {
             m.counters.sent += 1;
         }
         let at = self.window_time(sent_at);
-        self.windows.record_sent(at);
+        self.windows.record_sent(at, lag);
     }
 
     /// Operation `op`'s request got its `outcome` at `done`.
@@ -460,6 +697,14 @@ impl PhaseRecorder {
         fresh
     }
 
+    /// Records the share of its core the generator's loop used since it was last recorded, on the
+    /// windows closed since then (the engine reads its CPU time once per tick, right after
+    /// [`PhaseRecorder::roll_to`]).
+    pub fn generator_busy(&mut self, busy: f64) {
+        self.windows.set_generator_busy(self.busy_marked, busy);
+        self.busy_marked = self.windows.windows.len();
+    }
+
     /// Requests sent so far, warm-up included.
     pub fn requests_total(&self) -> u64 {
         self.requests_total
@@ -478,13 +723,24 @@ impl PhaseRecorder {
     /// The phase's figures. `end` is when the phase stopped (offset from its origin, grace included).
     pub fn finish(mut self, info: FinishInfo) -> PhaseMeasurement {
         self.windows.finish(self.window_time(info.end));
-        let lag_p99 = self.lag.quantile(0.99);
-        let validity = Validity::judge(
-            lag_p99,
-            info.max_lag,
-            self.counters.drop_rate(),
-            info.max_drop_rate,
-        );
+        let busy = match info.generator_cpu {
+            Some(cpu) if !info.end.is_zero() => Some(cpu.as_secs_f64() / info.end.as_secs_f64()),
+            _ => None,
+        };
+        let mut total = OperationMeasurement::new("total");
+        for op in &self.operations {
+            total.merge(op);
+        }
+        let validity = Validity::judge(&ValidityInput {
+            windows: &self.windows.windows,
+            busy,
+            lag_p99: self.lag.quantile(0.99),
+            max_lag: info.max_lag,
+            drop_rate: self.counters.drop_rate(),
+            max_drop_rate: info.max_drop_rate,
+            slo_latency: self.slo_latency,
+            latency_p99: total.latency.quantile(0.99),
+        });
         PhaseMeasurement {
             name: info.name,
             seed: info.seed,
@@ -663,24 +919,128 @@ mod tests {
         assert_eq!(m.windows.windows[1].errors, 2);
     }
 
-    #[test]
-    fn drops_past_the_limit_make_the_phase_invalid() {
+    /// 100 arrivals in the measured part, two dropped, the rest answered `latency` after their
+    /// intended time; the generator's loop `busy` over the window they fall in.
+    fn with_drops(latency: Duration, busy: Option<f64>) -> PhaseMeasurement {
         let mut r = recorder();
-        for i in 0..100 {
-            r.arrival((1_000 + i) * MS);
+        for i in 0..100u32 {
+            let t = (1_000 + 5 * i) * MS;
+            r.arrival(t);
+            if i == 50 || i == 51 {
+                r.dropped(1, t);
+                continue;
+            }
+            r.sent(0, t, t);
+            r.completed(0, t, t, t + latency, &Outcome::Ok);
         }
-        r.dropped(1_050 * MS);
-        r.dropped(1_051 * MS);
-        let m = r.finish(info(3_000));
+        r.roll_to(2_000 * MS);
+        if let Some(busy) = busy {
+            r.generator_busy(busy);
+        }
+        r.finish(info(3_000))
+    }
+
+    #[test]
+    fn drops_while_the_service_is_slow_are_its_failures_not_an_invalid_phase() {
+        // 300 ms answers against a 100 ms SLO, the generator idle: the service is the cause.
+        let m = with_drops(300 * MS, Some(0.2));
+        assert!(m.validity.is_valid(), "{:?}", m.validity);
+        assert_eq!(m.validity.service_drops, Some(0.02));
         assert_eq!(m.counters.dropped, 2);
+        let b = &m.operations[1].counters;
+        assert_eq!((b.dropped, b.requests(), b.errors()), (2, 2, 2));
+        let s = m.summary();
+        assert_eq!(
+            (s.total.requests, s.total.errors, s.total.dropped),
+            (100, 2, 2)
+        );
+        assert_eq!(m.windows.windows[0].failure_rate(), Some(0.02));
+    }
+
+    #[test]
+    fn drops_while_the_generator_is_saturated_make_the_phase_invalid() {
+        let m = with_drops(300 * MS, Some(0.95));
         assert_eq!(
             m.validity.reasons,
             vec![InvalidReason::Drops {
                 rate: 0.02,
-                limit: 0.01
+                limit: 0.01,
+                cause: DropCause::Saturated,
+                busy: Some(0.95),
             }]
         );
-        insta::assert_snapshot!(m.validity.reasons[0].to_string(), @"2.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%");
+        assert!(m.validity.is_generator_limit());
+        assert!(m.validity.generator.as_ref().is_some_and(|g| g.saturated));
+        insta::assert_snapshot!(m.validity.reasons[0].to_string(), @"2.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%: the generator was saturated (its loop used 95% of its core)");
+    }
+
+    #[test]
+    fn drops_while_the_service_answers_in_time_mean_the_cap_is_too_low() {
+        let m = with_drops(5 * MS, Some(0.3));
+        assert!(matches!(
+            m.validity.reasons[..],
+            [InvalidReason::Drops {
+                cause: DropCause::CapTooLow,
+                ..
+            }]
+        ));
+        assert!(m.validity.is_generator_limit());
+        assert_eq!(m.validity.service_drops, None);
+    }
+
+    #[test]
+    fn lag_is_saturation_with_a_busy_loop_and_starvation_with_an_idle_one() {
+        let lagging = |busy: Option<f64>| {
+            let mut r = recorder();
+            for i in 0..100u32 {
+                let t = (1_000 + 5 * i) * MS;
+                r.arrival(t);
+                r.sent(0, t, t + 20 * MS);
+                r.completed(0, t, t + 20 * MS, t + 25 * MS, &Outcome::Ok);
+            }
+            r.roll_to(2_000 * MS);
+            if let Some(busy) = busy {
+                r.generator_busy(busy);
+            }
+            let mut end = info(3_000);
+            end.generator_cpu = None;
+            r.finish(end)
+        };
+        let cause = |m: &PhaseMeasurement| match &m.validity.reasons[..] {
+            [InvalidReason::Lag { cause, .. }] => *cause,
+            other => panic!("{other:?}"),
+        };
+        let saturated = lagging(Some(0.97));
+        assert_eq!(cause(&saturated), LagCause::Saturated);
+        assert!(saturated.validity.is_generator_limit());
+        let starved = lagging(Some(0.25));
+        assert_eq!(cause(&starved), LagCause::Starved);
+        assert!(!starved.validity.is_generator_limit());
+        insta::assert_snapshot!(starved.validity.reasons[0].to_string(), @"pacing lag p99 20.015 ms exceeds the limit of 5.000 ms: the generator was starved (its loop used only 25% of its core while it fell behind: the machine did not run it in time)");
+        assert_eq!(cause(&lagging(None)), LagCause::Unattributed);
+    }
+
+    #[test]
+    fn results_written_before_attribution_still_load() {
+        let json = r#"{"reasons":[{"reason":"lag","p99_ms":12.0,"limit_ms":10.0},
+            {"reason":"drops","rate":0.05,"limit":0.01}]}"#;
+        let v: Validity = serde_json::from_str(json).expect("deserializes");
+        assert!(matches!(
+            v.reasons[..],
+            [
+                InvalidReason::Lag {
+                    cause: LagCause::Unattributed,
+                    busy: None,
+                    ..
+                },
+                InvalidReason::Drops {
+                    cause: DropCause::Unattributed,
+                    ..
+                }
+            ]
+        ));
+        assert!(!v.is_generator_limit());
+        assert_eq!((v.generator, v.service_drops), (None, None));
     }
 
     #[test]

@@ -51,6 +51,19 @@ pub struct Window {
     /// The largest latency, from the intended send time, of requests completed in the window.
     #[serde(rename = "max_ms", with = "millis")]
     pub max: Duration,
+    /// Requests that came due in the window and were dropped at the in-flight cap (not in
+    /// `completed` or `errors`, which count sent requests). Zero in results written before it was
+    /// recorded.
+    #[serde(default)]
+    pub dropped: u64,
+    /// The 99th percentile pacing lag (actual send minus intended send) of requests sent in the
+    /// window: the generator's own lateness. Zero in results written before it was recorded.
+    #[serde(rename = "lag_p99_ms", with = "millis", default)]
+    pub lag_p99: Duration,
+    /// The share of one core the generator's loop used over the window (its thread's CPU time over
+    /// wall time), when measured: see [`crate::measure::GENERATOR_SATURATED`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_busy: Option<f64>,
 }
 
 impl Window {
@@ -64,6 +77,13 @@ impl Window {
         } else {
             0.0
         }
+    }
+
+    /// The share of the requests that came due in the window and got no correct answer: errors
+    /// of sent requests and drops at the in-flight cap, over both. `None` when nothing ended.
+    pub fn failure_rate(&self) -> Option<f64> {
+        let due = self.completed + self.dropped;
+        (due > 0).then(|| (self.errors + self.dropped) as f64 / due as f64)
     }
 }
 
@@ -86,7 +106,9 @@ struct OpenWindow {
     completed: u64,
     errors: u64,
     answered: u64,
+    dropped: u64,
     latency: LatencyHistogram,
+    lag: LatencyHistogram,
 }
 
 impl OpenWindow {
@@ -97,7 +119,9 @@ impl OpenWindow {
             completed: 0,
             errors: 0,
             answered: 0,
+            dropped: 0,
             latency: LatencyHistogram::new(),
+            lag: LatencyHistogram::new(),
         }
     }
 }
@@ -154,12 +178,30 @@ impl WindowSeries {
             p50: open.latency.quantile(0.5),
             p99: open.latency.quantile(0.99),
             max: open.latency.max(),
+            dropped: open.dropped,
+            lag_p99: open.lag.quantile(0.99),
+            generator_busy: None,
         });
     }
 
-    /// Counts a request sent at `at`.
-    pub fn record_sent(&mut self, at: Duration) {
-        self.window_at(at).sent += 1;
+    /// Counts a request sent at `at`, `lag` after its intended time.
+    pub fn record_sent(&mut self, at: Duration, lag: Duration) {
+        let open = self.window_at(at);
+        open.sent += 1;
+        open.lag.record(lag);
+    }
+
+    /// Counts a request that came due at `at` and was dropped at the in-flight cap.
+    pub fn record_dropped(&mut self, at: Duration) {
+        self.window_at(at).dropped += 1;
+    }
+
+    /// Records the generator's busy share on the closed windows from index `from` on (those closed
+    /// since the generator's CPU was last read).
+    pub fn set_generator_busy(&mut self, from: usize, busy: f64) {
+        for w in self.windows.iter_mut().skip(from) {
+            w.generator_busy = Some(busy);
+        }
     }
 
     /// Counts a request that got its outcome at `at`, with its latency from the intended send time;
@@ -211,7 +253,7 @@ impl WindowSeries {
             .window
             .saturating_mul(u32::try_from(open.index).unwrap_or(u32::MAX));
         let length = end.saturating_sub(start).min(self.window);
-        if length > Duration::ZERO || open.completed > 0 || open.sent > 0 {
+        if length > Duration::ZERO || open.completed > 0 || open.sent > 0 || open.dropped > 0 {
             self.push(open, length);
         }
     }
@@ -226,15 +268,19 @@ mod tests {
     #[test]
     fn events_fall_into_their_windows_and_gaps_are_filled() {
         let mut s = WindowSeries::new(Duration::from_secs(1));
-        s.record_sent(100 * MS);
+        s.record_sent(100 * MS, MS);
         s.record_completed(150 * MS, 50 * MS, false, true);
-        s.record_sent(900 * MS);
+        s.record_sent(900 * MS, 3 * MS);
+        s.record_dropped(950 * MS);
         // Nothing in window 1; window 2 gets an error.
         s.record_completed(2_500 * MS, 1_600 * MS, true, false);
         s.finish(2_750 * MS);
         let w = &s.windows;
         assert_eq!(w.len(), 3);
         assert_eq!((w[0].sent, w[0].completed, w[0].errors), (2, 1, 0));
+        assert_eq!((w[0].dropped, w[0].lag_p99.as_millis()), (1, 3));
+        assert_eq!(w[0].failure_rate(), Some(0.5), "one answer, one drop");
+        assert_eq!(w[1].failure_rate(), None);
         assert_eq!((w[1].sent, w[1].completed), (0, 0));
         assert_eq!((w[2].completed, w[2].errors), (1, 1));
         assert_eq!(w[2].start, 2_000 * MS);
@@ -249,10 +295,10 @@ mod tests {
     #[test]
     fn roll_to_closes_finished_windows_only() {
         let mut s = WindowSeries::new(Duration::from_secs(1));
-        s.record_sent(10 * MS);
+        s.record_sent(10 * MS, Duration::ZERO);
         assert_eq!(s.roll_to(999 * MS).len(), 0);
         assert_eq!(s.roll_to(3_000 * MS).len(), 3);
-        s.record_sent(3_100 * MS);
+        s.record_sent(3_100 * MS, Duration::ZERO);
         s.finish(3_500 * MS);
         assert_eq!(s.windows.len(), 4);
         assert_eq!(s.windows[3].sent, 1);
@@ -292,6 +338,10 @@ mod tests {
             "p50_ms":1.0,"p99_ms":2.0,"max_ms":2.0}"#;
         let w: Window = serde_json::from_str(json).expect("deserializes");
         assert_eq!(w.answered, 0);
+        assert_eq!(
+            (w.dropped, w.lag_p99, w.generator_busy),
+            (0, Duration::ZERO, None)
+        );
     }
 
     #[test]

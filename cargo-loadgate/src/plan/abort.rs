@@ -40,8 +40,10 @@ impl AbortWatch {
         }
     }
 
-    /// Judges one closed window. The error rate of a window is its errors over the requests that
-    /// completed in it; a window in which nothing completed has neither an error rate nor a p99.
+    /// Judges one closed window. The error rate of a window is its failures (errors of the
+    /// requests that completed in it, and arrivals dropped at the in-flight cap in it) over both; a
+    /// window in which nothing completed or was dropped has no error rate, and one in which nothing
+    /// completed has no p99.
     pub fn observe(&self, window: &Window) -> WindowDecision {
         let elapsed = self.warmup + window.start + window.length;
         if elapsed >= self.max_duration {
@@ -51,22 +53,21 @@ impl AbortWatch {
             ));
         }
         let mut bad = Vec::new();
-        if window.completed > 0 {
-            let rate = window.errors as f64 / window.completed as f64;
-            if rate > self.error_rate {
-                bad.push(format!(
-                    "error rate {:.1}% > {:.1}%",
-                    rate * 100.0,
-                    self.error_rate * 100.0
-                ));
-            }
-            if window.p99 > self.p99 {
-                bad.push(format!(
-                    "p99 {} > {}",
-                    format_latency(window.p99),
-                    format_latency(self.p99)
-                ));
-            }
+        if let Some(rate) = window.failure_rate()
+            && rate > self.error_rate
+        {
+            bad.push(format!(
+                "error rate {:.1}% > {:.1}%",
+                rate * 100.0,
+                self.error_rate * 100.0
+            ));
+        }
+        if window.completed > 0 && window.p99 > self.p99 {
+            bad.push(format!(
+                "p99 {} > {}",
+                format_latency(window.p99),
+                format_latency(self.p99)
+            ));
         }
         if bad.is_empty() {
             self.bad_in_a_row.set(0);
@@ -119,6 +120,9 @@ mod tests {
             p50: MS,
             p99: Duration::from_millis(p99_ms),
             max: Duration::from_millis(p99_ms),
+            dropped: 0,
+            lag_p99: Duration::ZERO,
+            generator_busy: None,
         }
     }
 

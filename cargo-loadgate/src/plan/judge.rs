@@ -84,14 +84,14 @@ pub fn format_rate(rate: f64) -> String {
     }
 }
 
-/// The error rate of a class: requests without a correct answer (wrong answers included) over
-/// requests sent.
+/// The error rate of a class: requests without a correct answer (wrong answers and drops at the
+/// in-flight cap included) over requests that came due.
 fn error_rate(op: &OperationMeasurement) -> f64 {
-    let sent = op.counters.sent;
-    if sent == 0 {
+    let due = op.counters.requests();
+    if due == 0 {
         0.0
     } else {
-        op.counters.errors() as f64 / sent as f64
+        op.counters.errors() as f64 / due as f64
     }
 }
 
@@ -122,8 +122,15 @@ fn latency_breaks(op: &OperationMeasurement, label: &str, slo: &SloConfig) -> Ve
 fn error_break(op: &OperationMeasurement, label: &str, slo: &SloConfig) -> Option<String> {
     let rate = error_rate(op);
     (rate > slo.error_rate).then(|| {
+        let dropped = match op.counters.dropped {
+            0 => String::new(),
+            n => format!(
+                " ({:.1}% dropped at the in-flight cap)",
+                n as f64 * 100.0 / op.counters.requests() as f64
+            ),
+        };
         format!(
-            "{label} errors {:.1}% > {:.1}%",
+            "{label} errors {:.1}% > {:.1}%{dropped}",
             rate * 100.0,
             slo.error_rate * 100.0
         )
@@ -151,7 +158,7 @@ pub fn judge_step(
     let mut reasons = Vec::new();
     let mut unjudged = Vec::new();
     for op in &m.operations {
-        if op.counters.sent < slo.min_requests {
+        if op.counters.requests() < slo.min_requests {
             unjudged.push(op.name.clone());
             continue;
         }
@@ -172,13 +179,14 @@ pub fn judge_step(
         };
     }
     let pooled = m.total();
-    if pooled.counters.sent < slo.min_requests {
+    if pooled.counters.requests() < slo.min_requests {
         return StepJudgement {
             holds: false,
             reasons,
             note: Some(format!(
                 "too few requests to judge: {} in all classes together, fewer than slo.min-requests ({}); neither held nor broke",
-                pooled.counters.sent, slo.min_requests
+                pooled.counters.requests(),
+                slo.min_requests
             )),
             unjudged,
             basis: JudgementBasis::TooFewRequests,
@@ -213,7 +221,7 @@ pub fn judge_step(
 pub fn first_step_failures(m: &PhaseMeasurement, slo: &SloConfig) -> Vec<String> {
     m.operations
         .iter()
-        .filter(|op| op.counters.sent >= slo.min_requests)
+        .filter(|op| op.counters.requests() >= slo.min_requests)
         .filter(|op| {
             let label = class_label(op);
             error_break(op, &label, slo).is_some() && latency_breaks(op, &label, slo).is_empty()

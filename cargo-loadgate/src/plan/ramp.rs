@@ -15,6 +15,10 @@ pub enum StepKind {
     /// A bisection point between the last step that held and the first that broke (phase
     /// `refine-1`, …).
     Refine,
+    /// A step or bisection point measured again because it broke, or because the generator was
+    /// starved during it (phase `ramp-150%-confirm`, `refine-1-confirm`): a break becomes the
+    /// knee's upper bound only when it is confirmed.
+    Confirm,
 }
 
 /// The figures of one operation class in a step. Latencies are measured from the intended send
@@ -80,6 +84,22 @@ pub struct StepRecord {
     pub lag_p99: Duration,
     /// Arrivals dropped at the in-flight cap.
     pub dropped: u64,
+    /// The phase a [`StepKind::Confirm`] record measures again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirms: Option<String>,
+    /// Set when this step broke (or the generator was starved during it) and its re-measurement
+    /// held: why it counts as neither held nor broke. A transient is not capacity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transient: Option<String>,
+    /// Whether the step is invalid only because the generator reached its limit (its loop
+    /// saturated, or an in-flight cap too low for the rate): the ramp stops there and the knee
+    /// becomes a lower bound. False in results written before it was recorded.
+    #[serde(default)]
+    pub generator_limit: bool,
+    /// The largest share of its core the generator's loop used in a window of the step, when
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_busy: Option<f64>,
 }
 
 impl StepRecord {
@@ -122,7 +142,7 @@ impl StepRecord {
                 .iter()
                 .map(|op| StepOperation {
                     name: op.name.clone(),
-                    requests: op.counters.sent,
+                    requests: op.counters.requests(),
                     errors: op.counters.errors(),
                     wrong_answers: op.counters.wrong_answer,
                     p50: op.latency.quantile(0.5),
@@ -133,12 +153,24 @@ impl StepRecord {
                 .collect(),
             lag_p99: summary.lag_p99,
             dropped: summary.dropped,
+            confirms: None,
+            transient: None,
+            generator_limit: m.validity.is_generator_limit(),
+            generator_busy: m
+                .validity
+                .generator
+                .as_ref()
+                .and_then(|g| g.busy_max.or(g.busy)),
         }
     }
 
     /// How the step ended, for the readers (step table, progress line, charts).
     pub fn status(&self) -> StepStatus {
-        if !self.valid {
+        if self.transient.is_some() {
+            StepStatus::Transient
+        } else if !self.valid && self.generator_limit {
+            StepStatus::GeneratorLimit
+        } else if !self.valid {
             StepStatus::Invalid
         } else if self.aborted.is_some() {
             StepStatus::Aborted
@@ -165,16 +197,26 @@ impl StepRecord {
 
     /// Whether the step was valid and held.
     pub fn holds(&self) -> bool {
-        self.valid && self.held.holds
+        self.valid && self.held.holds && self.transient.is_none()
+    }
+
+    /// Whether the step must be measured again before it counts: it broke (a break becomes the
+    /// knee only when confirmed), or the generator was starved (the machine, not the load).
+    pub fn needs_confirmation(&self) -> bool {
+        self.kind != StepKind::Confirm && (self.broke() || self.status() == StepStatus::Invalid)
     }
 }
 
-/// How a step ended, in the order the checks apply: a step the generator could not pace proves
-/// nothing; an aborted one was stopped; otherwise the SLO held, broke, or had too few requests
-/// to judge.
+/// How a step ended, in the order the checks apply: a step whose re-measurement replaced it is a
+/// transient; a step the generator could not pace proves nothing (at its limit, or starved); an
+/// aborted one was stopped; otherwise the SLO held, broke, or had too few requests to judge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepStatus {
-    /// The generator could not keep its schedule.
+    /// It broke (or the generator was starved) once and held when measured again.
+    Transient,
+    /// The generator itself reached its limit: the load cannot go higher on this machine.
+    GeneratorLimit,
+    /// The generator could not keep its schedule for another reason (starved by the machine).
     Invalid,
     /// An abort condition stopped it.
     Aborted,
@@ -205,7 +247,11 @@ impl BreakPoint {
             phase: record.phase.clone(),
             sessions_per_sec: record.sessions_per_sec,
             offered_rate_per_sec: record.offered_rate_per_sec,
-            reasons: record.held.reasons.clone(),
+            reasons: if record.valid {
+                record.held.reasons.clone()
+            } else {
+                record.invalid_reasons.clone()
+            },
         }
     }
 }
@@ -229,22 +275,35 @@ pub struct RampOutcome {
     /// Operations whose error rate was past the SLO's at the first step while their latency held:
     /// a bug, not a capacity limit. Their error rate is not judged at later steps.
     pub failing_from_first_step: Vec<String>,
-    /// Whether every step the ramp ran was valid. An invalid step stops the ramp.
+    /// Whether the ramp's bracket can be trusted: every step it ran was valid, except a step at
+    /// the generator's limit (which bounds the knee from below) and a step whose re-measurement
+    /// replaced it. An invalid step stops the ramp.
     pub valid: bool,
+    /// The step at which the generator itself reached its limit before the service broke: the
+    /// knee is then a lower bound, "capacity ≥ knee, the generator's limit on this machine".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_limit: Option<BreakPoint>,
 }
 
 impl RampOutcome {
     /// The outcome of `steps` (in the order they ran): the knee, the breaks, the sentence.
     pub fn conclude(steps: Vec<StepRecord>, failing_from_first_step: Vec<String>) -> Self {
-        let valid = steps.iter().all(|s| s.valid);
+        let valid = steps.iter().all(|s| s.status() != StepStatus::Invalid);
         let first_break = steps
             .iter()
             .find(|s| s.kind == StepKind::Step && s.broke())
             .map(BreakPoint::of);
+        let generator_limit = steps
+            .iter()
+            .find(|s| s.status() == StepStatus::GeneratorLimit)
+            .map(BreakPoint::of);
         // Past the first break (with keep-going) a step that holds is noise: the knee stays below.
+        // Nothing at or past the generator's limit counts either.
         let ceiling = first_break
-            .as_ref()
-            .map_or(f64::INFINITY, |b| b.sessions_per_sec);
+            .iter()
+            .chain(&generator_limit)
+            .map(|b| b.sessions_per_sec)
+            .fold(f64::INFINITY, f64::min);
         let knee = steps
             .iter()
             .filter(|s| s.holds() && s.sessions_per_sec < ceiling)
@@ -263,6 +322,7 @@ impl RampOutcome {
             sentence: String::new(),
             failing_from_first_step,
             valid,
+            generator_limit,
             steps,
         };
         outcome.sentence = sentence(&outcome);
@@ -281,7 +341,11 @@ pub fn sentence(outcome: &RampOutcome) -> String {
     let held = outcome
         .knee_rate_per_sec
         .map(|k| format!("held through {}", req_s(k)));
-    let mut text = if let Some(invalid) = outcome.steps.iter().find(|s| !s.valid) {
+    let mut text = if let Some(invalid) = outcome
+        .steps
+        .iter()
+        .find(|s| s.status() == StepStatus::Invalid)
+    {
         let before = held.map_or_else(
             || "nothing held before it".to_owned(),
             |h| format!("{h} before it"),
@@ -293,24 +357,47 @@ pub fn sentence(outcome: &RampOutcome) -> String {
             invalid.invalid_reasons.join("; ")
         )
     } else {
-        match (held, &outcome.lowest_break) {
-            (Some(held), Some(b)) => format!(
+        match (held, &outcome.lowest_break, &outcome.generator_limit) {
+            (Some(held), Some(b), _) => format!(
                 "{held}; broke at {}: {}",
                 req_s(b.offered_rate_per_sec),
                 b.reasons.join("; ")
             ),
-            (Some(held), None) => {
+            (Some(held), None, Some(limit)) => format!(
+                "{held}, where the generator reached its limit on this machine: capacity ≥ {} (at {}: {})",
+                req_s(outcome.knee_rate_per_sec.unwrap_or_default()),
+                req_s(limit.offered_rate_per_sec),
+                limit.reasons.join("; ")
+            ),
+            (Some(held), None, None) => {
                 format!("{held}, the highest step; nothing broke, so the knee lies above it")
             }
-            (None, Some(b)) => format!(
+            (None, Some(b), _) => format!(
                 "nothing held: even {} broke: {}",
                 req_s(b.offered_rate_per_sec),
                 b.reasons.join("; ")
             ),
-            (None, None) if outcome.steps.is_empty() => "nothing was measured".to_owned(),
-            (None, None) => "nothing held and nothing broke".to_owned(),
+            (None, None, Some(limit)) => format!(
+                "the generator reached its limit at the first step it ran, {}: {}",
+                req_s(limit.offered_rate_per_sec),
+                limit.reasons.join("; ")
+            ),
+            (None, None, None) if outcome.steps.is_empty() => "nothing was measured".to_owned(),
+            (None, None, None) => "nothing held and nothing broke".to_owned(),
         }
     };
+    let transients: Vec<String> = outcome
+        .steps
+        .iter()
+        .filter_map(|s| {
+            s.transient
+                .as_ref()
+                .map(|why| format!("`{}` {why}", s.phase))
+        })
+        .collect();
+    if !transients.is_empty() {
+        text.push_str(&format!("; {}", transients.join("; ")));
+    }
     let unjudged: Vec<String> = outcome
         .steps
         .iter()
@@ -369,6 +456,10 @@ mod tests {
             operations: Vec::new(),
             lag_p99: Duration::ZERO,
             dropped: 0,
+            confirms: None,
+            transient: None,
+            generator_limit: false,
+            generator_busy: None,
         }
     }
 

@@ -71,7 +71,8 @@ pub struct PlanOutcome {
     pub soak: Option<SoakOutcome>,
     /// Why the soak did not run, when it did not.
     pub soak_skipped: Option<String>,
-    /// Whether every phase that ran was valid; an invalid run exits with `INVALID_RUN`.
+    /// Whether every phase that ran was valid, a step at the generator's limit and a re-measured
+    /// transient aside. A run exits with `INVALID_RUN` only when no phase at all was valid.
     pub valid: bool,
 }
 
@@ -225,12 +226,42 @@ impl<R: PhaseRunner> Driver<'_, R> {
         Ok((run, schedule.hash()))
     }
 
-    /// Runs and judges one step; returns its record (also kept and reported).
+    /// Runs and judges one step; returns its record (also kept and reported). A step that broke,
+    /// or during which the generator was starved, is measured again at once
+    /// ([`StepKind::Confirm`]): when the re-measurement holds, the first is a transient (neither
+    /// held nor broke); either way the re-measurement's record is returned, so a break stands only
+    /// when it is confirmed.
     async fn step(
         &mut self,
         kind: StepKind,
         name: String,
         sessions_per_sec: f64,
+    ) -> Result<StepRecord, (String, R::Error)> {
+        let first = self
+            .measure_step(kind, name.clone(), sessions_per_sec, None)
+            .await?;
+        if !first.needs_confirmation() {
+            return Ok(first);
+        }
+        let index = self.steps.len() - 1;
+        self.measure_step(
+            StepKind::Confirm,
+            format!("{name}-confirm"),
+            sessions_per_sec,
+            Some(index),
+        )
+        .await
+    }
+
+    /// Runs and judges one step; with `confirms`, the step re-measures the record at that index,
+    /// which becomes a transient when this one holds (marked before the step is reported, so the
+    /// ramp written meanwhile is already right).
+    async fn measure_step(
+        &mut self,
+        kind: StepKind,
+        name: String,
+        sessions_per_sec: f64,
+        confirms: Option<usize>,
     ) -> Result<StepRecord, (String, R::Error)> {
         let spec = self.spec(name, sessions_per_sec, self.config.ramp.hold);
         let (run, schedule_hash) = self.run(spec).await?;
@@ -240,7 +271,13 @@ impl<R: PhaseRunner> Driver<'_, R> {
         }
         let judgement = judge_step(&m, &self.config.slo, &self.failing);
         let fraction = sessions_per_sec / self.config.workload.sessions_per_sec;
-        let record = StepRecord::new(kind, fraction, self.requests_per_session, &m, judgement);
+        let mut record = StepRecord::new(kind, fraction, self.requests_per_session, &m, judgement);
+        if let Some(first) = confirms.and_then(|i| self.steps.get_mut(i)) {
+            record.confirms = Some(first.phase.clone());
+            if record.holds() {
+                first.transient = Some(transient_note(first));
+            }
+        }
         self.steps.push(record.clone());
         let ramp = Box::new(self.ramp_outcome());
         (self.observer)(PlanEvent::StepDone {
@@ -327,12 +364,15 @@ impl<R: PhaseRunner> Driver<'_, R> {
         if soak.duration.is_zero() {
             return Ok(Err("soak.duration is 0".to_owned()));
         }
-        if !ramp.valid {
-            return Ok(Err("the ramp was invalid".to_owned()));
-        }
         let (capacity, capacity_from) = match (baseline_knee, ramp.knee_sessions_per_sec) {
             (Some(k), _) if k > 0.0 && k.is_finite() => (k, CapacitySource::Baseline),
-            (_, Some(k)) => (k, CapacitySource::ThisRun),
+            (_, Some(k)) if ramp.valid => (k, CapacitySource::ThisRun),
+            (_, Some(_)) => {
+                return Ok(Err(
+                    "the ramp was invalid and no baseline knee was given: no capacity to soak at"
+                        .to_owned(),
+                ));
+            }
             _ => {
                 return Ok(Err(
                     "no capacity to soak at: nothing held and no baseline knee was given"
@@ -340,7 +380,27 @@ impl<R: PhaseRunner> Driver<'_, R> {
                 ));
             }
         };
-        let at = soak.at * capacity;
+        let planned = soak.at * capacity;
+        // Where the generator reached its limit, the soak stays at a load it kept: the highest
+        // step that held below the limit.
+        let (at, lowered) = match (&ramp.generator_limit, ramp.knee_sessions_per_sec) {
+            (Some(limit), Some(kept)) if planned > kept => (
+                kept,
+                Some(format!(
+                    "lowered from {planned:.3} to {kept:.3} sessions/s, the highest step that held \
+                     below the generator's limit on this machine (`{}`, {:.3} sessions/s)",
+                    limit.phase, limit.sessions_per_sec
+                )),
+            ),
+            (Some(limit), None) => {
+                return Ok(Err(format!(
+                    "the generator reached its limit at `{}` before any step held: no load it can \
+                     keep to soak at",
+                    limit.phase
+                )));
+            }
+            _ => (planned, None),
+        };
         let spec = self.spec("soak".to_owned(), at, soak.duration);
         let (run, schedule_hash) = self.run(spec).await?;
         let m = run.measurement;
@@ -362,6 +422,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
             model_rate_per_sec: at * self.requests_per_session,
             achieved_rate_per_sec: m.summary().achieved_rate_per_sec,
             leak: None,
+            lowered,
             slopes,
             aborted: m.stopped.clone(),
             valid: m.validity.is_valid(),
@@ -452,6 +513,16 @@ pub async fn run_plan<R: PhaseRunner>(
     })
 }
 
+/// Why a step that broke (or was starved) once and held when measured again is not capacity.
+fn transient_note(first: &StepRecord) -> String {
+    let what = if first.valid {
+        format!("broke once ({})", first.held.reasons.join("; "))
+    } else {
+        format!("was starved once ({})", first.invalid_reasons.join("; "))
+    };
+    format!("{what} and held when measured again: a transient stall, not capacity")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,6 +591,15 @@ mod tests {
         leak_bytes_per_sec: f64,
         /// The error returned instead of running a phase with this name.
         fail_phase: Option<String>,
+        /// The share of its core the generator's loop uses in the steps above `invalid_above`
+        /// (the lagging ones); `None`: not measured.
+        lagging_busy: Option<f64>,
+        /// The phase of this name (not its re-measurement) lags once, with the loop idle: the
+        /// machine starved the generator.
+        starve_once: Option<String>,
+        /// The phase of this name (not its re-measurement) stalls for one window: every answer due
+        /// in its second measured second comes 800 ms late.
+        stall_once: Option<String>,
         specs: Vec<PhaseSpec>,
     }
 
@@ -531,6 +611,9 @@ mod tests {
                 login_wrong_every: None,
                 leak_bytes_per_sec: 0.0,
                 fail_phase: None,
+                lagging_busy: None,
+                starve_once: None,
+                stall_once: None,
                 specs: Vec::new(),
             }
         }
@@ -575,14 +658,20 @@ mod tests {
             let mut events: Vec<(Duration, Event)> = Vec::new();
             let mut t = Duration::ZERO;
             let mut i = 0u64;
+            let starved = self.starve_once.as_deref() == Some(spec.name.as_str());
+            let stalled = self.stall_once.as_deref() == Some(spec.name.as_str());
+            let lagging = rate > self.invalid_above || starved;
+            let busy = if starved {
+                Some(0.2)
+            } else {
+                self.lagging_busy
+            };
+            let stall =
+                (spec.warmup + Duration::from_secs(1))..(spec.warmup + Duration::from_secs(2));
             while t < total {
                 // Two of three requests are `home`, one is `login`.
                 let op = usize::from(i % 3 == 2);
-                let lag = if rate > self.invalid_above {
-                    50 * MS
-                } else {
-                    Duration::ZERO
-                };
+                let lag = if lagging { 50 * MS } else { Duration::ZERO };
                 let wrong = op == 1
                     && self
                         .login_wrong_every
@@ -592,7 +681,12 @@ mod tests {
                 } else {
                     Outcome::Ok
                 };
-                let done = t + lag + self.latency(rate, i);
+                let stalled_for = if stalled && stall.contains(&t) {
+                    800 * MS
+                } else {
+                    Duration::ZERO
+                };
+                let done = t + lag + self.latency(rate, i) + stalled_for;
                 events.push((t + lag, Event::Sent(op, t, t + lag)));
                 events.push((done, Event::Done(op, t, t + lag, outcome)));
                 t += gap;
@@ -606,7 +700,11 @@ mod tests {
             for (at, event) in events {
                 // The engine asks the hook while arrivals run, once a second.
                 if stopped.is_none() && at >= next_tick && at < total {
-                    for w in r.roll_to(at) {
+                    let closed = r.roll_to(at);
+                    if let (true, Some(busy)) = (lagging, busy) {
+                        r.generator_busy(busy);
+                    }
+                    for w in closed {
                         if let WindowDecision::Stop(reason) = on_window(&w) {
                             stopped = Some(reason);
                             arrivals_end = at;
@@ -638,7 +736,9 @@ mod tests {
                 end,
                 max_lag: 10 * MS,
                 max_drop_rate: 0.01,
-                generator_cpu: None,
+                generator_cpu: busy
+                    .filter(|_| lagging)
+                    .map(|b| Duration::from_secs_f64(b * end.as_secs_f64())),
                 generator_core: None,
                 stopped,
             });
@@ -710,11 +810,14 @@ mod tests {
                 "ramp-50%",
                 "ramp-100%",
                 "ramp-150%",
+                "ramp-150%-confirm",
                 "refine-1",
                 "refine-2",
+                "refine-2-confirm",
                 "refine-3"
             ]
         );
+        assert!(ramp.steps.iter().all(|s| s.transient.is_none()));
         assert_eq!(events.first().map(String::as_str), Some("start ramp-25%"));
         assert_eq!(events.last().map(String::as_str), Some("soak done"));
         assert!(events.contains(&"ramp done".to_owned()));
@@ -740,10 +843,12 @@ mod tests {
         );
         let knee = ramp.knee_rate_per_sec.expect("a knee below the first step");
         assert!((10.0..=20.0).contains(&knee), "{knee}");
-        assert!(
-            ramp.steps
-                .iter()
-                .all(|s| s.kind == StepKind::Refine || s.phase == "ramp-25%")
+        assert!(ramp.steps.iter().all(|s| {
+            matches!(s.kind, StepKind::Refine | StepKind::Confirm) || s.phase == "ramp-25%"
+        }));
+        assert_eq!(
+            ramp.steps[1].phase, "ramp-25%-confirm",
+            "a break is confirmed"
         );
     }
 
@@ -777,22 +882,146 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_step_stops_the_ramp_and_the_run_is_invalid() {
+    fn a_step_the_generator_could_not_keep_twice_stops_the_ramp_and_the_run_is_invalid() {
+        // Lag without a measured CPU share: not the generator's limit, so measured again first.
         let mut fake = FakeService::new(1_000.0);
         fake.invalid_above = 100.0;
         let (outcome, _) = plan(&config(""), &mut fake, &PlanOptions::default());
         let outcome = outcome.expect("runs");
         let ramp = &outcome.ramp;
         assert!(!ramp.valid && !outcome.valid);
-        assert_eq!(ramp.steps.len(), 3, "stops at ramp-100%");
+        let phases: Vec<&str> = ramp.steps.iter().map(|s| s.phase.as_str()).collect();
+        assert_eq!(
+            phases,
+            ["ramp-25%", "ramp-50%", "ramp-100%", "ramp-100%-confirm"]
+        );
         assert!(!ramp.steps[2].valid && !ramp.steps[2].held.holds);
         assert_eq!(ramp.first_break, None, "an invalid step is not a break");
+        assert_eq!(ramp.generator_limit, None, "nor the generator's limit");
         assert_eq!(ramp.knee_rate_per_sec, Some(75.0));
         assert_eq!(
             outcome.soak_skipped.as_deref(),
-            Some("the ramp was invalid")
+            Some("the ramp was invalid and no baseline knee was given: no capacity to soak at")
         );
         insta::assert_snapshot!(ramp.sentence, @"invalid: the ramp stopped at `ramp-100%` (150 req/s offered) because the generator could not keep its schedule (pacing lag p99 50.015 ms exceeds the limit of 10.000 ms); held through 75.0 req/s before it");
+        // With a baseline's knee the soak still runs: its metrics do not depend on the ramp.
+        let mut fake = FakeService::new(1_000.0);
+        fake.invalid_above = 100.0;
+        let options = PlanOptions {
+            baseline_knee_sessions_per_sec: Some(50.0),
+            ..PlanOptions::default()
+        };
+        let soak = plan(&config(""), &mut fake, &options).0.expect("runs").soak;
+        assert_eq!(soak.map(|s| s.at_sessions_per_sec), Some(30.0));
+    }
+
+    #[test]
+    fn a_generator_bound_ramp_stops_at_a_lower_bound_and_still_soaks_and_judges_the_leak() {
+        // The service never breaks; the generator saturates above 200 req/s (ramp-150% offers
+        // 225): capacity is "≥ 150 req/s", the soak runs where the generator kept up.
+        let fake = || {
+            let mut fake = FakeService::new(1_000.0);
+            fake.invalid_above = 200.0;
+            fake.lagging_busy = Some(0.97);
+            fake.leak_bytes_per_sec = 2_000.0 * 150.0 * 0.6;
+            fake
+        };
+        let mut this_run = fake();
+        let (outcome, events) = plan(&config(""), &mut this_run, &PlanOptions::default());
+        let outcome = outcome.expect("runs");
+        let ramp = &outcome.ramp;
+        assert!(ramp.valid && outcome.valid, "{}", ramp.sentence);
+        let phases: Vec<&str> = ramp.steps.iter().map(|s| s.phase.as_str()).collect();
+        assert_eq!(
+            phases,
+            ["ramp-25%", "ramp-50%", "ramp-100%", "ramp-150%"],
+            "the generator's limit is not measured again"
+        );
+        assert_eq!(
+            ramp.steps[3].status(),
+            super::super::StepStatus::GeneratorLimit
+        );
+        assert_eq!(
+            ramp.generator_limit.as_ref().map(|b| b.phase.as_str()),
+            Some("ramp-150%")
+        );
+        assert_eq!(
+            (ramp.knee_rate_per_sec, ramp.lowest_break.as_ref()),
+            (Some(150.0), None)
+        );
+        insta::assert_snapshot!(ramp.sentence, @"held through 150 req/s, where the generator reached its limit on this machine: capacity ≥ 150 req/s (at 225 req/s: pacing lag p99 50.015 ms exceeds the limit of 10.000 ms: the generator was saturated (its loop used 97% of its core))");
+        let soak = outcome.soak.as_ref().expect("the soak runs");
+        assert!(soak.valid && soak.lowered.is_none());
+        assert_eq!(soak.at_sessions_per_sec, 60.0);
+        assert!(events.contains(&"soak done".to_owned()));
+        // The leak (2 KiB per request at the soak's rate) is judged from the soak.
+        let gate = config("").gate;
+        assert!(
+            crate::compare::leak_finding(&soak.slopes, &gate).is_some(),
+            "{:?}",
+            soak.slopes.rss_bytes_per_sec
+        );
+        // A baseline's knee above what the generator kept: the soak stays below the limit.
+        let mut against_base = fake();
+        let options = PlanOptions {
+            baseline_knee_sessions_per_sec: Some(200.0),
+            ..PlanOptions::default()
+        };
+        let soak = plan(&config(""), &mut against_base, &options)
+            .0
+            .expect("runs")
+            .soak
+            .expect("the soak runs");
+        assert_eq!(soak.at_sessions_per_sec, 100.0);
+        insta::assert_snapshot!(soak.lowered.unwrap_or_default(), @"lowered from 120.000 to 100.000 sessions/s, the highest step that held below the generator's limit on this machine (`ramp-150%`, 150.000 sessions/s)");
+    }
+
+    #[test]
+    fn a_stall_in_one_step_is_measured_again_and_is_not_the_knee() {
+        // ramp-50% (75 req/s, far below the 200 req/s capacity) stalls for one window once.
+        let mut stalled = FakeService::new(200.0);
+        stalled.stall_once = Some("ramp-50%".to_owned());
+        let (outcome, _) = plan(&config(""), &mut stalled, &PlanOptions::default());
+        let ramp = outcome.expect("runs").ramp;
+        let (clean, _) = knee_of(200.0);
+        assert_eq!(ramp.knee_rate_per_sec, clean.ramp.knee_rate_per_sec);
+        let first = &ramp.steps[1];
+        assert_eq!(first.phase, "ramp-50%");
+        assert_eq!(first.status(), super::super::StepStatus::Transient);
+        assert_eq!(ramp.steps[2].phase, "ramp-50%-confirm");
+        assert!(ramp.steps[2].holds());
+        assert_eq!(ramp.steps[2].confirms.as_deref(), Some("ramp-50%"));
+        assert!(ramp.valid);
+        assert!(
+            ramp.sentence.contains("`ramp-50%` broke once (`home` p99 "),
+            "{}",
+            ramp.sentence
+        );
+        assert!(
+            ramp.sentence
+                .ends_with("and held when measured again: a transient stall, not capacity"),
+            "{}",
+            ramp.sentence
+        );
+    }
+
+    #[test]
+    fn a_starved_step_is_measured_again_and_the_ramp_goes_on() {
+        let mut starved = FakeService::new(200.0);
+        starved.starve_once = Some("ramp-100%".to_owned());
+        let (outcome, _) = plan(&config(""), &mut starved, &PlanOptions::default());
+        let outcome = outcome.expect("runs");
+        let ramp = &outcome.ramp;
+        let (clean, _) = knee_of(200.0);
+        assert_eq!(ramp.knee_rate_per_sec, clean.ramp.knee_rate_per_sec);
+        assert!(ramp.valid && outcome.valid);
+        let first = ramp.steps.iter().find(|s| s.phase == "ramp-100%").unwrap();
+        assert!(!first.valid && first.transient.is_some());
+        assert!(
+            first.invalid_reasons[0].contains("the generator was starved"),
+            "{:?}",
+            first.invalid_reasons
+        );
     }
 
     #[test]

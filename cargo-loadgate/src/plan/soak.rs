@@ -81,6 +81,10 @@ pub struct SoakOutcome {
     /// The leak finding, when the RSS slope's interval lies above `gate.rss-slope`: filled in by
     /// `compare::leak_finding` when the run records the soak (the plan leaves it `None`).
     pub leak: Option<String>,
+    /// Set when the soak ran below `soak.at` × capacity because the generator reached its limit
+    /// in the ramp below that load: from what to what, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowered: Option<String>,
     /// Why the soak stopped early, if it did.
     pub aborted: Option<String>,
     /// Whether the generator kept its schedule.
@@ -176,6 +180,9 @@ mod tests {
                 p50: Duration::from_millis(5),
                 p99: Duration::from_millis(p99_ms(i)),
                 max: Duration::from_millis(p99_ms(i)),
+                dropped: 0,
+                lag_p99: Duration::ZERO,
+                generator_busy: None,
             })
             .collect()
     }

@@ -248,6 +248,7 @@ mod tests {
             invalid_reasons: Vec::new(),
             windows: 20,
             samples: 20,
+            lowered: None,
         });
         result.verdict = Some(verdict);
         result

@@ -28,6 +28,8 @@ pub fn render_step_table(outcome: &RampOutcome) -> String {
     for step in &outcome.steps {
         let result = match step.status() {
             StepStatus::Invalid => "invalid",
+            StepStatus::GeneratorLimit => "generator limit",
+            StepStatus::Transient => "transient",
             StepStatus::Aborted => "aborted",
             StepStatus::Held => "held",
             StepStatus::TooFewRequests => "too few",

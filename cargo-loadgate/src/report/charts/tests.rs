@@ -104,6 +104,10 @@ fn result(commit: &str, slowdown: f64, soak: bool) -> RunResult {
             operations,
             lag_p99: ms(0.5),
             dropped: 0,
+            confirms: None,
+            transient: None,
+            generator_limit: false,
+            generator_busy: None,
         });
         let operations = CLASSES
             .iter()
@@ -145,6 +149,7 @@ fn result(commit: &str, slowdown: f64, soak: bool) -> RunResult {
         sentence: String::new(),
         failing_from_first_step: Vec::new(),
         valid: true,
+        generator_limit: None,
     });
     result.soak = None;
     result.phases = phases;
@@ -161,6 +166,9 @@ fn result(commit: &str, slowdown: f64, soak: bool) -> RunResult {
                 p50: ms(1.0),
                 p99: ms(8.0 + f64::from(i % 4) + 0.2 * f64::from(i)),
                 max: ms(30.0),
+                dropped: 0,
+                lag_p99: Duration::ZERO,
+                generator_busy: None,
             })
             .collect();
         result
@@ -202,6 +210,7 @@ fn result(commit: &str, slowdown: f64, soak: bool) -> RunResult {
             invalid_reasons: Vec::new(),
             windows: 20,
             samples: 20,
+            lowered: None,
         });
     }
     result

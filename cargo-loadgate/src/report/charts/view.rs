@@ -126,9 +126,10 @@ impl StepState {
     /// How a step of `status` is drawn.
     fn of(status: StepStatus) -> Self {
         match status {
-            StepStatus::Invalid => Self::Invalid,
+            StepStatus::Invalid | StepStatus::GeneratorLimit => Self::Invalid,
             StepStatus::Held => Self::Held,
-            StepStatus::TooFewRequests => Self::TooFew,
+            // Neither held nor broke: a transient was measured again, its re-measurement counts.
+            StepStatus::TooFewRequests | StepStatus::Transient => Self::TooFew,
             StepStatus::Aborted | StepStatus::Broke => Self::Broke,
         }
     }

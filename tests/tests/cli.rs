@@ -218,10 +218,11 @@ fn wrong_answers_are_errors_even_when_fast() {
 }
 
 #[test]
-fn a_run_that_cannot_keep_its_schedule_is_invalid() {
+fn a_run_whose_generator_cannot_keep_its_schedule_in_any_phase_is_invalid() {
     let _load = load_lock();
-    // Every request takes 200 ms and only one may be in flight: most arrivals are dropped.
-    let demo = DemoProcess::start(&[("DEMO_DELAY_MS", "200")]);
+    // Every request takes 50 ms, well within the 200 ms SLO, and only one may be in flight: the
+    // arrivals dropped at the cap are the generator's (its cap is too low), not the service's.
+    let demo = DemoProcess::start(&[("DEMO_DELAY_MS", "50")]);
     let dir = tempfile::tempdir().unwrap();
     let config = url_config(&demo.url, "max-in-flight = 1\n");
     let path = write_config(dir.path(), &config);
@@ -232,8 +233,46 @@ fn a_run_that_cannot_keep_its_schedule_is_invalid() {
         .output();
     out.assert_code(code::INVALID_RUN);
     assert!(out.stderr.contains("invalid run"), "{}", out.stderr);
+    assert!(out.stderr.contains("max-in-flight is too low"), "{}", out.stderr);
     let phase = &read_result(dir.path())["phases"][0];
     assert!(phase["counters"]["dropped"].as_u64().unwrap() > 0);
+    assert_eq!(phase["validity"]["reasons"][0]["cause"], "cap-too-low", "{phase}");
+}
+
+/// Regression (issue 12): arrivals dropped at the in-flight cap because the service was slow made
+/// the run invalid (exit 21), hiding the service's failure behind "the generator could not keep
+/// its schedule". They are the service's failures: counted as errors, and the phase is judged.
+#[test]
+fn drops_at_the_cap_while_the_service_is_slow_are_its_failures_not_an_invalid_run() {
+    let _load = load_lock();
+    // 300 ms answers against the 200 ms SLO, one request in flight at most; a step is judged from
+    // 5 requests, so the 10 of the first step are.
+    let demo = DemoProcess::start(&[("DEMO_DELAY_MS", "300")]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = url_config(&demo.url, "max-in-flight = 1\n\n[slo]\nmin-requests = 5\n");
+    let path = write_config(dir.path(), &config);
+    let out = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    out.assert_code(code::PASS);
+    assert!(!out.stderr.contains("invalid run"), "{}", out.stderr);
+    let result = read_result(dir.path());
+    let phase = &result["phases"][0];
+    assert!(phase["validity"]["reasons"].as_array().unwrap().is_empty(), "{phase}");
+    assert!(phase["validity"]["service_drops"].as_f64().unwrap() > 0.01, "{phase}");
+    let landing = &phase["operations"][0]["counters"];
+    assert!(landing["dropped"].as_u64().unwrap() > 0, "{landing}");
+    let step = &result["ramp"]["steps"][0];
+    assert_eq!(step["valid"], true, "{step}");
+    assert!(
+        step["held"]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("dropped at the in-flight cap"),
+        "{step}"
+    );
 }
 
 #[test]

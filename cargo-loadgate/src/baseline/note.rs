@@ -152,10 +152,20 @@ impl StoredEntry {
         if run.phases.is_empty() {
             return Err(not_savable("the run measured no phase".to_owned()));
         }
+        // A ramp step at the generator's limit bounds the knee, and a transient was measured
+        // again: neither makes the figures a baseline keeps untrustworthy.
+        let excused = |phase: &str| {
+            run.ramp.as_ref().is_some_and(|ramp| {
+                ramp.valid
+                    && ramp.steps.iter().any(|s| {
+                        s.phase == phase && (s.generator_limit || s.transient.is_some())
+                    })
+            })
+        };
         if let Some(invalid) = run
             .phases
             .iter()
-            .find(|p| !p.measurement.validity.is_valid())
+            .find(|p| !p.measurement.validity.is_valid() && !excused(&p.measurement.name))
         {
             return Err(not_savable(format!(
                 "phase `{}` is invalid: the generator did not keep its schedule",
@@ -363,6 +373,35 @@ mod tests {
         spoil(&mut r);
         let err = StoredEntry::from_result(StoredResult::new(&r), false, 0).unwrap_err();
         assert!(err.to_string().contains(message), "{err}");
+    }
+
+    #[test]
+    fn a_ramp_step_at_the_generators_limit_does_not_stop_a_save_but_a_starved_one_does() {
+        use crate::plan::{RampOutcome, StepJudgement, StepKind, StepRecord};
+        let with_step = |cause: crate::measure::LagCause| {
+            let mut r = result(C, "A", "h");
+            let mut m = r.phases[0].measurement.clone();
+            m.name = "ramp-150%".to_owned();
+            m.validity.reasons = vec![InvalidReason::Lag {
+                p99: Duration::from_millis(40),
+                limit: Duration::from_millis(10),
+                cause,
+                busy: Some(0.97),
+            }];
+            let step = StepRecord::new(StepKind::Step, 1.5, 1.0, &m, StepJudgement::default());
+            r.ramp = Some(RampOutcome::conclude(vec![step], Vec::new()));
+            r.phases.insert(
+                0,
+                crate::result::PhaseRecord {
+                    schedule_hash: "s0".to_owned(),
+                    measurement: m,
+                },
+            );
+            StoredEntry::from_result(StoredResult::new(&r), false, 0)
+        };
+        assert!(with_step(crate::measure::LagCause::Saturated).is_ok());
+        let err = with_step(crate::measure::LagCause::Starved).unwrap_err();
+        assert!(err.to_string().contains("phase `ramp-150%` is invalid"), "{err}");
     }
 
     #[test]

@@ -400,9 +400,8 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .phases
         .iter()
         .any(|p| p.measurement.validity.is_valid());
-    let soak_valid = outcome.soak.as_ref().is_none_or(|s| s.valid);
     if opts.save_baseline {
-        match (&repo, any_valid && soak_valid) {
+        match (&repo, outcome.valid) {
             (Some(repo), true) => {
                 let saved = gate::save(repo, &gate_options, &result)?;
                 eprintln!("       Saved baseline in {saved}");
@@ -413,7 +412,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                 });
             }
             (_, false) => eprintln!(
-                "     Warning not saving this run as a baseline: its soak (the comparison's load point) is invalid"
+                "     Warning not saving this run as a baseline: a phase the comparison reads is invalid (a generator limit in the ramp is not one)"
             ),
         }
     }

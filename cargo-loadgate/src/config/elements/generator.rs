@@ -15,7 +15,7 @@ pub(crate) const TIMEOUT: Key<Duration> = Key::new(
 /// `generator.max-in-flight`.
 pub(crate) const MAX_IN_FLIGHT: Key<i64> = Key::new(
     "max-in-flight",
-    "arrivals beyond it are dropped and counted",
+    "arrivals beyond it are dropped and count as failed requests",
     |cx, v, what| integer_in(cx, v, what, 1..=i64::MAX),
 );
 /// `generator.max-lag`.
@@ -27,7 +27,7 @@ pub(crate) const MAX_LAG: Key<Duration> = Key::new(
 /// `generator.max-drop-rate`.
 pub(crate) const MAX_DROP_RATE: Key<f64> = Key::new(
     "max-drop-rate",
-    "a phase that drops more arrivals is invalid",
+    "drops past this share make a phase invalid unless the service was the cause (answers past the SLO): then they are its failures",
     |cx, v, what| share(cx, v, what, Some(1.0)),
 );
 /// `generator.connections`: 0 (on demand) up to [`MAX_CONNECTIONS`].

@@ -514,6 +514,7 @@ pub fn pair_sd(d: &[f64]) -> Option<f64> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
     use test_case::test_case;
 
     /// A standard normal draw (Box–Muller).
@@ -820,5 +821,41 @@ pub(crate) mod tests {
         assert!((student_t_quantile(0.999, 5.0) - 5.893).abs() < 0.12);
         assert!((student_t_quantile(0.8, 9.0) - 0.883).abs() < 0.002);
         assert!((pair_sd(&[1.0, 3.0]).unwrap() - 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    proptest! {
+        /// A run compared with itself (every pair's figures equal) never regresses, whatever
+        /// the threshold: its p-value is 1 and its interval is the point 1.
+        #[test]
+        fn a_run_compared_with_itself_never_regresses(
+            base in prop::collection::vec(0.01f64..100.0, 1..40),
+            delta in 0.0f64..0.5,
+        ) {
+            let d = log_ratios(&base, &base);
+            prop_assert_eq!(signed_rank_p_value(&d, delta.ln_1p()), 1.0);
+            let e = wilcoxon_interval(&d, Scale::Ratio, 0.01).unwrap();
+            prop_assert!(!e.above(1.0 + delta));
+            prop_assert_eq!(e.estimate, 1.0);
+        }
+
+        /// Shifting every difference shifts the estimate, the interval and the threshold of the
+        /// p-value alike (the method is shift-equivariant).
+        #[test]
+        fn shifting_the_differences_shifts_everything(
+            d in prop::collection::vec(-1.0f64..1.0, 7..40),
+            shift in -1.0f64..1.0,
+            tau in -0.2f64..0.2,
+        ) {
+            let moved: Vec<f64> = d.iter().map(|x| x + shift).collect();
+            let a = wilcoxon_interval(&d, Scale::Difference, 0.01).unwrap();
+            let b = wilcoxon_interval(&moved, Scale::Difference, 0.01).unwrap();
+            prop_assert!((b.estimate - a.estimate - shift).abs() < 1e-9);
+            prop_assert!((b.low - a.low - shift).abs() < 1e-9);
+            prop_assert!((b.high - a.high - shift).abs() < 1e-9);
+            let pa = signed_rank_p_value(&d, tau);
+            let pb = signed_rank_p_value(&moved, tau + shift);
+            // Rounding may turn a difference into a zero or a tie on one side only.
+            prop_assert!((pa - pb).abs() < 0.05, "{} vs {}", pa, pb);
+        }
     }
 }

@@ -4,11 +4,13 @@
 # Two live copies of the same demo-service binary (base and head: byte-identical, so this is an
 # A/A) run as processes on two loopback ports, both pinned to TARGET_CORE; oha, pinned to GEN_CORE,
 # drives them in blocks of BLOCK seconds at RATE req/s, one side after the other, in a balanced
-# seeded order: every two pairs run ABBA or BAAB (A the base, B the head), drawn from SEED, as
-# cargo-loadgate's plan/pairing.rs does. Before each block a WARMUP-second oha run on the same side
-# is discarded. Per pair it prints the log-ratios ln(head/base) of p50 and p99; at the end the SD of
-# the per-pair log-ratios and the 98% interval half-width t(0.99, n−1) · SD / √n, the figures of
-# the table in issue 13 (log-ratios are quoted as percentages: 0.03 = 3%).
+# seeded order: every two pairs run ABBA or BAAB (A the base, B the head), drawn from SEED with
+# bash's $RANDOM: the scheme of cargo-loadgate's plan/pairing.rs, not its draw. Before each
+# block a WARMUP-second oha run on the same side is discarded. Per pair it prints the log-ratios
+# ln(head/base) of p50 and p99; at the end the SD of the per-pair log-ratios and the 98% interval
+# half-width t(0.99, n−1) · SD / √n, the figures of the table in issue 13 (log-ratios are quoted
+# as percentages: 0.03 = 3%). Core 1 is shared with whatever else runs there: read the load
+# average the header prints.
 #
 # Usage: bench/paired-sd.sh PAIRS BLOCK_SECONDS RATE
 #   e.g. bench/paired-sd.sh 10 5 400        # the demo row of issue 13 (DEMO_CPU_US=1000)
@@ -23,7 +25,7 @@
 # started, by PID, on every exit path.
 set -euo pipefail
 if [ $# -ne 3 ]; then
-  sed -n '13,21p' "$0" >&2
+  sed -n '15,23p' "$0" >&2
   exit 2
 fi
 pairs=$1 block=$2 rate=$3
@@ -118,8 +120,10 @@ ratios=$WORK/ratios
 lead=A
 for pair in $(seq 0 $((pairs - 1))); do
   if [ $((pair % 2)) = 0 ]; then
-    # A new group of two pairs: ABBA or BAAB, drawn.
-    lead=$([ $((RANDOM % 2)) = 0 ] && echo A || echo B)
+    # A new group of two pairs: ABBA or BAAB, drawn here in the main shell (a subshell would
+    # reseed $RANDOM, and the order would not follow SEED).
+    draw=$((RANDOM % 2))
+    lead=$([ "$draw" = 0 ] && echo A || echo B)
   else
     lead=$([ "$lead" = A ] && echo B || echo A)
   fi
@@ -165,3 +169,7 @@ awk -v n="$pairs" '
     printf "| %d | %+.1f%% / %+.1f%% | %.1f%% / %.1f%% | ±%.1f%% / ±%.1f%% |\n", NR, ma * 100, mb * 100,
       sda * 100, sdb * 100, t * sda / sqrt(NR) * 100, t * sdb / sqrt(NR) * 100
   }' "$ratios"
+# What the errors were (oha counts a request cut off by the end of -z as one).
+errors=$(jq -s -c '[.[] | (.errorDistribution // {}) | to_entries[]] | group_by(.key)
+  | map({(.[0].key): (map(.value) | add)}) | add // {}' "$WORK"/pair-*.json)
+[ "$errors" = "{}" ] || echo "# errors in measured blocks: $errors"

@@ -1,5 +1,6 @@
-//! The phases: the capacity ramp with bisection to the knee, the soak sample with its slopes, and
-//! the abort conditions that keep every phase inside a safety envelope.
+//! The phases: the capacity ramp with bisection to the knee, the soak sample with its slopes, the
+//! abort conditions that keep every phase inside a safety envelope, and the balanced order of a
+//! paired run's base and head blocks (`pairing`).
 //!
 //! It sits between config and engine in the flow: [`run_plan`] decides which phase runs next at
 //! which rate, a [`PhaseRunner`] from the shell runs it (the engine on its generator thread plus the
@@ -8,6 +9,7 @@
 
 mod abort;
 mod judge;
+pub mod pairing;
 mod ramp;
 mod run;
 mod soak;

@@ -1,5 +1,7 @@
 //! Pure statistics: slopes (Theil–Sen with a moving-block bootstrap), bootstrap standard errors,
-//! Holm's procedure, the normal distribution and the median.
+//! Holm's procedure, the normal distribution, the median, and the paired comparison of
+//! interleaved base/head blocks (Hodges–Lehmann with the exact Wilcoxon interval) with its
+//! sequential design.
 //!
 //! Nothing here knows a config, a phase or a verdict: every function is a pure function of its
 //! inputs (bootstraps are seeded), so `compare/` and `plan/` call them and the tests can state
@@ -8,6 +10,8 @@
 pub mod bootstrap;
 pub mod holm;
 pub mod median;
+pub mod paired;
+pub mod sequential;
 pub mod slope;
 
 pub use bootstrap::{

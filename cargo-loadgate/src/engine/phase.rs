@@ -115,8 +115,9 @@ pub enum EngineError {
     /// The workload's requests could not be compiled.
     #[error("cannot compile the workload's requests")]
     Compile(#[source] CompileError),
-    /// The pacing timer could not be created (it needs a tokio runtime with I/O enabled).
-    #[error("cannot create the pacing timer")]
+    /// The pacing timer could not be created (it needs a tokio runtime with I/O enabled), or it
+    /// failed during the phase (`timerfd_settime` refused a deadline, or its descriptor failed).
+    #[error("the pacing timer failed")]
     Timer(#[source] std::io::Error),
     /// `generator.connections` asked for a fixed pool the target did not accept in full.
     #[error(
@@ -355,9 +356,7 @@ async fn run_phase_paced(
             };
             let (stopped, arrivals_end) = tokio::select! {
                 biased;
-                () = driver.drive() => return Err(EngineError::Timer(std::io::Error::other(
-                    "the pacing timer's descriptor failed",
-                ))),
+                failed = driver.drive() => return Err(EngineError::Timer(failed)),
                 () = keep_time_driver_ahead(generator.timeout) => unreachable_keeper(),
                 ended = phase => ended,
             };

@@ -21,6 +21,7 @@ use crate::result::{
     RunResult, RunStatus, ToolInfo, write_json_atomic,
 };
 use crate::targets::{BootRequest, ResourceSampler, TargetError};
+use crate::workload::Schedule;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -547,7 +548,12 @@ struct GeneratorRunner<'a> {
 impl PhaseRunner for GeneratorRunner<'_> {
     type Error = RunError;
 
-    async fn run(&mut self, spec: PhaseSpec, on_window: OnWindow) -> Result<PhaseRun, RunError> {
+    async fn run(
+        &mut self,
+        spec: PhaseSpec,
+        schedule: Schedule,
+        on_window: OnWindow,
+    ) -> Result<PhaseRun, RunError> {
         let from = self.sampler_started.elapsed().as_secs_f64() + spec.warmup.as_secs_f64();
         let slo_latency = goodput_latency(&self.config.slo);
         let measurement = run_phase_with_progress(
@@ -556,6 +562,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
             self.config.generator.clone(),
             slo_latency,
             spec,
+            schedule,
             self.core,
             on_window,
             self.display.phase_bar(),
@@ -577,13 +584,19 @@ impl PhaseRunner for GeneratorRunner<'_> {
 
 /// Runs one phase on a thread of its own with a current-thread runtime, pinned to the generator's
 /// core when there is one: the engine's future is not `Send`, and the generator must not share a
-/// core with the target or with the sampler. It shows no progress while it runs.
+/// core with the target or with the sampler. It shows no progress while it runs. `schedule` is
+/// `spec`'s ([`PhaseSpec::schedule`]), built by the caller.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the phase's inputs and the generator's core; a struct would only rename them"
+)]
 pub async fn run_phase_on_generator_thread(
     base_url: String,
     workload: WorkloadConfig,
     generator: GeneratorConfig,
     slo_latency: Duration,
     spec: PhaseSpec,
+    schedule: Schedule,
     core: Option<usize>,
     on_window: OnWindow,
 ) -> Result<PhaseMeasurement, RunError> {
@@ -593,6 +606,7 @@ pub async fn run_phase_on_generator_thread(
         generator,
         slo_latency,
         spec,
+        schedule,
         core,
         on_window,
         PhaseBar::none(),
@@ -611,6 +625,7 @@ async fn run_phase_with_progress(
     generator: GeneratorConfig,
     slo_latency: Duration,
     spec: PhaseSpec,
+    schedule: Schedule,
     core: Option<usize>,
     on_window: OnWindow,
     bar: PhaseBar,
@@ -645,6 +660,7 @@ async fn run_phase_with_progress(
                 &generator,
                 slo_latency,
                 &spec,
+                &schedule,
                 hooks,
                 CancellationSignal::new(),
             ));

@@ -824,11 +824,10 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
                 None => format!("  {name:<8} too few points for a slope\n"),
             });
         }
-        match crate::result::leak_statement(result.verdict.as_ref(), soak.leak.as_deref()) {
-            Some((true, leak)) => out.push_str(&format!("LEAK: {leak}\n")),
-            Some((false, leak)) => out.push_str(&format!("leak, not counted: {leak}\n")),
-            None => {}
-        }
+        out.push_str(&gate::render_leak(
+            result.verdict.as_ref(),
+            soak.leak.as_deref(),
+        ));
     } else if let Some(reason) = &outcome.soak_skipped {
         out.push_str(&format!("soak skipped: {reason}\n"));
     }

@@ -744,7 +744,7 @@ fn write_result(path: &Path, result: &RunResult) -> Result<(), RunError> {
 /// The summary printed at the end of a run: the ramp's step table and sentence, the soak's
 /// percentiles per operation (from the intended send time) and its slopes, and the generator's health.
 pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
-    let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+    let ms = crate::config::format_millis;
     let mut out = String::new();
     out.push('\n');
     out.push_str(&render_step_table(&outcome.ramp));

@@ -12,7 +12,7 @@
 use super::markdown::escape;
 use super::table::{Cell, Table};
 use crate::baseline::short;
-use crate::config::format_size;
+use crate::config::{format_millis, format_size};
 use crate::measure::{OperationSummary, PhaseSummary};
 use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, StepStatus, format_rate};
 use crate::result::{RESULT_FORMAT_VERSION, ReadError, RunResult, RunStatus, Verdict, read_result};
@@ -417,10 +417,6 @@ fn times(value: f64, base: f64) -> String {
         return "–".to_owned();
     }
     format!("{}×", format_rate(value / base))
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
 /// The Markdown and terminal renderings differ only in how they draw a table, emphasise a name
@@ -860,11 +856,11 @@ fn operations(
                 Some(op) => {
                     row.push(op.requests.to_string());
                     row.push(op.errors.to_string());
-                    row.push(ms(op.p50));
+                    row.push(format_millis(op.p50));
                     if compared {
                         row.push(ratio(|o| o.p50));
                     }
-                    row.push(ms(op.p99));
+                    row.push(format_millis(op.p99));
                     if compared {
                         row.push(ratio(|o| o.p99));
                     }
@@ -935,7 +931,7 @@ fn generator_health(out: &mut String, runs: &[ReportRun], style: Style) {
                 Cell::text(&run.label),
                 Cell::text(h.worst_lag.as_ref().map_or_else(
                     || "–".to_owned(),
-                    |(phase, lag)| format!("{} ({phase})", ms(*lag)),
+                    |(phase, lag)| format!("{} ({phase})", format_millis(*lag)),
                 )),
                 Cell::text(h.dropped.to_string()),
                 valid,

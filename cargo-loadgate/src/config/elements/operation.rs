@@ -19,11 +19,74 @@ pub const BUILTIN_VARIABLES: &[&str] = &["session", "seq", "rand"];
 /// The HTTP methods a request may use.
 pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-const OPERATION_KEYS: &[&str] = &["name", "request", "expect", "capture", "next"];
-const REQUEST_KEYS: &[&str] = &["method", "path", "headers", "json", "body"];
-const EXPECT_KEYS: &[&str] = &["status", "body-contains", "json-pointer", "json-equals"];
-const NEXT_KEYS: &[&str] = &["to", "p", "think"];
-const ENTRY_KEYS: &[&str] = &["to", "weight"];
+/// The keys of `[[workload.operation]]`, of its inline tables (`request`, `expect`, `next`) and
+/// of `workload.entry`, each named once: the key lists below, the readers and the resolved
+/// listing (`config/render.rs`) all use these.
+pub(crate) mod keys {
+    /// `name`.
+    pub(crate) const NAME: &str = "name";
+    /// `request`.
+    pub(crate) const REQUEST: &str = "request";
+    /// `expect`.
+    pub(crate) const EXPECT: &str = "expect";
+    /// `capture`.
+    pub(crate) const CAPTURE: &str = "capture";
+    /// `next`.
+    pub(crate) const NEXT: &str = "next";
+    /// `method`.
+    pub(crate) const METHOD: &str = "method";
+    /// `path`.
+    pub(crate) const PATH: &str = "path";
+    /// `headers`.
+    pub(crate) const HEADERS: &str = "headers";
+    /// `json`.
+    pub(crate) const JSON: &str = "json";
+    /// `body`.
+    pub(crate) const BODY: &str = "body";
+    /// `status`.
+    pub(crate) const STATUS: &str = "status";
+    /// `body-contains`.
+    pub(crate) const BODY_CONTAINS: &str = "body-contains";
+    /// `json-pointer`.
+    pub(crate) const JSON_POINTER: &str = "json-pointer";
+    /// `json-equals`.
+    pub(crate) const JSON_EQUALS: &str = "json-equals";
+    /// `to`.
+    pub(crate) const TO: &str = "to";
+    /// `p`.
+    pub(crate) const P: &str = "p";
+    /// `think`.
+    pub(crate) const THINK: &str = "think";
+    /// `weight`.
+    pub(crate) const WEIGHT: &str = "weight";
+    /// `think = { fixed = … }`.
+    pub(crate) const FIXED: &str = "fixed";
+    /// `think = { uniform = [low, high] }`.
+    pub(crate) const UNIFORM: &str = "uniform";
+}
+
+const OPERATION_KEYS: &[&str] = &[
+    keys::NAME,
+    keys::REQUEST,
+    keys::EXPECT,
+    keys::CAPTURE,
+    keys::NEXT,
+];
+const REQUEST_KEYS: &[&str] = &[
+    keys::METHOD,
+    keys::PATH,
+    keys::HEADERS,
+    keys::JSON,
+    keys::BODY,
+];
+const EXPECT_KEYS: &[&str] = &[
+    keys::STATUS,
+    keys::BODY_CONTAINS,
+    keys::JSON_POINTER,
+    keys::JSON_EQUALS,
+];
+const NEXT_KEYS: &[&str] = &[keys::TO, keys::P, keys::THINK];
+const ENTRY_KEYS: &[&str] = &[keys::TO, keys::WEIGHT];
 
 /// Splits `s` into the names of the `{{name}}` placeholders it uses.
 ///
@@ -124,7 +187,7 @@ pub(crate) fn operations(cx: &Cx<'_>, v: Val<'_>, section: &str) -> Vec<RawOp> {
 fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<RawOp> {
     let fallback = format!("operation {} of `{section}.operation`", index + 1);
     let table = Tbl::of(cx, v, fallback.clone(), "a table (an operation)")?;
-    let name_val = table.get("name");
+    let name_val = table.get(keys::NAME);
     let name = name_val.and_then(|n| string(cx, n, "a string (the operation's name)"));
     let label = name.map_or(fallback, |n| format!("operation `{n}`"));
     let table = Tbl {
@@ -155,9 +218,9 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         }
     };
     let mut uses = Vec::new();
-    let request = match table.get("request") {
+    let request = match table.get(keys::REQUEST) {
         Some(r) => request(cx, r, &label, &mut uses),
-        None if table.has_typo_of("request") => None,
+        None if table.has_typo_of(keys::REQUEST) => None,
         None => {
             cx.error(
                 table.file,
@@ -168,13 +231,13 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
             None
         }
     };
-    let expect = table.get("expect").and_then(|e| expect(cx, e, &label));
+    let expect = table.get(keys::EXPECT).and_then(|e| expect(cx, e, &label));
     let capture = table
-        .get("capture")
+        .get(keys::CAPTURE)
         .and_then(|c| captures(cx, c, &label))
         .unwrap_or_default();
     let next = table
-        .get("next")
+        .get(keys::NEXT)
         .map(|n| transitions(cx, n, &label))
         .unwrap_or_default();
     Some(RawOp {
@@ -190,7 +253,7 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         expect: expect.unwrap_or_default(),
         capture,
         next,
-        next_span: table.get("next").map(|n| n.span()),
+        next_span: table.get(keys::NEXT).map(|n| n.span()),
         uses,
     })
 }
@@ -223,7 +286,7 @@ fn request(
     )?;
     table.check_keys(cx, REQUEST_KEYS);
     let mut ok = true;
-    let method = match table.get("method") {
+    let method = match table.get(keys::METHOD) {
         None => Some("GET".to_owned()),
         Some(m) => string(cx, m, "an HTTP method like \"GET\"").and_then(|s| {
             if METHODS.contains(&s) {
@@ -242,7 +305,7 @@ fn request(
             }
         }),
     };
-    let path = match table.get("path") {
+    let path = match table.get(keys::PATH) {
         None => {
             cx.error(
                 table.file,
@@ -275,7 +338,7 @@ fn request(
         }),
     };
     let mut headers = Vec::new();
-    if let Some(h) = table.get("headers") {
+    if let Some(h) = table.get(keys::HEADERS) {
         match string_map(cx, h, format!("`headers` of {label}")) {
             Some(entries) => {
                 for StringEntry {
@@ -318,7 +381,7 @@ fn request(
             None => ok = false,
         }
     }
-    let body = match (table.get("json"), table.get("body")) {
+    let body = match (table.get(keys::JSON), table.get(keys::BODY)) {
         (Some(_), Some(b)) => {
             cx.error(
                 b.file,
@@ -444,7 +507,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
     table.check_keys(cx, EXPECT_KEYS);
     let mut ok = true;
     let mut status = Vec::new();
-    if let Some(s) = table.get("status") {
+    if let Some(s) = table.get(keys::STATUS) {
         let items = match s.get() {
             DeValue::Array(_) => array(cx, s, "").unwrap_or_default(),
             _ => vec![s],
@@ -460,7 +523,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
             }
         }
     }
-    let body_contains = match table.get("body-contains") {
+    let body_contains = match table.get(keys::BODY_CONTAINS) {
         Some(b) => match string(cx, b, "a string") {
             Some(s) => Some(s.to_owned()),
             None => {
@@ -471,7 +534,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
         None => None,
     };
     let mut json_pointer = Vec::new();
-    if let Some(p) = table.get("json-pointer") {
+    if let Some(p) = table.get(keys::JSON_POINTER) {
         let items = match p.get() {
             DeValue::Array(_) => array(cx, p, "").unwrap_or_default(),
             _ => vec![p],
@@ -486,7 +549,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
         }
     }
     let mut json_equals = Vec::new();
-    if let Some(e) = table.get("json-equals") {
+    if let Some(e) = table.get(keys::JSON_EQUALS) {
         match Tbl::of(
             cx,
             e,
@@ -566,7 +629,7 @@ fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
             continue;
         };
         t.check_keys(cx, NEXT_KEYS);
-        let to = match t.get("to") {
+        let to = match t.get(keys::TO) {
             Some(to) => string(cx, to, "an operation name").map(|s| (s.to_owned(), to.span())),
             None => {
                 cx.error(
@@ -578,7 +641,7 @@ fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
                 None
             }
         };
-        let p = match t.get("p") {
+        let p = match t.get(keys::P) {
             Some(p) => probability(cx, p),
             None => {
                 cx.error(
@@ -590,7 +653,7 @@ fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
                 None
             }
         };
-        let think = match t.get("think") {
+        let think = match t.get(keys::THINK) {
             Some(th) => think(cx, th),
             None => Some(ThinkTime::Fixed(Duration::ZERO)),
         };
@@ -628,8 +691,8 @@ fn think(cx: &Cx<'_>, v: Val<'_>) -> Option<ThinkTime> {
         DeValue::String(_) => crate::config::source::duration(cx, v).map(ThinkTime::Exponential),
         DeValue::Table(_) => {
             let t = Tbl::of(cx, v, "`think`".to_owned(), EXPECTED)?;
-            t.check_keys(cx, &["fixed", "uniform"]);
-            match (t.get("fixed"), t.get("uniform")) {
+            t.check_keys(cx, &[keys::FIXED, keys::UNIFORM]);
+            match (t.get(keys::FIXED), t.get(keys::UNIFORM)) {
                 (Some(f), None) => crate::config::source::duration(cx, f).map(ThinkTime::Fixed),
                 (None, Some(u)) => {
                     let bounds = array(cx, u, "two durations like [\"1s\", \"3s\"]")?;
@@ -711,7 +774,7 @@ pub(crate) fn entries(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<RawEntry>> {
                     continue;
                 };
                 t.check_keys(cx, ENTRY_KEYS);
-                let to = match t.get("to") {
+                let to = match t.get(keys::TO) {
                     Some(to) => {
                         string(cx, to, "an operation name").map(|s| (s.to_owned(), to.span()))
                     }
@@ -720,7 +783,7 @@ pub(crate) fn entries(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<RawEntry>> {
                         None
                     }
                 };
-                let weight = match t.get("weight") {
+                let weight = match t.get(keys::WEIGHT) {
                     Some(w) => crate::config::source::positive_number(cx, w, "a weight"),
                     None => Some(1.0),
                 };

@@ -1087,6 +1087,10 @@ pub fn expected_requests_per_session(entry: &[EntryPoint], ops: &[OperationConfi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse_config_str;
+    use crate::config::validate::testing::one_problem_in;
+    use indoc::indoc;
+    use std::path::Path;
     use test_case::test_case;
 
     #[test_case("/a/{{session}}/{{seq}}", &["session", "seq"])]
@@ -1157,5 +1161,283 @@ mod tests {
         // A loop that never ends has no finite mean.
         let endless = [op("a", &[(0, 1.0)])];
         assert!(expected_requests_per_session(&entry, &endless).is_infinite());
+    }
+
+    // Mistakes in an operation or the graph of operations: the file is written in full.
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/b" }
+    "#}, 7, 8, "operation `home` is defined twice", Some("the first definition is on line 4; rename one of them"); "duplicate operation")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "hom", p = 0.5 }]
+    "#}, 6, 16, "a transition of `home` names an unknown operation `hom`", Some("did you mean `home`?"); "unknown transition target")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        entry = "start"
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+    "#}, 3, 9, "`entry` names an unknown operation `start`", Some("the operations are: `home`"); "unknown entry")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "a", p = 0.7 }, { to = "b", p = 0.5 }]
+        [[workload.operation]]
+        name = "a"
+        request = { path = "/a" }
+        [[workload.operation]]
+        name = "b"
+        request = { path = "/b" }
+    "#}, 6, 8, "the transitions of `home` sum to 1.2, more than 1", Some("the probabilities of one operation's `next` must sum to at most 1; the rest ends the session"); "probabilities above one")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        [[workload.operation]]
+        name = "orphan"
+        request = { path = "/o" }
+    "#}, 7, 8, "operation `orphan` is unreachable from the entry operations", Some("add a transition to it (`next`) or list it in `workload.entry`"); "unreachable operation")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "home", p = 1.0 }]
+    "#}, 6, 8, "sessions that reach `home` never end", Some("from here every transition's probabilities sum to 1 in a loop; lower one so sessions can leave"); "sessions never end")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/", headers = { Authorization = "Bearer {{token}}" } }
+    "#}, 5, 53, "`{{token}}` is never captured on any path to `home`", Some("no operation captures it; capture it in an earlier operation, e.g. capture = { token = \"/token\" }"); "variable never captured")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        entry = [{ to = "home" }, { to = "login" }]
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/{{token}}" }
+        [[workload.operation]]
+        name = "login"
+        request = { method = "POST", path = "/login" }
+        capture = { token = "/token" }
+        next = [{ to = "home", p = 0.5 }]
+        [[workload.operation]]
+        name = "later"
+        request = { path = "/later" }
+    "#}, 13, 8, "operation `later` is unreachable from the entry operations", Some("add a transition to it (`next`) or list it in `workload.entry`"); "a variable captured on some path is fine")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "next", p = 0.5 }]
+        [[workload.operation]]
+        name = "next"
+        request = { path = "/n/{{sesion}}" }
+    "#}, 9, 20, "`{{sesion}}` is never captured on any path to `next`", Some("did you mean `{{session}}`? no operation captures it; capture it in an earlier operation, e.g. capture = { sesion = \"/sesion\" }"); "misspelt built-in variable")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "home", p = 0.5, think = { uniform = ["3s", "1s"] } }]
+    "#}, 6, 53, "uniform think time has its low bound 3s above its high bound 1s", Some("write the shorter duration first"); "uniform think reversed")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        capture = { token = "token" }
+    "#}, 6, 21, "JSON pointer \"token\" must start with `/` (or be empty for the whole body)", Some("write e.g. \"/token\" or \"/0/id\""); "capture pointer without slash")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        expect = { json-pointer = "/a~2" }
+    "#}, 6, 27, "JSON pointer \"/a~2\" has a `~` that is not `~0` or `~1`", Some("write e.g. \"/token\" or \"/0/id\""); "bad escape in a pointer")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { method = "GTE", path = "/" }
+    "#}, 5, 22, "unknown HTTP method `GTE`", Some("did you mean `GET`?"); "unknown method")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { method = "post", path = "/" }
+    "#}, 5, 22, "unknown HTTP method `post`", Some("methods are case-sensitive; write `POST`"); "lowercase method")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/", json = {}, body = "x" }
+    "#}, 5, 43, "`request` of operation `home` has both `json` and `body`", Some("keep one of them"); "json and body")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "home" }
+    "#}, 5, 20, "path \"home\" must start with `/`", None; "path without slash")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/{{session" }
+    "#}, 5, 20, "`{{` without a closing `}}` in \"/{{session\"", None; "unclosed placeholder")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        capture = { session = "/id" }
+    "#}, 6, 13, "`session` is a built-in variable and cannot be captured", None; "capture of a built-in")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        expect = { status = [200, 999] }
+    "#}, 6, 27, "a status code must be between 100 and 599, found 999", None; "status out of range")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "home", p = 1.5 }]
+    "#}, 6, 28, "a probability must be in (0, 1], found 1.5", None; "probability above one")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        reqest = { path = "/" }
+    "#}, 5, 1, "unknown key `reqest` in operation `home`", Some("did you mean `request`?"); "typo in an operation key")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem_in(text, line, col, message, help);
+    }
+
+    #[test]
+    fn a_full_operation_is_read_in_every_part() {
+        let text = indoc! {r#"
+            [workload]
+            sessions-per-sec = 2.5
+            entry = [{ to = "a", weight = 3 }, { to = "b", weight = 1 }]
+            [[workload.operation]]
+            name = "a"
+            request = { method = "POST", path = "/a/{{session}}", headers = { X-B = "2", X-A = "1" }, json = { n = 1, s = "{{seq}}", l = [true, 1.5] } }
+            expect = { status = [200, 201], body-contains = "ok", json-pointer = "/id", json-equals = { "/status" = "booked" } }
+            capture = { id = "/id" }
+            next = [{ to = "b", p = 0.5, think = "1s" }, { to = "a", p = 0.25, think = { fixed = "2s" } }]
+            [[workload.operation]]
+            name = "b"
+            request = { path = "/b/{{id}}", body = "raw {{session}}" }
+            next = [{ to = "a", p = 1, think = { uniform = ["1s", "3s"] } }]
+        "#};
+        let cfg = parse_config_str(text, Path::new("loadgate.toml"), None, "default").unwrap();
+        let w = &cfg.workload;
+        assert_eq!(
+            w.entry,
+            vec![
+                EntryPoint {
+                    operation: 0,
+                    p: 0.75
+                },
+                EntryPoint {
+                    operation: 1,
+                    p: 0.25
+                }
+            ]
+        );
+        let a = &w.operations[0];
+        assert_eq!(
+            a.request.headers,
+            vec![
+                ("X-B".to_owned(), "2".to_owned()),
+                ("X-A".to_owned(), "1".to_owned())
+            ]
+        );
+        assert_eq!(
+            a.request.body,
+            Some(BodyTemplate::Json(
+                serde_json::json!({ "n": 1, "s": "{{seq}}", "l": [true, 1.5] })
+            ))
+        );
+        assert_eq!(a.expect.status, vec![200, 201]);
+        assert_eq!(
+            a.expect.json_equals,
+            vec![("/status".to_owned(), serde_json::json!("booked"))]
+        );
+        assert_eq!(
+            a.capture,
+            vec![Capture {
+                variable: "id".to_owned(),
+                pointer: "/id".to_owned()
+            }]
+        );
+        assert_eq!(
+            a.next,
+            vec![
+                Transition {
+                    to: 1,
+                    p: 0.5,
+                    think: ThinkTime::Exponential(Duration::from_secs(1))
+                },
+                Transition {
+                    to: 0,
+                    p: 0.25,
+                    think: ThinkTime::Fixed(Duration::from_secs(2))
+                },
+            ]
+        );
+        let b = &w.operations[1];
+        assert_eq!(b.request.method, "GET");
+        assert_eq!(
+            b.request.body,
+            Some(BodyTemplate::Raw("raw {{session}}".to_owned()))
+        );
+        assert_eq!(
+            b.next[0].think,
+            ThinkTime::Uniform(Duration::from_secs(1), Duration::from_secs(3))
+        );
     }
 }

@@ -283,6 +283,7 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         seed: opts.seed,
         first_session: 0,
     };
+    let schedule = spec.schedule(&plan.workload);
     let stop = CancellationSignal::new();
     let measurement = runtime.block_on(async {
         let on_signal = stop.clone();
@@ -302,6 +303,7 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
             &plan.generator,
             plan.slo_latency,
             &spec,
+            &schedule,
             hooks,
             stop.clone(),
         )

@@ -3,12 +3,14 @@
 
 use super::{
     BaselineCommand, BaselineOpts, CompareOpts, ExitCode,
-    gate::render_verdict,
+    gate::{render_leak, render_verdict},
     render::{render_error, render_failure},
 };
 use crate::baseline::{BaselineError, StoreSpec, StoredEntry, StoredResult, resolve_commit, short};
-use crate::compare::{RunFigures, compare};
+use crate::compare::compare_results;
+use crate::config::GateConfig;
 use crate::report::table;
+use crate::result::{RunResult, VerdictOutcome, read_result};
 use std::path::{Path, PathBuf};
 
 /// Runs `cargo loadgate baseline …` and returns the exit code.
@@ -135,27 +137,37 @@ pub fn compare_files(opts: &CompareOpts) -> i32 {
             return ExitCode::USAGE;
         }
     };
-    let read = |path: &Path| {
-        crate::result::read_result(path).map(|result| RunFigures::from_result(&result, None))
-    };
-    let (base, head) = match (read(&opts.base), read(&opts.head)) {
+    let (base, head) = match (read_result(&opts.base), read_result(&opts.head)) {
         (Ok(b), Ok(h)) => (b, h),
         (Err(e), _) | (_, Err(e)) => {
             eprint!("{}", render_error(&e));
             return ExitCode::USAGE;
         }
     };
-    let comparison = compare(&base, &head, &config.gate);
-    let verdict = comparison.verdict.clone();
+    let (text, outcome) = render_comparison((&opts.base, &base), (&opts.head, &head), &config.gate);
+    print!("{text}");
+    ExitCode::for_verdict(outcome, opts.fail_on_inconclusive, false)
+}
+
+/// What `compare` prints for the head result judged against the base result (each with the
+/// path it was read from), and the verdict's outcome. The verdict is the `run` gate's
+/// ([`compare_results`]), its leak finding included.
+fn render_comparison(
+    (base_path, base): (&Path, &RunResult),
+    (head_path, head): (&Path, &RunResult),
+    gate: &GateConfig,
+) -> (String, VerdictOutcome) {
+    let (comparison, verdict) = compare_results(base, head, gate);
     let about = vec![format!(
         "base: {} ({}), head: {} ({})",
-        opts.base.display(),
+        base_path.display(),
         comparison.base_commit.as_deref().map_or("no commit", short),
-        opts.head.display(),
+        head_path.display(),
         comparison.head_commit.as_deref().map_or("no commit", short),
     )];
-    print!("{}", render_verdict(&about, Some(&comparison), &verdict));
-    ExitCode::for_verdict(verdict.outcome, opts.fail_on_inconclusive, false)
+    let mut out = render_verdict(&about, Some(&comparison), &verdict);
+    out.push_str(&render_leak(Some(&verdict), None));
+    (out, verdict.outcome)
 }
 
 fn repo_root() -> Result<PathBuf, BaselineError> {
@@ -180,4 +192,66 @@ fn repo_root() -> Result<PathBuf, BaselineError> {
         });
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::result_from_str;
+    use crate::stats::SlopeEstimate;
+
+    const BEFORE: &str = include_str!("../../../tests/fixtures/report/before.json");
+    const AFTER: &str = include_str!("../../../tests/fixtures/report/after.json");
+
+    /// The defaults of `defaults.toml`: RSS may grow 2 MiB a minute.
+    fn gate() -> GateConfig {
+        GateConfig {
+            p50_change: 0.05,
+            p99_change: 0.10,
+            capacity_loss: 0.10,
+            error_rate_increase: 0.005,
+            rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
+        }
+    }
+
+    fn compared(head: &RunResult) -> String {
+        let base = result_from_str(BEFORE).unwrap();
+        let (text, _) = render_comparison(
+            (Path::new("base.json"), &base),
+            (Path::new("head.json"), head),
+            &gate(),
+        );
+        text
+    }
+
+    /// `compare` judged with `compare::compare` alone and never set `verdict.leak`, so a result
+    /// whose soak leaked compared offline without a word of the leak that `run` reported.
+    #[test]
+    fn compare_of_a_leaking_result_reports_the_leak_as_run_does() {
+        let mut head = result_from_str(AFTER).unwrap();
+        let quiet = compared(&head);
+        assert!(!quiet.contains("leak"), "{quiet}");
+        let soak = head.soak.as_mut().expect("the fixture soaked");
+        // 1 MiB/s, far beyond 2 MiB a minute.
+        soak.slopes.rss_bytes_per_sec = Some(SlopeEstimate {
+            estimate: 1_048_576.0,
+            low: 900_000.0,
+            high: 1_200_000.0,
+        });
+        let leaking = compared(&head);
+        let (comparison, verdict) =
+            compare_results(&result_from_str(BEFORE).unwrap(), &head, &gate());
+        let finding = verdict.leak.clone().expect("the verdict records the leak");
+        assert_eq!(comparison.verdict.leak.as_ref(), Some(&finding));
+        assert!(
+            finding.message.starts_with("RSS grows 1.00 MiB/s"),
+            "{finding:?}"
+        );
+        // Against a base that did not grow, head − base is beyond the threshold: it counts.
+        assert!(finding.regression, "{finding:?}");
+        assert_eq!(verdict.outcome, VerdictOutcome::Regression);
+        let line = render_leak(Some(&verdict), None);
+        assert!(line.starts_with("LEAK: RSS grows 1.00 MiB/s"), "{line}");
+        assert!(leaking.ends_with(&line), "{leaking}");
+    }
 }

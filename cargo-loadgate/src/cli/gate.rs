@@ -7,7 +7,7 @@ use crate::baseline::{
     Wanted, lookup, short,
 };
 use crate::compare::{
-    RunFigures, compare, format_change, format_threshold, metric_name, record_leak,
+    compare_results, format_change, format_threshold, head_leak, metric_name, record_leak,
 };
 use crate::config::GateConfig;
 use crate::report::table;
@@ -133,7 +133,8 @@ pub fn decide(
     head: &RunResult,
     gate: &GateConfig,
 ) -> (Option<Comparison>, Verdict) {
-    let leak = head.soak.as_ref().and_then(|s| s.leak.as_deref());
+    let leak = head_leak(head, gate);
+    let leak = leak.as_deref();
     let entry = match baseline {
         Baseline::Found { entry, .. } => entry,
         Baseline::Missing { explanations } => {
@@ -143,17 +144,13 @@ pub fn decide(
         }
     };
     // The lookup only finds entries it could read; this is for a baseline found some other way.
-    let figures = entry
+    match entry
         .result
         .get()
-        .map(|base| RunFigures::from_result(base, None))
-        .map_err(|e| format!("the baseline's figures cannot be read: {e}"));
-    match figures {
+        .map_err(|e| format!("the baseline's figures cannot be read: {e}"))
+    {
         Ok(base) => {
-            let head = RunFigures::from_result(head, None);
-            let mut comparison = compare(&base, &head, gate);
-            let mut verdict = comparison.verdict.clone();
-            record_leak(leak, Some(&mut comparison), &mut verdict);
+            let (comparison, verdict) = compare_results(base, head, gate);
             (Some(comparison), verdict)
         }
         Err(reason) => {
@@ -184,6 +181,17 @@ pub fn save(
     let store = StoreSpec::parse(&options.store)?.open(repo);
     store.save(&entry)?;
     Ok(format!("{} for {}", store.describe(), short(&entry.commit)))
+}
+
+/// The line that states a leak finding as the verdict decided it (`LEAK: …` when it counts,
+/// `leak, not counted: … (why)` when not), empty without one. `soak_leak` is the soak's own
+/// finding, for results written before the verdict recorded it.
+pub fn render_leak(verdict: Option<&Verdict>, soak_leak: Option<&str>) -> String {
+    match crate::result::leak_statement(verdict, soak_leak) {
+        Some((true, leak)) => format!("LEAK: {leak}\n"),
+        Some((false, leak)) => format!("leak, not counted: {leak}\n"),
+        None => String::new(),
+    }
 }
 
 /// What to say under the verdict about the baseline: which one was used, or why there was none.

@@ -550,7 +550,7 @@ mod tests {
             sent: 120,
             completed: 120,
             errors: 0,
-            answered: 120,
+            answered: Some(120),
             p50: Duration::from_micros(900),
             p99: Duration::from_micros(4100),
             max: Duration::from_millis(7),

@@ -9,7 +9,7 @@
 
 use super::{ExitCode, QualifyOpts, render::render_error};
 use crate::compare::CALIBRATION_TOLERANCE;
-use crate::result::{MetricOutcome, RunResult};
+use crate::result::{MetricOutcome, ReadError, RunResult};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -44,6 +44,10 @@ pub struct QualifyRun {
     /// The verdict's outcome from its result (`pass`, `regression`, `inconclusive`,
     /// `no-baseline`), or `None` when it reached no verdict.
     pub outcome: Option<String>,
+    /// Why the run's result could not be read, naming its path and the read error: an error of
+    /// the run, not a run without a verdict. `None` when it was read, or when the run wrote
+    /// none (it failed before the end; its exit code tells).
+    pub unreadable: Option<String>,
     /// The rule that fired, for people.
     pub rule_fired: Option<String>,
     /// The metrics that regressed, e.g. `p99 transfer`.
@@ -123,12 +127,18 @@ pub struct Tally {
     pub inconclusive: u32,
     /// No verdict: the run was invalid, failed, or found no baseline.
     pub no_verdict: u32,
+    /// The run wrote a result that could not be read.
+    pub unreadable: u32,
 }
 
 impl Tally {
     fn of(runs: &[QualifyRun], kind: RunKind) -> Self {
         let mut t = Self::default();
         for run in runs.iter().filter(|r| r.kind == kind) {
+            if run.unreadable.is_some() {
+                t.unreadable += 1;
+                continue;
+            }
             match run.outcome.as_deref() {
                 Some("pass") => t.pass += 1,
                 Some("regression") => t.regression += 1,
@@ -180,8 +190,12 @@ impl QualifyReport {
     /// The report for people.
     pub fn render(&self) -> String {
         let tally = |t: &Tally| {
+            let unreadable = match t.unreadable {
+                0 => String::new(),
+                n => format!(", {n} with an unreadable result"),
+            };
             format!(
-                "{} pass, {} regression, {} inconclusive, {} without a verdict",
+                "{} pass, {} regression, {} inconclusive, {} without a verdict{unreadable}",
                 t.pass, t.regression, t.inconclusive, t.no_verdict
             )
         };
@@ -442,14 +456,14 @@ impl ChildRun<'_> {
         };
         let status = wait_forwarding_signals(&mut child).await?;
         let result_path = dir.join("result.json");
-        // A run that failed before writing its result has none: its exit code tells.
-        let result = crate::result::read_result(&result_path).ok();
+        let (result, unreadable) = read_child_result(&result_path);
         let verdict = result.as_ref().and_then(|r| r.verdict.as_ref());
         let run = QualifyRun {
             kind,
             index,
             exit_code: status,
             outcome: verdict.map(|v| v.outcome.as_str().to_owned()),
+            unreadable,
             rule_fired: verdict.map(|v| v.rule_fired.clone()),
             regressed: result.as_ref().map(regressed_metrics).unwrap_or_default(),
             valid: result.as_ref().and_then(|r| r.valid),
@@ -505,6 +519,22 @@ async fn wait_forwarding_signals(child: &mut tokio::process::Child) -> Result<Op
     Err(code)
 }
 
+/// A child's result, or why the one it wrote cannot be read (its path and the read error). A run
+/// that failed before writing its result has none, which is not an error: its exit code tells.
+fn read_child_result(path: &Path) -> (Option<RunResult>, Option<String>) {
+    match crate::result::read_result(path) {
+        Ok(result) => (Some(result), None),
+        Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            (None, None)
+        }
+        Err(e) => {
+            let cause =
+                std::error::Error::source(&e).map_or_else(String::new, |c| format!(": {c}"));
+            (None, Some(format!("{e}{cause}")))
+        }
+    }
+}
+
 /// The metrics that regressed in a result, e.g. `p99 transfer`.
 fn regressed_metrics(result: &RunResult) -> Vec<String> {
     result
@@ -520,6 +550,9 @@ fn regressed_metrics(result: &RunResult) -> Vec<String> {
 }
 
 fn run_line(name: &str, run: &QualifyRun) -> String {
+    if let Some(why) = &run.unreadable {
+        return format!("{name:>12} error: {why} [{:.0} s]", run.seconds);
+    }
     let what = match (&run.outcome, run.exit_code) {
         (Some(outcome), _) if !run.regressed.is_empty() => {
             format!("{outcome} ({})", run.regressed.join(", "))
@@ -559,6 +592,7 @@ mod tests {
             index: 1,
             exit_code: Some(0),
             outcome: outcome.map(str::to_owned),
+            unreadable: None,
             rule_fired: None,
             regressed: Vec::new(),
             valid: Some(true),
@@ -588,7 +622,8 @@ mod tests {
                 pass: 1,
                 regression: 1,
                 inconclusive: 1,
-                no_verdict: 1
+                no_verdict: 1,
+                unreadable: 0
             }
         );
         assert_eq!(
@@ -609,6 +644,48 @@ mod tests {
         let none = QualifyReport::new(&[], Vec::new());
         assert!(none.detection_rate.is_none());
         assert!(!none.render().contains("detection"));
+    }
+
+    /// Regression: an unreadable child result was taken for "no verdict", so a broken run was
+    /// counted as an invalid one and its read error was never shown.
+    #[test]
+    fn an_unreadable_child_result_is_an_error_of_its_run_not_a_run_without_a_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing/result.json");
+        assert!(matches!(read_child_result(&missing), (None, None)));
+        let broken = dir.path().join("result.json");
+        std::fs::write(&broken, "{\"format_version\": 1,").unwrap();
+        let (result, unreadable) = read_child_result(&broken);
+        assert!(result.is_none());
+        let why = unreadable.expect("an unreadable result is named");
+        assert!(
+            why.starts_with(&format!("{}:1:", broken.display()))
+                && why.contains("is not a readable run result"),
+            "{why}"
+        );
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/report/after.json");
+        let (result, unreadable) = read_child_result(&fixture);
+        assert!(result.is_some() && unreadable.is_none(), "{unreadable:?}");
+
+        let failed = QualifyRun {
+            unreadable: Some(why.clone()),
+            ..run(RunKind::AA, None)
+        };
+        assert_eq!(
+            run_line("aa-02", &failed),
+            format!("       aa-02 error: {why} [1 s]")
+        );
+        let report = QualifyReport::new(&[], vec![run(RunKind::AA, None), failed]);
+        assert_eq!((report.aa.no_verdict, report.aa.unreadable), (1, 1));
+        assert_eq!(report.false_regression_rate.of, 0);
+        assert!(
+            report
+                .render()
+                .starts_with("A/A runs: 0 pass, 0 regression, 0 inconclusive, 1 without a verdict, 1 with an unreadable result\n"),
+            "{}",
+            report.render()
+        );
     }
 
     #[test]

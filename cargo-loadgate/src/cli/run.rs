@@ -21,6 +21,7 @@ use crate::result::{
     RunResult, RunStatus, ToolInfo, write_json_atomic,
 };
 use crate::targets::{BootRequest, ResourceSampler, TargetError};
+use crate::workload::Schedule;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -565,7 +566,12 @@ struct GeneratorRunner<'a> {
 impl PhaseRunner for GeneratorRunner<'_> {
     type Error = RunError;
 
-    async fn run(&mut self, spec: PhaseSpec, on_window: OnWindow) -> Result<PhaseRun, RunError> {
+    async fn run(
+        &mut self,
+        spec: PhaseSpec,
+        schedule: Schedule,
+        on_window: OnWindow,
+    ) -> Result<PhaseRun, RunError> {
         let from = self.sampler_started.elapsed().as_secs_f64() + spec.warmup.as_secs_f64();
         let slo_latency = goodput_latency(&self.config.slo);
         let measurement = run_phase_with_progress(
@@ -574,6 +580,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
             self.config.generator.clone(),
             slo_latency,
             spec,
+            schedule,
             self.core,
             on_window,
             self.display.phase_bar(),
@@ -595,13 +602,19 @@ impl PhaseRunner for GeneratorRunner<'_> {
 
 /// Runs one phase on a thread of its own with a current-thread runtime, pinned to the generator's
 /// core when there is one: the engine's future is not `Send`, and the generator must not share a
-/// core with the target or with the sampler. It shows no progress while it runs.
+/// core with the target or with the sampler. It shows no progress while it runs. `schedule` is
+/// `spec`'s ([`PhaseSpec::schedule`]), built by the caller.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the phase's inputs and the generator's core; a struct would only rename them"
+)]
 pub async fn run_phase_on_generator_thread(
     base_url: String,
     workload: WorkloadConfig,
     generator: GeneratorConfig,
     slo_latency: Duration,
     spec: PhaseSpec,
+    schedule: Schedule,
     core: Option<usize>,
     on_window: OnWindow,
 ) -> Result<PhaseMeasurement, RunError> {
@@ -611,6 +624,7 @@ pub async fn run_phase_on_generator_thread(
         generator,
         slo_latency,
         spec,
+        schedule,
         core,
         on_window,
         PhaseBar::none(),
@@ -629,6 +643,7 @@ async fn run_phase_with_progress(
     generator: GeneratorConfig,
     slo_latency: Duration,
     spec: PhaseSpec,
+    schedule: Schedule,
     core: Option<usize>,
     on_window: OnWindow,
     bar: PhaseBar,
@@ -663,6 +678,7 @@ async fn run_phase_with_progress(
                 &generator,
                 slo_latency,
                 &spec,
+                &schedule,
                 hooks,
                 CancellationSignal::new(),
             ));
@@ -746,7 +762,7 @@ fn write_result(path: &Path, result: &RunResult) -> Result<(), RunError> {
 /// The summary printed at the end of a run: the ramp's step table and sentence, the soak's
 /// percentiles per operation (from the intended send time) and its slopes, and the generator's health.
 pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
-    let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+    let ms = crate::config::format_millis;
     let mut out = String::new();
     out.push('\n');
     out.push_str(&render_step_table(&outcome.ramp));
@@ -826,11 +842,10 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
                 None => format!("  {name:<8} too few points for a slope\n"),
             });
         }
-        match crate::result::leak_statement(result.verdict.as_ref(), soak.leak.as_deref()) {
-            Some((true, leak)) => out.push_str(&format!("LEAK: {leak}\n")),
-            Some((false, leak)) => out.push_str(&format!("leak, not counted: {leak}\n")),
-            None => {}
-        }
+        out.push_str(&gate::render_leak(
+            result.verdict.as_ref(),
+            soak.leak.as_deref(),
+        ));
     } else if let Some(reason) = &outcome.soak_skipped {
         out.push_str(&format!("soak skipped: {reason}\n"));
     }

@@ -17,13 +17,37 @@ use super::estimate::{
 };
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
+use super::leak::{head_leak, record_leak};
 use super::options::{CompareOptions, DETECTION_POWER};
 use crate::config::GateConfig;
 use crate::result::{
-    Comparison, Metric, MetricComparison, MetricOutcome, Scale, Verdict, VerdictOutcome,
+    Comparison, Metric, MetricComparison, MetricOutcome, RunResult, Scale, Verdict, VerdictOutcome,
 };
 use crate::stats::holm::holm;
 use crate::stats::slope::normal_quantile;
+
+/// Compares run `head` with its baseline run `base` under `gate` and returns the comparison and
+/// the verdict, with `head`'s leak finding recorded in both ([`super::record_leak`]). The one
+/// way from two results to a verdict: the `run` gate and `cargo loadgate compare` both call it,
+/// so they cannot decide differently.
+pub fn compare_results(
+    base: &RunResult,
+    head: &RunResult,
+    gate: &GateConfig,
+) -> (Comparison, Verdict) {
+    let mut comparison = compare(
+        &RunFigures::from_result(base, None),
+        &RunFigures::from_result(head, None),
+        gate,
+    );
+    let mut verdict = comparison.verdict.clone();
+    record_leak(
+        head_leak(head, gate).as_deref(),
+        Some(&mut comparison),
+        &mut verdict,
+    );
+    (comparison, verdict)
+}
 
 /// Compares `head` with `base` under the thresholds of `gate`, with the default options.
 pub fn compare(base: &RunFigures, head: &RunFigures, gate: &GateConfig) -> Comparison {

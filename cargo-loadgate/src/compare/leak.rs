@@ -7,7 +7,9 @@
 use super::format::describe;
 use crate::config::GateConfig;
 use crate::plan::{Slopes, format_bytes_per_sec};
-use crate::result::{Comparison, LeakFinding, Metric, MetricOutcome, Verdict, VerdictOutcome};
+use crate::result::{
+    Comparison, LeakFinding, Metric, MetricOutcome, RunResult, Verdict, VerdictOutcome,
+};
 
 /// The leak finding: RSS grows beyond `gate.rss-slope` when the whole interval of this run's
 /// slope lies above it. The other slopes are reported, never judged.
@@ -22,6 +24,16 @@ pub fn leak_finding(slopes: &Slopes, gate: &GateConfig) -> Option<String> {
             format_bytes_per_sec(gate.rss_slope_bytes_per_sec)
         )
     })
+}
+
+/// The leak finding of run `head` under `gate`: [`leak_finding`] of its soak's slopes, `None`
+/// without a soak. Computed from the slopes rather than read from `soak.leak`, so that
+/// `cargo loadgate compare --config …` judges the leak by the same `gate.rss-slope` as the
+/// comparison (for `run` the two are the same: it records `soak.leak` with this gate).
+pub fn head_leak(head: &RunResult, gate: &GateConfig) -> Option<String> {
+    head.soak
+        .as_ref()
+        .and_then(|soak| leak_finding(&soak.slopes, gate))
 }
 
 /// The finding `message` as the verdict counts it: a regression exactly when the verdict is one

@@ -15,10 +15,10 @@ mod options;
 #[cfg(test)]
 mod testkit;
 
-pub use decide::{compare, compare_with};
+pub use decide::{compare, compare_results, compare_with};
 pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
 pub use format::{format_change, format_threshold, metric_name};
-pub use leak::{leak_finding, record_leak};
+pub use leak::{head_leak, leak_finding, record_leak};
 pub use options::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, DETECTION_POWER, LOAD_TOLERANCE,
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,

@@ -1,8 +1,9 @@
 //! What a person reads about a config: its problems in rustc's shape, and the resolved profile as
 //! a TOML listing (for `cargo loadgate check`). Formatting only.
 
-use super::elements::operation::expected_requests_per_session;
-use super::elements::slo;
+use super::elements::key::Section;
+use super::elements::operation::{expected_requests_per_session, keys as op};
+use super::elements::{abort, gate, generator, ramp, slo, soak, target, workload};
 use super::error::{Diagnostic, Sources};
 use super::types::*;
 use super::units::{format_duration, format_number, format_percent, format_size, format_size_rate};
@@ -61,41 +62,42 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     }
 
     let t = &cfg.target;
-    out.push_str("\n[target]\n");
+    section(&mut out, &target::SECTION);
     match &t.source {
-        TargetSource::Bin { name } => kv(&mut out, "bin", &string(name)),
-        TargetSource::Image { reference } => kv(&mut out, "image", &string(reference)),
+        TargetSource::Bin { name } => kv(&mut out, target::BIN.name, &string(name)),
+        TargetSource::Image { reference } => kv(&mut out, target::IMAGE.name, &string(reference)),
         TargetSource::Dockerfile { path, context } => {
-            kv(&mut out, "dockerfile", &string(&path.display().to_string()));
-            kv(&mut out, "context", &string(&context.display().to_string()));
+            let path = string(&path.display().to_string());
+            kv(&mut out, target::DOCKERFILE.name, &path);
+            let context = string(&context.display().to_string());
+            kv(&mut out, target::CONTEXT.name, &context);
         }
-        TargetSource::Url { url } => kv(&mut out, "url", &string(url)),
+        TargetSource::Url { url } => kv(&mut out, target::URL.name, &string(url)),
     }
-    kv(&mut out, "port", &t.port.to_string());
+    kv(&mut out, target::PORT.name, &t.port.to_string());
     kv(
         &mut out,
-        "ready",
-        &format!(
-            "{{ http = {}, timeout = {}, interval = {} }}",
-            string(&t.ready.path),
-            duration(t.ready.timeout),
-            duration(t.ready.interval)
-        ),
+        target::READY.name,
+        &inline_table([
+            (target::READY_HTTP.name, string(&t.ready.path)),
+            (target::READY_TIMEOUT.name, duration(t.ready.timeout)),
+            (target::READY_INTERVAL.name, duration(t.ready.interval)),
+        ]),
     );
     if let Some(cpus) = t.cpus {
-        kv(&mut out, "cpus", &float(cpus));
+        kv(&mut out, target::CPUS.name, &float(cpus));
     }
     if let Some(bytes) = t.memory_bytes {
-        kv(&mut out, "memory", &string(&format_size(bytes)));
+        kv(&mut out, target::MEMORY.name, &string(&format_size(bytes)));
     }
     kv(
         &mut out,
-        "env",
+        target::ENV.name,
         &inline_table(t.env.iter().map(|(k, v)| (k.as_str(), string(v)))),
     );
     kv(
         &mut out,
-        "args",
+        target::ARGS.name,
         &format!(
             "[{}]",
             t.args
@@ -106,7 +108,7 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         ),
     );
 
-    out.push_str("\n[slo]\n");
+    section(&mut out, &slo::SECTION);
     for l in &cfg.slo.latency {
         let key = slo::latency_key(l.quantile).map_or_else(
             || format!("p{}", format_number(l.quantile * 100.0).replace('.', "")),
@@ -116,29 +118,36 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     }
     kv(
         &mut out,
-        "error-rate",
+        slo::ERROR_RATE.name,
         &string(&format_percent(cfg.slo.error_rate)),
     );
-    kv(&mut out, "min-requests", &cfg.slo.min_requests.to_string());
+    kv(
+        &mut out,
+        slo::MIN_REQUESTS.name,
+        &cfg.slo.min_requests.to_string(),
+    );
 
     let w = &cfg.workload;
-    out.push_str("\n[workload]\n");
-    kv(&mut out, "seed", &w.seed.to_string());
-    kv(&mut out, "sessions-per-sec", &float(w.sessions_per_sec));
+    section(&mut out, &workload::SECTION);
+    kv(&mut out, workload::SEED.name, &w.seed.to_string());
+    kv(
+        &mut out,
+        workload::SESSIONS_PER_SEC.name,
+        &float(w.sessions_per_sec),
+    );
     let name = |i: usize| w.operations.get(i).map_or("?", |o| o.name.as_str());
     let entry = w
         .entry
         .iter()
         .map(|e| {
-            format!(
-                "{{ to = {}, weight = {} }}",
-                string(name(e.operation)),
-                float(e.p)
-            )
+            inline_table([
+                (op::TO, string(name(e.operation))),
+                (op::WEIGHT, float(e.p)),
+            ])
         })
         .collect::<Vec<_>>()
         .join(", ");
-    kv(&mut out, "entry", &format!("[{entry}]"));
+    kv(&mut out, workload::ENTRY.name, &format!("[{entry}]"));
     let per_session = expected_requests_per_session(&w.entry, &w.operations);
     let _ = writeln!(
         out,
@@ -146,30 +155,35 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         format_number((per_session * 100.0).round() / 100.0),
         format_number((per_session * w.sessions_per_sec).round())
     );
-    for op in &w.operations {
-        out.push_str("\n[[workload.operation]]\n");
-        kv(&mut out, "name", &string(&op.name));
-        let r = &op.request;
-        let mut request = vec![("method", string(&r.method)), ("path", string(&r.path))];
+    for operation in &w.operations {
+        let _ = writeln!(
+            out,
+            "\n[[{}.{}]]",
+            workload::SECTION.name,
+            workload::OPERATION.name
+        );
+        kv(&mut out, op::NAME, &string(&operation.name));
+        let r = &operation.request;
+        let mut request = vec![(op::METHOD, string(&r.method)), (op::PATH, string(&r.path))];
         if !r.headers.is_empty() {
             request.push((
-                "headers",
+                op::HEADERS,
                 inline_table(r.headers.iter().map(|(k, v)| (k.as_str(), string(v)))),
             ));
         }
         match &r.body {
-            Some(BodyTemplate::Json(j)) => request.push(("json", json(j))),
-            Some(BodyTemplate::Raw(s)) => request.push(("body", string(s))),
+            Some(BodyTemplate::Json(j)) => request.push((op::JSON, json(j))),
+            Some(BodyTemplate::Raw(s)) => request.push((op::BODY, string(s))),
             None => {}
         }
-        kv(&mut out, "request", &inline_table(request));
-        let e = &op.expect;
+        kv(&mut out, op::REQUEST, &inline_table(request));
+        let e = &operation.expect;
         let mut expect = Vec::new();
         match e.status.as_slice() {
             [] => {}
-            [one] => expect.push(("status", one.to_string())),
+            [one] => expect.push((op::STATUS, one.to_string())),
             many => expect.push((
-                "status",
+                op::STATUS,
                 format!(
                     "[{}]",
                     many.iter()
@@ -180,11 +194,11 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
             )),
         }
         if let Some(b) = &e.body_contains {
-            expect.push(("body-contains", string(b)));
+            expect.push((op::BODY_CONTAINS, string(b)));
         }
         if !e.json_pointer.is_empty() {
             expect.push((
-                "json-pointer",
+                op::JSON_POINTER,
                 format!(
                     "[{}]",
                     e.json_pointer
@@ -197,7 +211,7 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         }
         if !e.json_equals.is_empty() {
             expect.push((
-                "json-equals",
+                op::JSON_EQUALS,
                 inline_table(e.json_equals.iter().map(|(p, v)| (p.as_str(), json(v)))),
             ));
         }
@@ -206,97 +220,122 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         } else {
             ""
         };
-        let _ = writeln!(out, "expect = {}{any_2xx}", inline_table(expect));
-        if !op.capture.is_empty() {
+        let _ = writeln!(out, "{} = {}{any_2xx}", op::EXPECT, inline_table(expect));
+        if !operation.capture.is_empty() {
             kv(
                 &mut out,
-                "capture",
+                op::CAPTURE,
                 &inline_table(
-                    op.capture
+                    operation
+                        .capture
                         .iter()
                         .map(|c| (c.variable.as_str(), string(&c.pointer))),
                 ),
             );
         }
-        let rest = 1.0 - op.next.iter().map(|t| t.p).sum::<f64>();
-        if op.next.is_empty() {
-            out.push_str("next = []  # the session ends here\n");
+        let rest = 1.0 - operation.next.iter().map(|t| t.p).sum::<f64>();
+        if operation.next.is_empty() {
+            let _ = writeln!(out, "{} = []  # the session ends here", op::NEXT);
         } else {
-            out.push_str("next = [\n");
-            for t in &op.next {
-                let _ = writeln!(
-                    out,
-                    "  {{ to = {}, p = {}, think = {} }},",
-                    string(name(t.to)),
-                    float(t.p),
-                    think(&t.think)
-                );
+            let _ = writeln!(out, "{} = [", op::NEXT);
+            for t in &operation.next {
+                let next = inline_table([
+                    (op::TO, string(name(t.to))),
+                    (op::P, float(t.p)),
+                    (op::THINK, think(&t.think)),
+                ]);
+                let _ = writeln!(out, "  {next},");
             }
             let _ = writeln!(out, "]  # p {} ends the session", float(rest.max(0.0)));
         }
     }
 
     let g = &cfg.generator;
-    out.push_str("\n[generator]\n");
-    kv(&mut out, "timeout", &duration(g.timeout));
-    kv(&mut out, "max-in-flight", &g.max_in_flight.to_string());
-    kv(&mut out, "max-lag", &duration(g.max_lag));
+    section(&mut out, &generator::SECTION);
+    kv(&mut out, generator::TIMEOUT.name, &duration(g.timeout));
     kv(
         &mut out,
-        "max-drop-rate",
+        generator::MAX_IN_FLIGHT.name,
+        &g.max_in_flight.to_string(),
+    );
+    kv(&mut out, generator::MAX_LAG.name, &duration(g.max_lag));
+    kv(
+        &mut out,
+        generator::MAX_DROP_RATE.name,
         &string(&format_percent(g.max_drop_rate)),
     );
-    kv(&mut out, "connections", &g.connections.to_string());
+    kv(
+        &mut out,
+        generator::CONNECTIONS.name,
+        &g.connections.to_string(),
+    );
 
     let r = &cfg.ramp;
-    out.push_str("\n[ramp]\n");
+    section(&mut out, &ramp::SECTION);
     let steps = r
         .steps
         .iter()
         .map(|s| string(&format_percent(*s)))
         .collect::<Vec<_>>()
         .join(", ");
-    kv(&mut out, "steps", &format!("[{steps}]"));
-    kv(&mut out, "hold", &duration(r.hold));
-    kv(&mut out, "warmup", &duration(r.warmup));
-    kv(&mut out, "refine", &r.refine.to_string());
+    kv(&mut out, ramp::STEPS.name, &format!("[{steps}]"));
+    kv(&mut out, ramp::HOLD.name, &duration(r.hold));
+    kv(&mut out, ramp::WARMUP.name, &duration(r.warmup));
+    kv(&mut out, ramp::REFINE.name, &r.refine.to_string());
 
     let s = &cfg.soak;
-    out.push_str("\n[soak]\n");
-    kv(&mut out, "duration", &duration(s.duration));
-    kv(&mut out, "at", &string(&format_percent(s.at)));
-    kv(&mut out, "window", &duration(s.window));
+    section(&mut out, &soak::SECTION);
+    kv(&mut out, soak::DURATION.name, &duration(s.duration));
+    kv(&mut out, soak::AT.name, &string(&format_percent(s.at)));
+    kv(&mut out, soak::WINDOW.name, &duration(s.window));
 
     let a = &cfg.abort;
-    out.push_str("\n[abort]\n");
+    section(&mut out, &abort::SECTION);
     kv(
         &mut out,
-        "error-rate",
+        abort::ERROR_RATE.name,
         &string(&format_percent(a.error_rate_limit)),
     );
-    kv(&mut out, "p99", &duration(a.p99_limit));
-    kv(&mut out, "max-duration", &duration(a.max_duration));
-
-    let g = &cfg.gate;
-    out.push_str("\n[gate]\n");
-    kv(&mut out, "p50", &string(&format_percent(g.p50_change)));
-    kv(&mut out, "p99", &string(&format_percent(g.p99_change)));
+    kv(&mut out, abort::P99.name, &duration(a.p99_limit));
     kv(
         &mut out,
-        "capacity",
+        abort::MAX_DURATION.name,
+        &duration(a.max_duration),
+    );
+
+    let g = &cfg.gate;
+    section(&mut out, &gate::SECTION);
+    kv(
+        &mut out,
+        gate::P50.name,
+        &string(&format_percent(g.p50_change)),
+    );
+    kv(
+        &mut out,
+        gate::P99.name,
+        &string(&format_percent(g.p99_change)),
+    );
+    kv(
+        &mut out,
+        gate::CAPACITY.name,
         &string(&format_percent(g.capacity_loss)),
     );
     kv(
         &mut out,
-        "error-rate",
+        gate::ERROR_RATE.name,
         &string(&format_percent(g.error_rate_increase)),
     );
     kv(
         &mut out,
-        "rss-slope",
+        gate::RSS_SLOPE.name,
         &string(&format_size_rate(g.rss_slope_bytes_per_sec)),
     );
     out
+}
+
+/// The header of `section`'s table, after a blank line.
+fn section(out: &mut String, section: &Section) {
+    let _ = write!(out, "\n[{}]\n", section.name);
 }
 
 fn kv(out: &mut String, key: &str, value: &str) {
@@ -360,10 +399,11 @@ fn float(x: f64) -> String {
 fn think(t: &ThinkTime) -> String {
     match t {
         ThinkTime::Exponential(mean) => duration(*mean),
-        ThinkTime::Fixed(d) => format!("{{ fixed = {} }}", duration(*d)),
-        ThinkTime::Uniform(low, high) => {
-            format!("{{ uniform = [{}, {}] }}", duration(*low), duration(*high))
-        }
+        ThinkTime::Fixed(d) => inline_table([(op::FIXED, duration(*d))]),
+        ThinkTime::Uniform(low, high) => inline_table([(
+            op::UNIFORM,
+            format!("[{}, {}]", duration(*low), duration(*high)),
+        )]),
     }
 }
 

@@ -101,6 +101,12 @@ pub fn format_duration(d: Duration) -> String {
     format!("{nanos}ns")
 }
 
+/// A duration in milliseconds with two decimals and no unit (`12.35`), for table columns whose
+/// heading names the unit (`p99 ms`, `lag p99 ms`): the one millisecond formatter of the tables.
+pub fn format_millis(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e3)
+}
+
 /// Parses a growth rate such as `2MiB/min`, `512KiB/s` or `1GiB/h` into bytes per second.
 pub fn parse_size_rate(s: &str) -> Result<f64, String> {
     let (size, per) = s
@@ -233,5 +239,12 @@ mod tests {
         assert_eq!(format_percent(0.07), "7%");
         assert_eq!(format_percent(0.005), "0.5%");
         assert_eq!(format_number(0.1 + 0.2), "0.3");
+    }
+
+    #[test_case(Duration::from_micros(12_345), "12.35"; "rounded to two decimals")]
+    #[test_case(Duration::ZERO, "0.00"; "zero")]
+    #[test_case(Duration::from_secs(2), "2000.00"; "no change of unit")]
+    fn millis_format_with_two_decimals(d: Duration, expected: &str) {
+        assert_eq!(format_millis(d), expected);
     }
 }

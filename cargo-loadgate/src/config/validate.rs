@@ -248,13 +248,14 @@ fn build(
     })
 }
 
+/// What the tests of every section share: a package, a parse of a config text, the smallest
+/// workload, and the check that a config has exactly one problem, at a place.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
     use indoc::indoc;
-    use std::time::Duration;
-    use test_case::test_case;
 
+    /// A package named `app` with binaries `bins`.
     pub(crate) fn package(bins: &[&str]) -> PackageRef {
         PackageRef {
             name: "app".to_owned(),
@@ -265,7 +266,8 @@ mod tests {
         }
     }
 
-    fn parse(text: &str, profile: &str) -> Result<LoadgateConfig, ConfigError> {
+    /// `text` as `loadgate.toml` of the package `app`, for `profile`.
+    pub(crate) fn parse(text: &str, profile: &str) -> Result<LoadgateConfig, ConfigError> {
         parse_config_str(
             text,
             Path::new("loadgate.toml"),
@@ -274,7 +276,8 @@ mod tests {
         )
     }
 
-    const WORKLOAD: &str = indoc! {r#"
+    /// The smallest valid workload.
+    pub(crate) const WORKLOAD: &str = indoc! {r#"
         [workload]
         sessions-per-sec = 10
         [[workload.operation]]
@@ -282,47 +285,14 @@ mod tests {
         request = { path = "/" }
     "#};
 
-    fn with_workload(text: &str) -> String {
+    /// `text` after [`WORKLOAD`].
+    pub(crate) fn with_workload(text: &str) -> String {
         format!("{WORKLOAD}{text}")
     }
 
-    // Each case is one mistake; exactly one problem must be reported, at the given place.
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-secs = 10
-    "#}, 2, 1, "unknown key `sessions-per-secs` in `[workload]`", Some("did you mean `sessions-per-sec`?"); "unknown key with suggestion")]
-    #[test_case("[ramps]\nhold = \"1s\"\n", 6, 2, "unknown key `ramps` in the top level", Some("did you mean `ramp`?"); "unknown section")]
-    #[test_case("[ramp]\nhold = 5\n", 7, 8, "expected a duration like \"30s\", found integer 5", None; "duration given as integer")]
-    #[test_case("[ramp]\nhold = \"5 parsecs\"\n", 7, 8, "unknown duration unit `parsecs` in `5 parsecs`", Some("use ns, us, ms, s, m or h"); "unknown duration unit")]
-    #[test_case("[ramp]\nhold = \"0s\"\n", 7, 8, "`hold` must be longer than zero", None; "zero hold")]
-    #[test_case("[target]\nport = 70000\n", 7, 8, "a port must be between 1 and 65535, found 70000", None; "port out of range")]
-    #[test_case("[target]\nport = \"80\"\n", 7, 8, "expected an integer (a port), found string \"80\"", None; "port as string")]
-    #[test_case("[target]\ncpus = 0\n", 7, 8, "`cpus` must be greater than 0, found 0", None; "zero cpus")]
-    #[test_case("[target]\nmemory = \"lots\"\n", 7, 10, "`lots` is not a size", Some("write e.g. \"512MiB\""); "memory without number")]
-    #[test_case("[target]\nmemory = \"1TB\"\n", 7, 10, "unknown size unit `TB` in `1TB`", Some("use B, KiB, MiB, GiB, KB, MB or GB"); "unknown size unit")]
-    #[test_case("[slo]\nerror-rate = 2.0\n", 7, 14, "`error-rate` must be at most 100%, found 200%", Some("a bare number is a fraction: 0.01 means 1%"); "error rate above one")]
-    #[test_case("[slo]\nerror-rate = true\n", 7, 14, "expected a percentage like \"1%\" or a fraction like 0.01, found boolean true", None; "error rate as boolean")]
-    #[test_case("[target]\nbin = \"app\"\nimage = \"x:1\"\n", 8, 1, "`image` and `bin` both name the target", Some("give only one of `bin`, `image`, `dockerfile` or `url`"); "two target sources")]
-    #[test_case("[target]\nbin = \"ap\"\n", 7, 7, "package `app` has no binary target `ap`", Some("did you mean `app`? its binaries are: `app`"); "unknown bin")]
-    #[test_case("[target]\nurl = \"https://127.0.0.1\"\n", 7, 7, "\"https://127.0.0.1\" uses https, which loadgate does not speak", Some("load goes to a service on loopback over plain http"); "https url")]
-    #[test_case("[target]\ncontext = \".\"\nimage = \"x:1\"\n", 7, 1, "`context` is only used with `dockerfile`", None; "context without dockerfile")]
-    #[test_case("[target]\nenv = { A = 1 }\n", 7, 13, "expected a string (quote numbers and booleans), found integer 1", None; "env value not a string")]
-    #[test_case("[target]\nready = { http = \"health\" }\n", 7, 18, "path \"health\" must start with `/`", None; "ready path without slash")]
-    #[test_case("[ramp]\nsteps = [\"50%\", \"25%\"]\n", 7, 17, "ramp steps must increase", Some("list them from the lightest load to the heaviest"); "steps not increasing")]
-    #[test_case("[ramp]\nsteps = []\n", 7, 9, "`steps` lists no steps", None; "no steps")]
-    #[test_case("[ramp]\nrefine = -1\n", 7, 10, "`refine` must be between 0 and 20, found -1", None; "negative refine")]
-    #[test_case("[soak]\nat = \"0%\"\n", 7, 6, "`soak.at` must be more than 0%", None; "soak at zero")]
-    #[test_case("[gate]\nrss-slope = \"2MiB\"\n", 7, 13, "`2MiB` is not a rate", Some("write e.g. \"2MiB/min\""); "rss slope without time")]
-    #[test_case("[generator]\nmax-in-flight = 0\n", 7, 17, "`max-in-flight` must be at least 1, found 0", None; "zero in flight")]
-    #[test_case("[generator]\nconnections = 300\n", 7, 15, "`connections` must be between 0 and 256, found 300", None; "connections past the cap")]
-    #[test_case("[profile.ci.target]\nbin = \"app\"\n", 7, 1, "`bin` cannot be set in a profile", Some("a profile changes how the target is measured, not which target; set it in the top-level `[target]`"); "bin in a profile")]
-    #[test_case("[profile.ci.ramp]\nhodl = \"1s\"\n", 7, 1, "unknown key `hodl` in `[profile.ci.ramp]`", Some("did you mean `hold`?"); "unknown key in a profile")]
-    #[test_case("[profile.ci]\nramps = {}\n", 7, 1, "unknown key `ramps` in `[profile.ci]`", Some("did you mean `ramp`?"); "unknown section in a profile")]
-    #[test_case("[profile.mine]\ninherits = \"qiuck\"\n", 7, 12, "profile `mine` inherits from an unknown profile `qiuck`", Some("did you mean `quick`?"); "inherits unknown profile")]
-    #[test_case("[profile.a]\ninherits = \"b\"\n[profile.b]\ninherits = \"a\"\n", 7, 12, "profile inheritance makes a cycle: a → b → a", Some("remove one of these `inherits`"); "inheritance cycle")]
-    #[test_case("[profile.a]\ninherits = \"a\"\n", 7, 12, "profile inheritance makes a cycle: a → a", Some("remove one of these `inherits`"); "profile inherits itself")]
-    #[test_case("[profile.quick.ramp]\nwarmup = \"3s\"\n", 7, 10, "in profile `quick`, `warmup` (3s) is not shorter than `hold` (2s)", Some("the warmup is excluded from each step's figures, so it must leave some of the hold to measure"); "warmup longer than a profile's hold")]
-    fn one_problem_is_reported(
+    /// `extra` with the smallest workload (after it, or completing its `[workload]`) has exactly
+    /// one problem, at `line`:`col`, with `message` and `help`.
+    pub(crate) fn one_problem(
         extra: &str,
         line: usize,
         col: usize,
@@ -334,219 +304,12 @@ mod tests {
         } else {
             with_workload(extra)
         };
-        let err = parse(&text, "default").expect_err("the config is invalid");
-        let diags = err.diagnostics();
-        assert_eq!(diags.len(), 1, "{text}\n{err}");
-        let d = &diags[0];
-        assert_eq!(
-            (d.line, d.col, d.message.as_str(), d.help.as_deref()),
-            (line, col, message, help),
-            "{text}\n{err}"
-        );
+        one_problem_in(&text, line, col, message, help);
     }
 
-    // Mistakes in the workload: the file is written in full.
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/b" }
-    "#}, 7, 8, "operation `home` is defined twice", Some("the first definition is on line 4; rename one of them"); "duplicate operation")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        next = [{ to = "hom", p = 0.5 }]
-    "#}, 6, 16, "a transition of `home` names an unknown operation `hom`", Some("did you mean `home`?"); "unknown transition target")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        entry = "start"
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-    "#}, 3, 9, "`entry` names an unknown operation `start`", Some("the operations are: `home`"); "unknown entry")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        next = [{ to = "a", p = 0.7 }, { to = "b", p = 0.5 }]
-        [[workload.operation]]
-        name = "a"
-        request = { path = "/a" }
-        [[workload.operation]]
-        name = "b"
-        request = { path = "/b" }
-    "#}, 6, 8, "the transitions of `home` sum to 1.2, more than 1", Some("the probabilities of one operation's `next` must sum to at most 1; the rest ends the session"); "probabilities above one")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        [[workload.operation]]
-        name = "orphan"
-        request = { path = "/o" }
-    "#}, 7, 8, "operation `orphan` is unreachable from the entry operations", Some("add a transition to it (`next`) or list it in `workload.entry`"); "unreachable operation")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        next = [{ to = "home", p = 1.0 }]
-    "#}, 6, 8, "sessions that reach `home` never end", Some("from here every transition's probabilities sum to 1 in a loop; lower one so sessions can leave"); "sessions never end")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/", headers = { Authorization = "Bearer {{token}}" } }
-    "#}, 5, 53, "`{{token}}` is never captured on any path to `home`", Some("no operation captures it; capture it in an earlier operation, e.g. capture = { token = \"/token\" }"); "variable never captured")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        entry = [{ to = "home" }, { to = "login" }]
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/{{token}}" }
-        [[workload.operation]]
-        name = "login"
-        request = { method = "POST", path = "/login" }
-        capture = { token = "/token" }
-        next = [{ to = "home", p = 0.5 }]
-        [[workload.operation]]
-        name = "later"
-        request = { path = "/later" }
-    "#}, 13, 8, "operation `later` is unreachable from the entry operations", Some("add a transition to it (`next`) or list it in `workload.entry`"); "a variable captured on some path is fine")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        next = [{ to = "next", p = 0.5 }]
-        [[workload.operation]]
-        name = "next"
-        request = { path = "/n/{{sesion}}" }
-    "#}, 9, 20, "`{{sesion}}` is never captured on any path to `next`", Some("did you mean `{{session}}`? no operation captures it; capture it in an earlier operation, e.g. capture = { sesion = \"/sesion\" }"); "misspelt built-in variable")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        next = [{ to = "home", p = 0.5, think = { uniform = ["3s", "1s"] } }]
-    "#}, 6, 53, "uniform think time has its low bound 3s above its high bound 1s", Some("write the shorter duration first"); "uniform think reversed")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        capture = { token = "token" }
-    "#}, 6, 21, "JSON pointer \"token\" must start with `/` (or be empty for the whole body)", Some("write e.g. \"/token\" or \"/0/id\""); "capture pointer without slash")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        expect = { json-pointer = "/a~2" }
-    "#}, 6, 27, "JSON pointer \"/a~2\" has a `~` that is not `~0` or `~1`", Some("write e.g. \"/token\" or \"/0/id\""); "bad escape in a pointer")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { method = "GTE", path = "/" }
-    "#}, 5, 22, "unknown HTTP method `GTE`", Some("did you mean `GET`?"); "unknown method")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { method = "post", path = "/" }
-    "#}, 5, 22, "unknown HTTP method `post`", Some("methods are case-sensitive; write `POST`"); "lowercase method")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/", json = {}, body = "x" }
-    "#}, 5, 43, "`request` of operation `home` has both `json` and `body`", Some("keep one of them"); "json and body")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "home" }
-    "#}, 5, 20, "path \"home\" must start with `/`", None; "path without slash")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/{{session" }
-    "#}, 5, 20, "`{{` without a closing `}}` in \"/{{session\"", None; "unclosed placeholder")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        capture = { session = "/id" }
-    "#}, 6, 13, "`session` is a built-in variable and cannot be captured", None; "capture of a built-in")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        expect = { status = [200, 999] }
-    "#}, 6, 27, "a status code must be between 100 and 599, found 999", None; "status out of range")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-        next = [{ to = "home", p = 1.5 }]
-    "#}, 6, 28, "a probability must be in (0, 1], found 1.5", None; "probability above one")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        reqest = { path = "/" }
-    "#}, 5, 1, "unknown key `reqest` in operation `home`", Some("did you mean `request`?"); "typo in an operation key")]
-    #[test_case(indoc! {r#"
-        [workload]
-        seed = 1
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-    "#}, 1, 1, "`[workload]` has no `sessions-per-sec`", None; "missing rate")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-    "#}, 1, 1, "the workload has no operations", Some("add one, e.g.\n[[workload.operation]]\nname = \"home\"\nrequest = { path = \"/\" }"); "no operations")]
-    #[test_case(indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" 
-    "#}, 5, 23, "invalid TOML: unclosed inline table, expected `}`", None; "toml syntax error")]
-    fn one_workload_problem_is_reported(
+    /// `text`, written in full, has exactly one problem, at `line`:`col`, with `message` and
+    /// `help`.
+    pub(crate) fn one_problem_in(
         text: &str,
         line: usize,
         col: usize,
@@ -562,6 +325,46 @@ mod tests {
             (line, col, message, help),
             "{text}\n{err}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{WORKLOAD, one_problem, one_problem_in, package, parse};
+    use super::*;
+    use indoc::indoc;
+    use std::time::Duration;
+    use test_case::test_case;
+
+    // Each case is one mistake outside any section; exactly one problem must be reported, at
+    // the given place. Each section's own mistakes are tested in its file under elements/.
+    #[test_case("[ramps]\nhold = \"1s\"\n", 6, 2, "unknown key `ramps` in the top level", Some("did you mean `ramp`?"); "unknown section")]
+    fn one_problem_is_reported(
+        extra: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(extra, line, col, message, help);
+    }
+
+    // A file that is not TOML: the problem is the syntax.
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" 
+    "#}, 5, 23, "invalid TOML: unclosed inline table, expected `}`", None; "toml syntax error")]
+    fn one_file_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem_in(text, line, col, message, help);
     }
 
     #[test]
@@ -674,288 +477,6 @@ mod tests {
         );
         assert_eq!(cfg.workload.sessions_per_sec, 5.0);
         assert_eq!(cfg.ramp.hold, Duration::from_secs(4));
-    }
-
-    const LAYERED: &str = indoc! {r#"
-        [workload]
-        sessions-per-sec = 10
-        [[workload.operation]]
-        name = "home"
-        request = { path = "/" }
-
-        [ramp]
-        hold = "3s"
-        refine = 4
-
-        [soak]
-        window = "2s"
-
-        [profile.quick.ramp]
-        hold = "1s"
-
-        [profile.mine]
-        inherits = "quick"
-        ramp = { hold = "1500ms" }
-        soak = { at = "50%" }
-
-        [profile.theirs]
-        inherits = "mine"
-        gate = { p99 = "20%" }
-    "#};
-
-    #[test]
-    fn profiles_layer_user_over_builtin_over_top_level_over_defaults() {
-        let default = parse(LAYERED, "default").unwrap();
-        assert_eq!(default.ramp.hold, Duration::from_secs(3), "user top level");
-        assert_eq!(default.ramp.refine, 4, "user top level");
-        assert_eq!(
-            default.ramp.warmup,
-            Duration::from_secs(1),
-            "built-in default"
-        );
-        assert_eq!(default.ramp.steps.len(), 6, "built-in default");
-
-        let quick = parse(LAYERED, "quick").unwrap();
-        assert_eq!(
-            quick.ramp.hold,
-            Duration::from_secs(1),
-            "user [profile.quick]"
-        );
-        assert_eq!(
-            quick.ramp.warmup,
-            Duration::from_millis(500),
-            "built-in [profile.quick]"
-        );
-        assert_eq!(
-            quick.ramp.refine, 1,
-            "built-in [profile.quick] beats the user's top level"
-        );
-        assert_eq!(quick.ramp.steps, vec![0.25, 0.5, 1.0]);
-        assert_eq!(quick.soak.window, Duration::from_secs(2), "user top level");
-        assert_eq!(quick.soak.at, 0.6, "built-in default");
-
-        let mine = parse(LAYERED, "mine").unwrap();
-        assert_eq!(
-            mine.ramp.hold,
-            Duration::from_millis(1500),
-            "user [profile.mine]"
-        );
-        assert_eq!(
-            mine.ramp.warmup,
-            Duration::from_millis(500),
-            "inherited from quick"
-        );
-        assert_eq!(
-            mine.soak.duration,
-            Duration::from_secs(5),
-            "inherited from built-in quick"
-        );
-        assert_eq!(mine.soak.at, 0.5);
-
-        let theirs = parse(LAYERED, "theirs").unwrap();
-        assert_eq!(theirs.profile, "theirs");
-        assert_eq!(theirs.gate.p99_change, 0.2);
-        assert_eq!(
-            theirs.ramp.hold,
-            Duration::from_millis(1500),
-            "two steps up the chain"
-        );
-        assert_eq!(theirs.gate.p50_change, 0.05, "built-in default");
-
-        let full = parse(LAYERED, "full").unwrap();
-        assert_eq!(
-            (full.ramp.hold, full.ramp.refine),
-            (Duration::from_secs(10), 3)
-        );
-        assert_eq!(full.soak.duration, Duration::from_secs(120));
-    }
-
-    #[test]
-    fn an_unknown_profile_lists_the_available_ones() {
-        let err = parse(LAYERED, "quik").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown profile `quik`\nhint: available profiles: default, quick, ci, full, mine, theirs"
-        );
-    }
-
-    #[test]
-    fn the_default_p99_applies_only_when_no_latency_limit_is_given() {
-        let cfg = parse(WORKLOAD, "default").unwrap();
-        assert_eq!(
-            cfg.slo.latency,
-            vec![LatencyLimit {
-                quantile: 0.99,
-                limit: Duration::from_millis(200)
-            }]
-        );
-        let cfg = parse(
-            &with_workload("[slo]\np50 = \"20ms\"\np999 = \"1s\"\n"),
-            "default",
-        )
-        .unwrap();
-        assert_eq!(
-            cfg.slo.latency,
-            vec![
-                LatencyLimit {
-                    quantile: 0.5,
-                    limit: Duration::from_millis(20)
-                },
-                LatencyLimit {
-                    quantile: 0.999,
-                    limit: Duration::from_secs(1)
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn a_profile_url_replaces_the_target() {
-        let text = with_workload(
-            "[target]\nbin = \"app\"\n[profile.staging.target]\nurl = \"http://127.0.0.1:9000/\"\n",
-        );
-        assert_eq!(
-            parse(&text, "default").unwrap().target.source,
-            TargetSource::Bin {
-                name: "app".to_owned()
-            }
-        );
-        assert_eq!(
-            parse(&text, "staging").unwrap().target.source,
-            TargetSource::Url {
-                url: "http://127.0.0.1:9000".to_owned()
-            }
-        );
-    }
-
-    #[test]
-    fn the_target_defaults_to_the_only_bin_or_a_loopback_url() {
-        let one = parse_config_str(
-            WORKLOAD,
-            Path::new("loadgate.toml"),
-            Some(package(&["app"])),
-            "default",
-        )
-        .unwrap();
-        assert_eq!(
-            one.target.source,
-            TargetSource::Bin {
-                name: "app".to_owned()
-            }
-        );
-        let none = parse_config_str(WORKLOAD, Path::new("loadgate.toml"), None, "default").unwrap();
-        assert_eq!(
-            none.target.source,
-            TargetSource::Url {
-                url: "http://127.0.0.1:8080".to_owned()
-            }
-        );
-        let two = Some(package(&["app", "app-admin"]));
-        let err =
-            parse_config_str(WORKLOAD, Path::new("loadgate.toml"), two, "default").unwrap_err();
-        assert_eq!(
-            err.diagnostics()[0].message,
-            "no target: package `app` has several binaries (app, app-admin)"
-        );
-    }
-
-    #[test]
-    fn a_dockerfile_resolves_against_the_config_directory() {
-        let text = with_workload("[target]\ndockerfile = \"docker/Dockerfile\"\ncontext = \".\"\n");
-        let cfg =
-            parse_config_str(&text, Path::new("/ws/app/loadgate.toml"), None, "default").unwrap();
-        assert_eq!(
-            cfg.target.source,
-            TargetSource::Dockerfile {
-                path: PathBuf::from("/ws/app/docker/Dockerfile"),
-                context: PathBuf::from("/ws/app/.")
-            }
-        );
-    }
-
-    #[test]
-    fn a_full_operation_is_read_in_every_part() {
-        let text = indoc! {r#"
-            [workload]
-            sessions-per-sec = 2.5
-            entry = [{ to = "a", weight = 3 }, { to = "b", weight = 1 }]
-            [[workload.operation]]
-            name = "a"
-            request = { method = "POST", path = "/a/{{session}}", headers = { X-B = "2", X-A = "1" }, json = { n = 1, s = "{{seq}}", l = [true, 1.5] } }
-            expect = { status = [200, 201], body-contains = "ok", json-pointer = "/id", json-equals = { "/status" = "booked" } }
-            capture = { id = "/id" }
-            next = [{ to = "b", p = 0.5, think = "1s" }, { to = "a", p = 0.25, think = { fixed = "2s" } }]
-            [[workload.operation]]
-            name = "b"
-            request = { path = "/b/{{id}}", body = "raw {{session}}" }
-            next = [{ to = "a", p = 1, think = { uniform = ["1s", "3s"] } }]
-        "#};
-        let cfg = parse_config_str(text, Path::new("loadgate.toml"), None, "default").unwrap();
-        let w = &cfg.workload;
-        assert_eq!(
-            w.entry,
-            vec![
-                EntryPoint {
-                    operation: 0,
-                    p: 0.75
-                },
-                EntryPoint {
-                    operation: 1,
-                    p: 0.25
-                }
-            ]
-        );
-        let a = &w.operations[0];
-        assert_eq!(
-            a.request.headers,
-            vec![
-                ("X-B".to_owned(), "2".to_owned()),
-                ("X-A".to_owned(), "1".to_owned())
-            ]
-        );
-        assert_eq!(
-            a.request.body,
-            Some(BodyTemplate::Json(
-                serde_json::json!({ "n": 1, "s": "{{seq}}", "l": [true, 1.5] })
-            ))
-        );
-        assert_eq!(a.expect.status, vec![200, 201]);
-        assert_eq!(
-            a.expect.json_equals,
-            vec![("/status".to_owned(), serde_json::json!("booked"))]
-        );
-        assert_eq!(
-            a.capture,
-            vec![Capture {
-                variable: "id".to_owned(),
-                pointer: "/id".to_owned()
-            }]
-        );
-        assert_eq!(
-            a.next,
-            vec![
-                Transition {
-                    to: 1,
-                    p: 0.5,
-                    think: ThinkTime::Exponential(Duration::from_secs(1))
-                },
-                Transition {
-                    to: 0,
-                    p: 0.25,
-                    think: ThinkTime::Fixed(Duration::from_secs(2))
-                },
-            ]
-        );
-        let b = &w.operations[1];
-        assert_eq!(b.request.method, "GET");
-        assert_eq!(
-            b.request.body,
-            Some(BodyTemplate::Raw("raw {{session}}".to_owned()))
-        );
-        assert_eq!(
-            b.next[0].think,
-            ThinkTime::Uniform(Duration::from_secs(1), Duration::from_secs(3))
-        );
     }
 
     #[test]

@@ -62,6 +62,20 @@ pub struct PhaseSpec {
     pub first_session: u64,
 }
 
+impl PhaseSpec {
+    /// The seeded schedule this phase follows: `workload`'s sessions at `sessions_per_sec` for
+    /// `warmup + duration`, drawn from `seed`. The plan (or `attack`) builds it once and hands
+    /// it to [`run_phase`]; it is also what the phase's schedule hash is computed from.
+    pub fn schedule(&self, workload: &WorkloadConfig) -> Schedule {
+        Schedule::new(
+            workload,
+            self.sessions_per_sec,
+            self.warmup + self.duration,
+            self.seed,
+        )
+    }
+}
+
 /// Whether a phase should go on, decided once per closed window.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WindowDecision {
@@ -115,8 +129,9 @@ pub enum EngineError {
     /// The workload's requests could not be compiled.
     #[error("cannot compile the workload's requests")]
     Compile(#[source] CompileError),
-    /// The pacing timer could not be created (it needs a tokio runtime with I/O enabled).
-    #[error("cannot create the pacing timer")]
+    /// The pacing timer could not be created (it needs a tokio runtime with I/O enabled), or it
+    /// failed during the phase (`timerfd_settime` refused a deadline, or its descriptor failed).
+    #[error("the pacing timer failed")]
     Timer(#[source] std::io::Error),
     /// `generator.connections` asked for a fixed pool the target did not accept in full.
     #[error(
@@ -224,8 +239,9 @@ struct Ctx {
 
 /// Runs one open-loop phase against `target` (a base URL) and returns what it measured.
 ///
-/// Sessions arrive on `spec`'s seeded schedule for `spec.warmup + spec.duration`; step 0 of a
-/// session is intended at its arrival, step n at the answer of step n − 1 plus its think time.
+/// Sessions arrive on `schedule`, which the caller built from `spec` with
+/// [`PhaseSpec::schedule`] (so the seed is drawn from once per phase, where its hash is taken),
+/// for `spec.warmup + spec.duration`; step 0 of a session is intended at its arrival, step n at the answer of step n − 1 plus its think time.
 /// Latency is measured from the intended time (from the actual send for a request sent early, see
 /// `EARLY_WINDOW`), service time from the actual send. An arrival that
 /// finds `generator.max_in_flight` requests outstanding is dropped and counted. Requests still
@@ -234,12 +250,17 @@ struct Ctx {
 ///
 /// The returned future is not `Send`: run it on a current-thread runtime (ideally on a thread
 /// pinned with [`super::pin_current_thread`]); its tasks run on the thread that polls it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the phase's inputs, each from its own owner (config, plan, shell); a struct would only rename them"
+)]
 pub async fn run_phase(
     target: &str,
     workload: &WorkloadConfig,
     generator: &GeneratorConfig,
     slo_latency: Duration,
     spec: &PhaseSpec,
+    schedule: &Schedule,
     hooks: PhaseHooks<'_>,
     stop: CancellationSignal,
 ) -> Result<PhaseMeasurement, EngineError> {
@@ -252,6 +273,7 @@ pub async fn run_phase(
         generator,
         slo_latency,
         spec,
+        schedule,
         hooks,
         stop,
         pacing,
@@ -276,6 +298,7 @@ async fn run_phase_paced(
     generator: &GeneratorConfig,
     slo_latency: Duration,
     spec: &PhaseSpec,
+    schedule: &Schedule,
     hooks: PhaseHooks<'_>,
     stop: CancellationSignal,
     pacing: Pacing,
@@ -283,7 +306,10 @@ async fn run_phase_paced(
     let addr = TargetAddr::resolve(target).await?;
     let compiled = CompiledWorkload::new(workload).map_err(EngineError::Compile)?;
     let total = spec.warmup + spec.duration;
-    let schedule = Schedule::new(workload, spec.sessions_per_sec, total, spec.seed);
+    debug_assert!(
+        schedule.duration() == total && schedule.sessions_per_sec() == spec.sessions_per_sec,
+        "the schedule was not built from the spec (PhaseSpec::schedule)"
+    );
     let names: Vec<String> = compiled
         .operations()
         .iter()
@@ -351,16 +377,14 @@ async fn run_phase_paced(
             // queued behind the answers of a burst: a timer expiry reaches the dispatcher after
             // at most one batch, and the dispatcher sends inline (see `launch`).
             let phase = async {
-                let stopped = dispatch(&ctx, &schedule, spec, &hooks, &stop).await;
+                let stopped = dispatch(&ctx, schedule, spec, &hooks, &stop).await;
                 let arrivals_end = ctx.arrivals_end.get();
                 drain(&ctx).await;
                 (stopped, arrivals_end)
             };
             let (stopped, arrivals_end) = tokio::select! {
                 biased;
-                () = driver.drive() => return Err(EngineError::Timer(std::io::Error::other(
-                    "the pacing timer's descriptor failed",
-                ))),
+                failed = driver.drive() => return Err(EngineError::Timer(failed)),
                 () = keep_time_driver_ahead(generator.timeout) => unreachable_keeper(),
                 ended = phase => ended,
             };
@@ -796,6 +820,7 @@ mod tests {
             g,
             Duration::from_millis(250),
             spec,
+            &spec.schedule(w),
             hooks,
             CancellationSignal::new(),
         ))
@@ -1001,6 +1026,7 @@ mod tests {
                 &generator(5 * 1000 * MS, 1000),
                 Duration::from_millis(250),
                 &spec(100.0, 2000 * MS, 11),
+                &spec(100.0, 2000 * MS, 11).schedule(&w),
                 PhaseHooks::default(),
                 CancellationSignal::new(),
                 Pacing {

@@ -9,71 +9,60 @@
 //! like any socket: no thread, no spin, one `timerfd_settime` when the earliest deadline changes.
 
 use super::clock::Clock;
+use nix::errno::Errno;
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFlags, TimerSetTimeFlags};
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 
-struct TimerFd(OwnedFd);
+/// The timerfd, as `AsyncFd` wants it (`AsRawFd`; nix's type offers `AsFd` only).
+struct TimerFd(nix::sys::timerfd::TimerFd);
 
 impl AsRawFd for TimerFd {
     fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.0.as_fd().as_raw_fd()
     }
 }
 
 impl TimerFd {
     fn new() -> std::io::Result<Self> {
-        // SAFETY: plain syscall; the result is checked before it is used as a descriptor.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
-        Ok(Self(unsafe { OwnedFd::from_raw_fd(fd) }))
+        nix::sys::timerfd::TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .map(Self)
+        .map_err(std::io::Error::from)
     }
 
-    /// Arms the timer at absolute monotonic time `at` (zero disarms it).
-    fn arm(&self, at: Duration) {
+    /// Arms the timer at absolute monotonic time `at`. An absolute deadline in the past fires
+    /// at once, which is what a late deadline wants. A deadline beyond `time_t` is
+    /// `EOVERFLOW` rather than a wrapped (negative, `EINVAL`) or clamped number.
+    fn arm(&self, at: Duration) -> Result<(), Errno> {
+        // Zero would disarm it.
         let at = at.max(Duration::from_nanos(1));
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: libc::time_t::try_from(at.as_secs()).unwrap_or(libc::time_t::MAX),
-                tv_nsec: libc::c_long::from(at.subsec_nanos() as i32),
-            },
-        };
-        // SAFETY: valid descriptor and itimerspec; the old value is not asked for. An absolute
-        // deadline in the past fires at once, which is what a late deadline wants.
-        unsafe {
-            libc::timerfd_settime(
-                self.0.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
+        let secs = libc::time_t::try_from(at.as_secs()).map_err(|_| Errno::EOVERFLOW)?;
+        let spec = TimeSpec::new(secs, libc::c_long::from(at.subsec_nanos() as i32));
+        self.0.set(
+            Expiration::OneShot(spec),
+            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+        )
     }
 
-    /// Consumes the expiry count so the descriptor stops being readable.
-    fn drain(&self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: reading 8 bytes into an 8-byte buffer from a valid descriptor; EAGAIN is fine.
-        unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    /// Consumes the expiry count so the descriptor stops being readable. Nothing to consume
+    /// (`EAGAIN`) is fine.
+    fn drain(&self) -> Result<(), Errno> {
+        match nix::unistd::read(&self.0, &mut [0u8; 8]) {
+            Ok(_) | Err(Errno::EAGAIN) => Ok(()),
+            Err(errno) => Err(errno),
+        }
     }
 }
 
@@ -84,6 +73,12 @@ struct State {
     next_id: u64,
     /// The deadline the timerfd is armed at, if armed.
     armed: Option<Duration>,
+    /// The first arming error of a sleep: `PreciseSleep::poll` cannot return it, so it is kept
+    /// here (an `Errno` is `Copy`: nothing is allocated) and [`PreciseTimer::drive`] returns it.
+    arm_error: Option<Errno>,
+    /// The waker of the task running [`PreciseTimer::drive`], woken when an arming error is
+    /// stored (the timerfd, not armed, would never wake it).
+    driver: Option<Waker>,
 }
 
 /// A precise timer for one thread. Cloning shares it.
@@ -125,6 +120,8 @@ impl PreciseTimer {
                 wakers: std::collections::HashMap::new(),
                 next_id: 0,
                 armed: None,
+                arm_error: None,
+                driver: None,
             })),
         })
     }
@@ -167,8 +164,15 @@ impl PreciseTimer {
             }
         }
         if state.armed.is_none_or(|armed| deadline < armed) {
-            state.armed = Some(deadline);
-            self.fd.get_ref().arm(self.clock.absolute(deadline));
+            match self.fd.get_ref().arm(self.clock.absolute(deadline)) {
+                Ok(()) => state.armed = Some(deadline),
+                Err(errno) => {
+                    state.arm_error.get_or_insert(errno);
+                    if let Some(driver) = &state.driver {
+                        driver.wake_by_ref();
+                    }
+                }
+            }
         }
         id
     }
@@ -178,13 +182,13 @@ impl PreciseTimer {
         self.state.borrow_mut().wakers.remove(&id);
     }
 
-    /// Wakes due sleeps whenever the timerfd fires. Runs until the timer's descriptor fails.
-    pub async fn drive(&self) {
+    /// Wakes due sleeps whenever the timerfd fires. Runs until the timer fails, and returns why:
+    /// an arming error (stored by the sleep whose poll armed it) or an error of the descriptor.
+    pub async fn drive(&self) -> std::io::Error {
         loop {
-            let Ok(mut guard) = self.fd.readable().await else {
-                return;
-            };
-            guard.clear_ready();
+            if let Err(e) = std::future::poll_fn(|cx| self.poll_fired(cx)).await {
+                return e;
+            }
             let horizon = self.clock.now() + self.early;
             let mut state = self.state.borrow_mut();
             while let Some(Reverse((deadline, id))) = state.heap.peek().copied() {
@@ -198,13 +202,40 @@ impl PreciseTimer {
             }
             let next = state.heap.peek().map(|Reverse((deadline, _))| *deadline);
             state.armed = next;
-            match next {
+            let rearmed = match next {
                 // Re-arming resets the expiry count, so the descriptor stops being readable
                 // without a `read`: one syscall per wake-up instead of two. The next expiry
                 // wakes the epoll set again (tokio registers it edge-triggered).
                 Some(next) => self.fd.get_ref().arm(self.clock.absolute(next)),
                 None => self.fd.get_ref().drain(),
+            };
+            if let Err(errno) = rearmed {
+                return errno.into();
             }
+        }
+    }
+
+    /// Ready when the timerfd has fired (its readiness cleared), or with the stored arming error
+    /// or the descriptor's error. Keeps the driver's waker for [`PreciseTimer::register`].
+    fn poll_fired(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        {
+            let mut state = self.state.borrow_mut();
+            if let Some(errno) = state.arm_error {
+                return Poll::Ready(Err(errno.into()));
+            }
+            match &mut state.driver {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                Some(w) => w.clone_from(cx.waker()),
+                None => state.driver = Some(cx.waker().clone()),
+            }
+        }
+        match self.fd.poll_read_ready(cx) {
+            Poll::Ready(Ok(mut guard)) => {
+                guard.clear_ready();
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
         }
     }
 }
@@ -311,6 +342,33 @@ mod tests {
             timer
                 .sleep_until(timer.clock().now() + Duration::from_millis(3))
                 .await;
+        });
+    }
+
+    #[test]
+    fn an_arming_error_in_a_sleeps_poll_ends_drive_with_that_error() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let timer = PreciseTimer::new(Clock::start()).expect("timerfd");
+            let driver = timer.clone();
+            let drive = tokio::task::spawn_local(async move { driver.drive().await });
+            // The driver parks on the descriptor first, so the error has to wake it.
+            tokio::task::yield_now().await;
+            assert!(timer.state.borrow().driver.is_some());
+            // Beyond `time_t` once the clock's origin is added: `timerfd_settime` cannot take it.
+            let beyond = Duration::from_secs(u64::try_from(i64::MAX).expect("fits"));
+            let never = tokio::time::timeout(Duration::from_millis(20), timer.sleep_until(beyond));
+            assert!(never.await.is_err(), "an unarmed sleep must not end");
+            let error = tokio::time::timeout(Duration::from_secs(5), drive)
+                .await
+                .expect("drive returns the arming error")
+                .expect("task");
+            assert_eq!(error.raw_os_error(), Some(libc::EOVERFLOW), "{error}");
+            assert_eq!(timer.state.borrow().armed, None);
         });
     }
 

@@ -1,5 +1,7 @@
 //! The generator's own CPU time, from `getrusage(2)`: user plus system time.
 
+use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::time::TimeVal;
 use std::time::Duration;
 
 /// Whose CPU time to read.
@@ -14,23 +16,16 @@ pub enum CpuScope {
 /// User plus system CPU time used so far by `scope`, or `None` when the kernel does not say.
 pub fn cpu_time(scope: CpuScope) -> Option<Duration> {
     let who = match scope {
-        CpuScope::Thread => libc::RUSAGE_THREAD,
-        CpuScope::Process => libc::RUSAGE_SELF,
+        CpuScope::Thread => UsageWho::RUSAGE_THREAD,
+        CpuScope::Process => UsageWho::RUSAGE_SELF,
     };
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `usage` is a valid, writable rusage; getrusage only writes to it.
-    let rc = unsafe { libc::getrusage(who, usage.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: getrusage returned 0, so it filled the struct (and it was zeroed before anyway).
-    let usage = unsafe { usage.assume_init() };
-    Some(timeval(usage.ru_utime) + timeval(usage.ru_stime))
+    let usage = getrusage(who).ok()?;
+    Some(timeval(usage.user_time()) + timeval(usage.system_time()))
 }
 
-fn timeval(tv: libc::timeval) -> Duration {
-    let secs = u64::try_from(tv.tv_sec).unwrap_or(0);
-    let micros = u32::try_from(tv.tv_usec).unwrap_or(0);
+fn timeval(tv: TimeVal) -> Duration {
+    let secs = u64::try_from(tv.tv_sec()).unwrap_or(0);
+    let micros = u32::try_from(tv.tv_usec()).unwrap_or(0);
     Duration::from_secs(secs) + Duration::from_micros(u64::from(micros))
 }
 

@@ -39,9 +39,10 @@ pub struct Window {
     /// Of those, the ones that were errors (wrong answers, HTTP and transport errors).
     pub errors: u64,
     /// Of those, the ones answered with an HTTP response (correct, wrong or an HTTP error; not a
-    /// timeout or another transport error). Zero in results written before it was recorded.
-    #[serde(default)]
-    pub answered: u64,
+    /// timeout or another transport error). `None` in results written before it was recorded
+    /// (the key is absent there), so a reader can tell "not recorded" from "no answer".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<u64>,
     /// The median latency, from the intended send time, of requests completed in the window.
     #[serde(rename = "p50_ms", with = "millis")]
     pub p50: Duration,
@@ -67,13 +68,18 @@ pub struct Window {
 }
 
 impl Window {
+    /// The answers of the window, zero when they were not recorded (older results).
+    pub fn answers(&self) -> u64 {
+        self.answered.unwrap_or(0)
+    }
+
     /// Answers received per second in this window: the rate the target achieved, which falls
     /// below the offered rate past its capacity (requests sent per second never does in an open
     /// loop).
     pub fn achieved_rate_per_sec(&self) -> f64 {
         let secs = self.length.as_secs_f64();
         if secs > 0.0 {
-            self.answered as f64 / secs
+            self.answers() as f64 / secs
         } else {
             0.0
         }
@@ -174,7 +180,7 @@ impl WindowSeries {
             sent: open.sent,
             completed: open.completed,
             errors: open.errors,
-            answered: open.answered,
+            answered: Some(open.answered),
             p50: open.latency.quantile(0.5),
             p99: open.latency.quantile(0.99),
             max: open.latency.max(),
@@ -229,9 +235,9 @@ impl WindowSeries {
             .map(|w| {
                 let inside = end.saturating_sub(w.start).min(w.length);
                 if inside >= w.length || w.length.is_zero() {
-                    w.answered as f64
+                    w.answers() as f64
                 } else {
-                    w.answered as f64 * inside.as_secs_f64() / w.length.as_secs_f64()
+                    w.answers() as f64 * inside.as_secs_f64() / w.length.as_secs_f64()
                 }
             })
             .sum()
@@ -287,7 +293,7 @@ mod tests {
         assert_eq!(w[2].length, 750 * MS);
         // Two sent, one answered: the achieved rate counts answers.
         assert!((w[0].achieved_rate_per_sec() - 1.0).abs() < 1e-9);
-        assert_eq!(w[2].answered, 0, "a transport error is no answer");
+        assert_eq!(w[2].answered, Some(0), "a transport error is no answer");
         let p99 = w[2].p99.as_millis();
         assert!((1_599..=1_601).contains(&p99), "{p99}");
     }
@@ -329,7 +335,7 @@ mod tests {
         let back: WindowSeries = serde_json::from_str(&json).expect("deserializes");
         assert_eq!(back.windows.len(), 1);
         assert_eq!(back.windows[0].completed, 1);
-        assert_eq!(back.windows[0].answered, 1);
+        assert_eq!(back.windows[0].answered, Some(1));
     }
 
     #[test]
@@ -337,7 +343,17 @@ mod tests {
         let json = r#"{"start_ms":0.0,"length_ms":1000.0,"sent":3,"completed":3,"errors":0,
             "p50_ms":1.0,"p99_ms":2.0,"max_ms":2.0}"#;
         let w: Window = serde_json::from_str(json).expect("deserializes");
-        assert_eq!(w.answered, 0);
+        assert_eq!(w.answered, None);
+        assert_eq!(w.answers(), 0);
+        // Written back as it was read: without the key, not as zero answers.
+        let back = serde_json::to_value(&w).expect("serializes");
+        assert!(back.get("answered").is_none(), "{back}");
+        let none_answered = Window {
+            answered: Some(0),
+            ..w
+        };
+        let back = serde_json::to_value(&none_answered).expect("serializes");
+        assert_eq!(back["answered"], 0);
         assert_eq!(
             (w.dropped, w.lag_p99, w.generator_busy),
             (0, Duration::ZERO, None)

@@ -116,7 +116,7 @@ mod tests {
             sent: completed,
             completed,
             errors,
-            answered: completed,
+            answered: Some(completed),
             p50: MS,
             p99: Duration::from_millis(p99_ms),
             max: Duration::from_millis(p99_ms),

@@ -43,11 +43,14 @@ pub trait PhaseRunner {
     /// Why a phase could not run at all (failures of single requests are measured, not errors).
     type Error: std::error::Error + 'static;
 
-    /// Runs `spec`, asking `on_window` after every closed window of the measured part whether to
-    /// go on; a `Stop` ends arrivals and is recorded in the measurement's `stopped`.
+    /// Runs `spec` on `schedule` (built from it by the plan, once: the engine follows the very
+    /// schedule whose hash the plan records), asking `on_window` after every closed window of the
+    /// measured part whether to go on; a `Stop` ends arrivals and is recorded in the
+    /// measurement's `stopped`.
     fn run(
         &mut self,
         spec: PhaseSpec,
+        schedule: Schedule,
         on_window: OnWindow,
     ) -> impl Future<Output = Result<PhaseRun, Self::Error>>;
 }
@@ -154,14 +157,9 @@ pub fn goodput_latency(slo: &crate::config::SloConfig) -> Duration {
 }
 
 /// The seeded schedule `spec` follows: the one place the plan builds it, for the sessions it
-/// numbers and for the hash recorded with the phase.
+/// numbers, for the hash recorded with the phase and for the engine, which runs this very one.
 fn phase_schedule(workload: &crate::config::WorkloadConfig, spec: &PhaseSpec) -> Schedule {
-    Schedule::new(
-        workload,
-        spec.sessions_per_sec,
-        spec.warmup + spec.duration,
-        spec.seed,
-    )
+    spec.schedule(workload)
 }
 
 /// The schedule hash a baseline must have run for this config: the first ramp step's, which the
@@ -211,7 +209,8 @@ impl<R: PhaseRunner> Driver<'_, R> {
         }
     }
 
-    /// Runs `spec` and returns what it measured with the hash of the schedule it followed.
+    /// Runs `spec` on the schedule built here and returns what it measured with the hash of that
+    /// schedule.
     async fn run(&mut self, spec: PhaseSpec) -> Result<(PhaseRun, String), (String, R::Error)> {
         let schedule = phase_schedule(&self.config.workload, &spec);
         // Every session the schedule holds, sent or not (a stopped phase sends fewer).
@@ -222,7 +221,12 @@ impl<R: PhaseRunner> Driver<'_, R> {
         });
         let watch = Box::new(abort_watch(&self.config.abort, spec.warmup));
         let name = spec.name.clone();
-        let run = self.runner.run(spec, watch).await.map_err(|e| (name, e))?;
+        // A clone shares the drawn model (`Arc`): the seed is not drawn from again.
+        let run = self
+            .runner
+            .run(spec, schedule.clone(), watch)
+            .await
+            .map_err(|e| (name, e))?;
         Ok((run, schedule.hash()))
     }
 
@@ -601,6 +605,8 @@ mod tests {
         /// in its second measured second comes 800 ms late.
         stall_once: Option<String>,
         specs: Vec<PhaseSpec>,
+        /// The schedule handed over with each of `specs`.
+        schedules: Vec<Schedule>,
     }
 
     impl FakeService {
@@ -615,6 +621,7 @@ mod tests {
                 starve_once: None,
                 stall_once: None,
                 specs: Vec::new(),
+                schedules: Vec::new(),
             }
         }
 
@@ -639,9 +646,11 @@ mod tests {
         async fn run(
             &mut self,
             spec: PhaseSpec,
+            schedule: Schedule,
             on_window: OnWindow,
         ) -> Result<PhaseRun, FakeError> {
             self.specs.push(spec.clone());
+            self.schedules.push(schedule);
             if self.fail_phase.as_deref() == Some(spec.name.as_str()) {
                 return Err(FakeError(spec.name));
             }
@@ -1134,6 +1143,38 @@ mod tests {
             let count = schedule.sessions().count() as u64;
             assert!(count > 0, "{}", spec.name);
             next += count;
+        }
+    }
+
+    /// The engine must follow the schedule whose hash the result records (it built its own
+    /// before, from the same inputs: two builds that could drift apart).
+    #[test]
+    fn each_phase_runs_on_the_schedule_whose_hash_the_plan_records() {
+        let cfg = config("");
+        let mut fake = FakeService::new(200.0);
+        let mut recorded = Vec::new();
+        let mut observer = |e: PlanEvent| match e {
+            PlanEvent::StepDone { schedule_hash, .. }
+            | PlanEvent::SoakDone { schedule_hash, .. } => recorded.push(schedule_hash),
+            _ => {}
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(run_plan(
+            &cfg,
+            &mut fake,
+            &PlanOptions::default(),
+            &mut observer,
+        ))
+        .expect("runs");
+        assert!(recorded.len() > 2, "{recorded:?}");
+        assert_eq!(fake.schedules.len(), fake.specs.len());
+        let handed: Vec<String> = fake.schedules.iter().map(Schedule::hash).collect();
+        assert_eq!(handed, recorded);
+        for (spec, schedule) in fake.specs.iter().zip(&fake.schedules) {
+            assert_eq!(schedule.sessions_per_sec(), spec.sessions_per_sec);
+            assert_eq!(schedule.duration(), spec.warmup + spec.duration);
         }
     }
 

@@ -176,7 +176,7 @@ mod tests {
                 sent: 100,
                 completed: 100,
                 errors: 0,
-                answered: 100,
+                answered: Some(100),
                 p50: Duration::from_millis(5),
                 p99: Duration::from_millis(p99_ms(i)),
                 max: Duration::from_millis(p99_ms(i)),

@@ -3,7 +3,9 @@
 //! the generator's health, and where and what was measured. Formatting only: every number comes
 //! from the result and the comparison.
 
+use super::table::{Cell, Table};
 use crate::compare::{format_change, format_threshold, metric_name};
+use crate::config::format_millis;
 use crate::plan::{SoakOutcome, format_latency, format_rate};
 use crate::result::RunResult;
 use crate::result::{Metric, MetricComparison, MetricOutcome, Verdict, VerdictOutcome};
@@ -36,32 +38,38 @@ pub fn markdown_summary(result: &RunResult) -> String {
         );
     }
     if let Some(comparison) = &result.comparison {
-        let _ = writeln!(
-            md,
-            "| check | base | head | change | interval | threshold | outcome |"
-        );
-        let _ = writeln!(md, "|---|---:|---:|---:|---|---:|---|");
-        for m in &comparison.metrics {
+        let figure = |m: &MetricComparison, value: Option<f64>| {
+            value.map_or_else(|| "–".to_owned(), |v| format_figure(m, v))
+        };
+        let checks = Table::new(&[
+            "check",
+            "base",
+            "head",
+            "change",
+            "interval",
+            "threshold",
+            "outcome",
+        ])
+        .left(&[4, 6])
+        .tight_rule()
+        .rows(comparison.metrics.iter().map(|m| {
             let outcome = match m.outcome {
                 MetricOutcome::Regression => {
                     format!("{} {}", VerdictOutcome::Regression.icon(), m.outcome.word())
                 }
                 other => other.word().to_owned(),
             };
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} … {} | {} | {outcome} |",
-                escape_cell(&metric_name(m)),
-                m.base
-                    .map_or_else(|| "–".to_owned(), |v| format_figure(m, v)),
-                m.head
-                    .map_or_else(|| "–".to_owned(), |v| format_figure(m, v)),
+            [
+                metric_name(m),
+                figure(m, m.base),
+                figure(m, m.head),
                 format_change(m, m.estimate),
-                format_change(m, m.low),
-                format_change(m, m.high),
+                format!("{} … {}", format_change(m, m.low), format_change(m, m.high)),
                 format_threshold(m),
-            );
-        }
+                outcome,
+            ]
+        }));
+        md.push_str(&checks.markdown());
         md.push('\n');
     }
     if let Some(ramp) = &result.ramp {
@@ -83,24 +91,32 @@ pub fn markdown_summary(result: &RunResult) -> String {
         md,
         "<details><summary>Generator health, environment, commits</summary>\n"
     );
-    let _ = writeln!(
-        md,
-        "| phase | offered sessions/s | requests | lag p99 ms | dropped | valid |"
-    );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---|");
-    for phase in &result.phases {
+    let health = Table::new(&[
+        "phase",
+        "offered sessions/s",
+        "requests",
+        "lag p99 ms",
+        "dropped",
+        "valid",
+    ])
+    .left(&[5])
+    .tight_rule()
+    .rows(result.phases.iter().map(|phase| {
         let s = phase.measurement.summary();
-        let _ = writeln!(
-            md,
-            "| {} | {:.1} | {} | {:.2} | {} | {} |",
-            escape_cell(&s.name),
-            phase.measurement.sessions_per_sec,
-            s.total.requests,
-            s.lag_p99.as_secs_f64() * 1e3,
-            s.dropped,
-            if s.valid { "yes" } else { "**no**" }
-        );
-    }
+        [
+            Cell::text(&s.name),
+            Cell::text(format!("{:.1}", phase.measurement.sessions_per_sec)),
+            Cell::text(s.total.requests.to_string()),
+            Cell::text(format_millis(s.lag_p99)),
+            Cell::text(s.dropped.to_string()),
+            if s.valid {
+                Cell::text("yes")
+            } else {
+                Cell::strong("no")
+            },
+        ]
+    }));
+    md.push_str(&health.markdown());
     md.push('\n');
     let env = &result.environment;
     let _ = writeln!(

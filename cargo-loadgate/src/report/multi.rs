@@ -12,13 +12,12 @@
 use super::markdown::escape;
 use super::table::{Cell, Table};
 use crate::baseline::short;
-use crate::config::format_size;
+use crate::config::{format_millis, format_size};
 use crate::measure::{OperationSummary, PhaseSummary};
 use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, StepStatus, format_rate};
-use crate::result::{RESULT_FORMAT_VERSION, RunResult, RunStatus, Verdict};
+use crate::result::{RESULT_FORMAT_VERSION, ReadError, RunResult, RunStatus, Verdict, read_result};
 use crate::stats::SlopeEstimate;
 use crate::targets::TargetInfo;
-use serde::Deserialize;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -41,9 +40,9 @@ pub enum ReportError {
     NotJson {
         /// The file.
         path: PathBuf,
-        /// The cause.
+        /// The reader's error, naming the line and column.
         #[source]
-        source: serde_json::Error,
+        source: Box<ReadError>,
     },
     /// The file is JSON but not a run result.
     #[error(
@@ -81,46 +80,49 @@ pub enum ReportError {
         path: PathBuf,
         /// Where in the document: `ramp.steps`, `verdict.outcome`, `phases[6]`.
         at: String,
-        /// The cause.
+        /// The reader's error, naming the line and column.
         #[source]
-        source: serde_json::Error,
+        source: Box<ReadError>,
     },
 }
 
-/// Reads a run result from its JSON text, as `result.json` was written by this version or an
-/// older one: the format version first (a newer one is refused), then the typed document.
-// The result module's reader (result/read.rs) takes this over.
-pub(crate) fn parse_result(path: &Path, text: &str) -> Result<RunResult, ReportError> {
-    /// Just the version, readable from any JSON object.
-    #[derive(Deserialize)]
-    struct Version {
-        format_version: Option<u64>,
-    }
-    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|source| ReportError::NotJson {
-        path: path.to_owned(),
-        source,
-    })?;
-    let Ok(Version {
-        format_version: Some(version),
-    }) = serde_json::from_str(text)
-    else {
-        return Err(ReportError::NotAResult {
-            path: path.to_owned(),
-        });
-    };
-    if version > u64::from(RESULT_FORMAT_VERSION) {
-        return Err(ReportError::NewerFormat {
-            path: path.to_owned(),
-            found: version,
-        });
-    }
-    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|e| {
-        ReportError::Unreadable {
-            path: path.to_owned(),
-            at: e.path().to_string(),
-            source: e.into_inner(),
+/// The report's error for a result the one reader ([`crate::result::read_result`]) refused,
+/// naming the file; the reader's error, with its line and column, is the cause.
+fn refused(path: &Path, error: ReadError) -> ReportError {
+    let path = path.to_owned();
+    match error {
+        ReadError::Io { source, .. } => ReportError::Read { path, source },
+        ReadError::NoFormatVersion { .. } => ReportError::NotAResult { path },
+        ReadError::NewerFormat { found, .. } => ReportError::NewerFormat { path, found },
+        ReadError::Malformed {
+            path: named,
+            line,
+            column,
+            message,
+            at,
+        } => {
+            let source = |at| {
+                Box::new(ReadError::Malformed {
+                    path: named,
+                    line,
+                    column,
+                    message,
+                    at,
+                })
+            };
+            match at {
+                None => ReportError::NotJson {
+                    path,
+                    source: source(None),
+                },
+                Some(at) => ReportError::Unreadable {
+                    path,
+                    at: at.clone(),
+                    source: source(Some(at)),
+                },
+            }
         }
-    })
+    }
 }
 
 /// One run of the report, read from its result and named.
@@ -169,11 +171,8 @@ impl ReportRun {
     /// Refused: a file that is not a run result, a newer format, a part that is not in the shape
     /// the format promises, and a result without a ramp.
     pub fn read(label: String, path: &Path) -> Result<Self, ReportError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::from_result(label, path, &parse_result(path, &text)?)
+        let result = read_result(path).map_err(|e| refused(path, e))?;
+        Self::from_result(label, path, &result)
     }
 
     /// The run of `result`, read from `path`, named `label`; refused without a ramp.
@@ -418,10 +417,6 @@ fn times(value: f64, base: f64) -> String {
         return "–".to_owned();
     }
     format!("{}×", format_rate(value / base))
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
 /// The Markdown and terminal renderings differ only in how they draw a table, emphasise a name
@@ -861,11 +856,11 @@ fn operations(
                 Some(op) => {
                     row.push(op.requests.to_string());
                     row.push(op.errors.to_string());
-                    row.push(ms(op.p50));
+                    row.push(format_millis(op.p50));
                     if compared {
                         row.push(ratio(|o| o.p50));
                     }
-                    row.push(ms(op.p99));
+                    row.push(format_millis(op.p99));
                     if compared {
                         row.push(ratio(|o| o.p99));
                     }
@@ -936,7 +931,7 @@ fn generator_health(out: &mut String, runs: &[ReportRun], style: Style) {
                 Cell::text(&run.label),
                 Cell::text(h.worst_lag.as_ref().map_or_else(
                     || "–".to_owned(),
-                    |(phase, lag)| format!("{} ({phase})", ms(*lag)),
+                    |(phase, lag)| format!("{} ({phase})", format_millis(*lag)),
                 )),
                 Cell::text(h.dropped.to_string()),
                 valid,
@@ -978,6 +973,7 @@ fn verdicts(out: &mut String, runs: &[ReportRun], style: Style) {
 mod tests {
     use super::*;
     use crate::config::TargetKind;
+    use crate::result::result_from_str;
     use serde_json::{Value, json};
     use test_case::test_case;
 
@@ -997,7 +993,8 @@ mod tests {
     }
 
     fn read_text(label: &str, path: &Path, text: &str) -> Result<ReportRun, ReportError> {
-        ReportRun::from_result(label.to_owned(), path, &parse_result(path, text)?)
+        let result = result_from_str(text).map_err(|e| refused(path, e.at(path)))?;
+        ReportRun::from_result(label.to_owned(), path, &result)
     }
 
     fn before_and_after() -> Vec<ReportRun> {
@@ -1194,6 +1191,14 @@ mod tests {
     fn text_that_is_not_json_is_refused_as_such() {
         let err = read_text("x", Path::new("result.json"), "{\"format_version\": 1,").unwrap_err();
         assert!(matches!(err, ReportError::NotJson { .. }), "{err}");
+        // The cause is the one reader's error, which names the file, line and column.
+        let cause = std::error::Error::source(&err)
+            .expect("a cause")
+            .to_string();
+        assert!(
+            cause.starts_with("result.json:1:") && cause.contains("is not a readable run result"),
+            "{cause}"
+        );
         let err = read_text("x", Path::new("result.json"), "[1, 2]").unwrap_err();
         assert!(matches!(err, ReportError::NotAResult { .. }), "{err}");
     }
@@ -1241,10 +1246,7 @@ mod tests {
 
     #[test]
     fn targets_are_described_with_their_limits() {
-        let process = parse_result(Path::new("after.json"), AFTER)
-            .unwrap()
-            .target
-            .unwrap();
+        let process = result_from_str(AFTER).unwrap().target.unwrap();
         let container = TargetInfo {
             kind: TargetKind::Container,
             cpus: Some(1.0),

@@ -3,7 +3,8 @@
 //! widest cell) or as a GitHub-flavoured Markdown table (pipes, an alignment row, escaped cells).
 //!
 //! Every table a person reads goes through here: the step table of a run, the verdict's checks,
-//! `attack`, `baseline list`, and the multi-run report. Widths are display widths (the
+//! `attack`, `baseline list`, the multi-run report, and the Markdown summary's checks and
+//! generator health. Widths are display widths (the
 //! `unicode-width` crate), not character counts, so `µs`, `×`, `≥` and CJK names line up.
 
 use super::markdown::escape_cell;
@@ -89,6 +90,7 @@ pub struct Table {
     header: Vec<Cell>,
     align: Vec<Align>,
     rows: Vec<Vec<Cell>>,
+    tight_rule: bool,
 }
 
 impl Table {
@@ -101,7 +103,16 @@ impl Table {
                 .map(|i| if i == 0 { Align::Left } else { Align::Right })
                 .collect(),
             rows: Vec::new(),
+            tight_rule: false,
         }
+    }
+
+    /// Writes the Markdown alignment row without spaces (`|---|---:|`), as the run's Markdown
+    /// summary has always written it (its bytes are pinned by snapshots and quoted in the
+    /// README); GitHub renders both forms alike.
+    pub fn tight_rule(mut self) -> Self {
+        self.tight_rule = true;
+        self
     }
 
     /// Aligns the columns `columns` (counted from 0) to the left.
@@ -198,14 +209,17 @@ impl Table {
                 .collect()
         }
         let mut out = line(padded(&self.header, columns));
-        out.push_str(&line(
-            (0..columns)
-                .map(|i| match self.align_of(i) {
-                    Align::Left => "---",
-                    Align::Right => "---:",
-                })
-                .collect(),
-        ));
+        let rule: Vec<&str> = (0..columns)
+            .map(|i| match self.align_of(i) {
+                Align::Left => "---",
+                Align::Right => "---:",
+            })
+            .collect();
+        if self.tight_rule {
+            out.push_str(&format!("|{}|\n", rule.join("|")));
+        } else {
+            out.push_str(&line(rule));
+        }
         for row in &self.rows {
             out.push_str(&line(padded(row, columns)));
         }
@@ -299,6 +313,21 @@ mod tests {
              | --- | ---: | --- |\n\
              | a\\*b | 1.0 | line<br>break |\n\
              | `3f2a91c` (dirty) | **no** |  |\n"
+        );
+    }
+
+    #[test]
+    fn a_tight_rule_has_no_spaces_and_changes_nothing_else() {
+        let table = Table::new(&["phase", "valid"])
+            .left(&[1])
+            .row(["soak", "yes"]);
+        assert_eq!(
+            table.clone().tight_rule().markdown(),
+            "| phase | valid |\n|---|---|\n| soak | yes |\n"
+        );
+        assert_eq!(
+            table.markdown(),
+            "| phase | valid |\n| --- | --- |\n| soak | yes |\n"
         );
     }
 

@@ -6,7 +6,6 @@
 //! their types, and the tests below read a result written before each of them.
 
 use super::run::{RESULT_FORMAT_VERSION, RunResult};
-use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -33,6 +32,9 @@ pub enum ReadError {
         column: usize,
         /// What is wrong, as serde put it (without its position).
         message: String,
+        /// Where in the document the shape is wrong (`ramp.steps`, `phases[6]`), as
+        /// `serde_path_to_error` names it; `None` when the text is not JSON at all.
+        at: Option<String>,
     },
     /// The JSON has no `format_version`: it is not a run result.
     #[error("{} is not a run result: it has no format_version", origin(path))]
@@ -63,12 +65,14 @@ impl ReadError {
                 line,
                 column,
                 message,
+                at,
                 ..
             } => ReadError::Malformed {
                 path: named,
                 line,
                 column,
                 message,
+                at,
             },
             ReadError::NoFormatVersion { .. } => ReadError::NoFormatVersion { path: named },
             ReadError::NewerFormat { found, .. } => ReadError::NewerFormat { path: named, found },
@@ -91,8 +95,19 @@ fn position(line: usize, column: usize) -> String {
     }
 }
 
-/// The error of a failed typed read, its position split off serde's message.
-fn malformed(error: &serde_json::Error) -> ReadError {
+/// The error of text that is not JSON, its position split off serde's message.
+fn not_json(error: &serde_json::Error) -> ReadError {
+    malformed(error, None)
+}
+
+/// The error of a typed read that failed at `at` in the document.
+fn misshapen(error: serde_path_to_error::Error<serde_json::Error>) -> ReadError {
+    let at = error.path().to_string();
+    malformed(&error.into_inner(), Some(at))
+}
+
+/// The error of a failed read, its position split off serde's message.
+fn malformed(error: &serde_json::Error, at: Option<String>) -> ReadError {
     let (line, column) = (error.line(), error.column());
     let text = error.to_string();
     let suffix = format!(" at line {line} column {column}");
@@ -102,6 +117,7 @@ fn malformed(error: &serde_json::Error) -> ReadError {
         line,
         column,
         message,
+        at,
     }
 }
 
@@ -129,15 +145,16 @@ pub fn read_result(path: &Path) -> Result<RunResult, ReadError> {
 pub fn result_from_str(text: &str) -> Result<RunResult, ReadError> {
     // Parsed twice: untyped to check the version first, then typed, so that a shape error is
     // named with its line and column (a JSON value has none).
-    let value: Value = serde_json::from_str(text).map_err(|e| malformed(&e))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| not_json(&e))?;
     check_version(&value)?;
-    serde_json::from_str(text).map_err(|e| malformed(&e))
+    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
+        .map_err(misshapen)
 }
 
 /// Reads a run result from its JSON value (as a baseline store holds it).
 pub fn result_from_value(value: &Value) -> Result<RunResult, ReadError> {
     check_version(value)?;
-    RunResult::deserialize(value).map_err(|e| malformed(&e))
+    serde_path_to_error::deserialize(value).map_err(misshapen)
 }
 
 /// Test helpers: the checked-in results.
@@ -189,10 +206,10 @@ mod tests {
             (true, true, None, true)
         );
         assert!(r.calibration.is_none() && r.comparison.is_none() && r.verdict.is_none());
-        // Windows from before `answered` read as zero answers.
+        // Windows from before `answered` read as not recorded, not as zero answers.
         let windows = &r.phases[0].measurement.windows.windows;
         assert!(!windows.is_empty());
-        assert!(windows.iter().all(|w| w.answered == 0));
+        assert!(windows.iter().all(|w| w.answered.is_none()));
     }
 
     /// Removes `key` from every object in `value`, at any depth.
@@ -210,6 +227,12 @@ mod tests {
     /// `AFTER` in the current shape, with every field of format 1 present (its SLO too).
     fn current() -> Value {
         let mut r = result_from_str(AFTER).unwrap();
+        // The fixture's windows predate `answered`; the current shape records it.
+        for phase in &mut r.phases {
+            for w in &mut phase.measurement.windows.windows {
+                w.answered = Some(w.completed);
+            }
+        }
         r.slo = Some(super::super::SloSummary {
             latency: Vec::new(),
             error_rate: 0.01,
@@ -292,10 +315,13 @@ mod tests {
         let path = dir.path().join("result.json");
         std::fs::write(&path, "{\"format_version\": 1,\n \"tool\": }").unwrap();
         let err = read_result(&path).unwrap_err();
-        let ReadError::Malformed { line, column, .. } = &err else {
+        let ReadError::Malformed {
+            line, column, at, ..
+        } = &err
+        else {
             panic!("{err:?}")
         };
-        assert_eq!((*line, *column), (2, 10));
+        assert_eq!((*line, *column, at.as_deref()), (2, 10, None));
         assert_eq!(
             err.to_string(),
             format!(
@@ -311,10 +337,14 @@ mod tests {
         v["status"] = "maybe".into();
         let text = serde_json::to_string_pretty(&v).unwrap();
         let err = result_from_str(&text).unwrap_err();
-        let ReadError::Malformed { line, message, .. } = &err else {
+        let ReadError::Malformed {
+            line, message, at, ..
+        } = &err
+        else {
             panic!("{err:?}")
         };
         assert!(message.starts_with("unknown variant `maybe`"), "{message}");
+        assert_eq!(at.as_deref(), Some("status"));
         assert_eq!(
             text.lines().nth(*line - 1).map(str::trim),
             Some("\"status\": \"maybe\",")

@@ -214,4 +214,46 @@ mod tests {
         assert!((s - 0.026).abs() < 0.005, "{s}");
         assert_eq!(quantile_log_se(&LatencyHistogram::new(), 0.5), None);
     }
+
+    fn mean(s: &[f64]) -> Option<f64> {
+        Some(s.iter().sum::<f64>() / s.len() as f64)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// A standard deviation is never negative, and a seed gives the same draws every time.
+        #[test]
+        fn the_sd_is_not_negative_and_a_seed_repeats_it(
+            xs in proptest::collection::vec(-1e6f64..1e6, 1..60),
+            block in 1usize..10,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let a = block_bootstrap_sd(&xs, block, 50, seed, mean);
+            proptest::prop_assert_eq!(a, block_bootstrap_sd(&xs, block, 50, seed, mean));
+            let a = a.expect("50 usable draws");
+            proptest::prop_assert!(a >= 0.0, "{}", a);
+        }
+
+        /// Every resample of a constant series is that series: its statistic never varies.
+        #[test]
+        fn a_constant_series_has_sd_zero(
+            c in -1e6f64..1e6,
+            n in 1usize..60,
+            block in 1usize..10,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let xs = vec![c; n];
+            proptest::prop_assert_eq!(block_bootstrap_sd(&xs, block, 50, seed, mean), Some(0.0));
+        }
+
+        /// The block length stays within one point and a third of the series (at least one).
+        #[test]
+        fn the_block_length_stays_within_bounds(
+            xs in proptest::collection::vec(-1e6f64..1e6, 1..200),
+        ) {
+            let len = block_len(&xs);
+            proptest::prop_assert!(len >= 1 && len <= (xs.len() / 3).max(1), "{}", len);
+        }
+    }
 }

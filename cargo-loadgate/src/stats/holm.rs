@@ -125,4 +125,49 @@ mod tests {
         );
         assert!(holm(&[], 0.01).is_empty());
     }
+
+    fn rejected(p: &[f64], alpha: f64) -> Vec<bool> {
+        holm(p, alpha).iter().map(|s| s.rejected).collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// A larger α rejects everything a smaller one did.
+        #[test]
+        fn rejections_are_monotone_in_alpha(
+            p in proptest::collection::vec(0.0f64..1.0, 0..20),
+            alpha in 0.0001f64..0.2,
+            more in 1.0f64..5.0,
+        ) {
+            let strict = rejected(&p, alpha);
+            let loose = rejected(&p, alpha * more);
+            for (i, (s, l)) in strict.iter().zip(&loose).enumerate() {
+                proptest::prop_assert!(!s || *l, "p[{}] = {} rejected at {} but not at {}", i, p[i], alpha, alpha * more);
+            }
+        }
+
+        /// A rejected p-value implies that every smaller one is rejected too.
+        #[test]
+        fn every_smaller_p_value_than_a_rejected_one_is_rejected(
+            p in proptest::collection::vec(0.0f64..0.05, 1..20),
+            alpha in 0.001f64..0.2,
+        ) {
+            let r = rejected(&p, alpha);
+            for (i, _) in r.iter().enumerate().filter(|(_, r)| **r) {
+                for (j, q) in p.iter().enumerate() {
+                    proptest::prop_assert!(*q >= p[i] || r[j], "p[{}] = {} rejected, p[{}] = {} kept", i, p[i], j, q);
+                }
+            }
+        }
+
+        /// With a single hypothesis Holm is the plain test at α.
+        #[test]
+        fn with_one_p_value_holm_is_the_plain_test(p in 0.0f64..1.0, alpha in 0.0001f64..0.5) {
+            proptest::prop_assert_eq!(
+                holm(&[p], alpha),
+                vec![HolmStep { level: alpha, rejected: p <= alpha }]
+            );
+        }
+    }
 }

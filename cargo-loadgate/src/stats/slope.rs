@@ -550,4 +550,86 @@ mod tests {
         };
         insta::assert_snapshot!(serde_json::to_string(&s).expect("serializes"), @r#"{"estimate":1.5,"low":1.0,"high":2.0}"#);
     }
+
+    /// Few resamples: the laws below hold for any count, and 64 cases stay quick in debug builds.
+    const LAWS: BootstrapOptions = BootstrapOptions {
+        resamples: 40,
+        confidence: 0.95,
+        seed: 3,
+        block_len: None,
+    };
+
+    /// Values at times 0, 1, 2, …: a series as a soak's windows give it.
+    fn at_unit_times(ys: &[f64]) -> Vec<(f64, f64)> {
+        ys.iter().enumerate().map(|(i, y)| (i as f64, *y)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Points on an exact line y = a + b·x, at distinct times, have its slope.
+        #[test]
+        fn the_slope_of_an_exact_line_is_the_lines(
+            a in -1e6f64..1e6,
+            b in -1e3f64..1e3,
+            step in 0.1f64..10.0,
+            n in 2usize..40,
+        ) {
+            let points: Vec<(f64, f64)> =
+                (0..n).map(|i| (i as f64 * step, a + b * i as f64 * step)).collect();
+            let slope = theil_sen(&points).unwrap();
+            // y is exact to about ulp(|a| + |b|·x), divided by a time difference of at least `step`.
+            let tolerance = 1e-12 * (a.abs() + b.abs() * n as f64 * step + 1.0) / step;
+            prop_assert!((slope - b).abs() <= tolerance, "{slope} vs {b}");
+        }
+
+        /// Adding a constant to every value moves neither the slope nor its interval.
+        #[test]
+        fn adding_a_constant_changes_no_slope(
+            ys in prop::collection::vec(-1e3f64..1e3, 3..30),
+            c in -1e6f64..1e6,
+        ) {
+            let points = at_unit_times(&ys);
+            let shifted: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y + c)).collect();
+            let a = theil_sen_bootstrap(&points, &LAWS).unwrap();
+            let b = theil_sen_bootstrap(&shifted, &LAWS).unwrap();
+            // Rounding of y + c: at most ulp(1e6) per value, twice per pairwise slope.
+            let tolerance = 1e-9;
+            for (u, v) in [(a.estimate, b.estimate), (a.low, b.low), (a.high, b.high)] {
+                prop_assert!((u - v).abs() <= tolerance, "{a:?} vs {b:?}");
+            }
+        }
+
+        /// Scaling every value by k scales the slope and its interval by k (a negative k swaps
+        /// the interval's ends).
+        #[test]
+        fn scaling_the_values_scales_the_slope(
+            ys in prop::collection::vec(-1e3f64..1e3, 3..30),
+            k in prop_oneof![-1e3f64..-1e-3, 1e-3f64..1e3],
+        ) {
+            let points = at_unit_times(&ys);
+            let scaled: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x, y * k)).collect();
+            let a = theil_sen_bootstrap(&points, &LAWS).unwrap().scaled(k);
+            let b = theil_sen_bootstrap(&scaled, &LAWS).unwrap();
+            let tolerance = 1e-9 * (1.0 + k.abs() * 2e3);
+            for (u, v) in [(a.estimate, b.estimate), (a.low, b.low), (a.high, b.high)] {
+                prop_assert!((u - v).abs() <= tolerance, "{a:?} vs {b:?}");
+            }
+        }
+
+        /// Sen's rank interval always holds the Theil–Sen estimate (the median slope's rank lies
+        /// between its ends at any confidence), and the bootstrap's ends are ordered.
+        #[test]
+        fn the_interval_contains_the_point_estimate(
+            ys in prop::collection::vec(-1e3f64..1e3, 3..30),
+            confidence in 0.5f64..0.999,
+        ) {
+            let points = at_unit_times(&ys);
+            let sen = sen_interval(&points, confidence).unwrap();
+            prop_assert!(sen.contains(sen.estimate), "{sen:?}");
+            prop_assert_eq!(Some(sen.estimate), theil_sen(&points));
+            let boot = theil_sen_bootstrap(&points, &LAWS).unwrap();
+            prop_assert!(boot.low <= boot.high, "{boot:?}");
+        }
+    }
 }

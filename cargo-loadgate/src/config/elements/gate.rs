@@ -49,3 +49,21 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GateConfig> {
         rss_slope_bytes_per_sec: look.need(cx, s, &RSS_SLOPE)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::one_problem;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[gate]`; exactly one problem must be reported, at the given place.
+    #[test_case("[gate]\nrss-slope = \"2MiB\"\n", 7, 13, "`2MiB` is not a rate", Some("write e.g. \"2MiB/min\""); "rss slope without time")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+}

@@ -61,3 +61,22 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GeneratorConfig> {
         connections: look.need(cx, s, &CONNECTIONS)? as usize,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::one_problem;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[generator]`; exactly one problem must be reported, at the given place.
+    #[test_case("[generator]\nmax-in-flight = 0\n", 7, 17, "`max-in-flight` must be at least 1, found 0", None; "zero in flight")]
+    #[test_case("[generator]\nconnections = 300\n", 7, 15, "`connections` must be between 0 and 256, found 300", None; "connections past the cap")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+}

@@ -19,11 +19,74 @@ pub const BUILTIN_VARIABLES: &[&str] = &["session", "seq", "rand"];
 /// The HTTP methods a request may use.
 pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-const OPERATION_KEYS: &[&str] = &["name", "request", "expect", "capture", "next"];
-const REQUEST_KEYS: &[&str] = &["method", "path", "headers", "json", "body"];
-const EXPECT_KEYS: &[&str] = &["status", "body-contains", "json-pointer", "json-equals"];
-const NEXT_KEYS: &[&str] = &["to", "p", "think"];
-const ENTRY_KEYS: &[&str] = &["to", "weight"];
+/// The keys of `[[workload.operation]]`, of its inline tables (`request`, `expect`, `next`) and
+/// of `workload.entry`, each named once: the key lists below, the readers and the resolved
+/// listing (`config/render.rs`) all use these.
+pub(crate) mod keys {
+    /// `name`.
+    pub(crate) const NAME: &str = "name";
+    /// `request`.
+    pub(crate) const REQUEST: &str = "request";
+    /// `expect`.
+    pub(crate) const EXPECT: &str = "expect";
+    /// `capture`.
+    pub(crate) const CAPTURE: &str = "capture";
+    /// `next`.
+    pub(crate) const NEXT: &str = "next";
+    /// `method`.
+    pub(crate) const METHOD: &str = "method";
+    /// `path`.
+    pub(crate) const PATH: &str = "path";
+    /// `headers`.
+    pub(crate) const HEADERS: &str = "headers";
+    /// `json`.
+    pub(crate) const JSON: &str = "json";
+    /// `body`.
+    pub(crate) const BODY: &str = "body";
+    /// `status`.
+    pub(crate) const STATUS: &str = "status";
+    /// `body-contains`.
+    pub(crate) const BODY_CONTAINS: &str = "body-contains";
+    /// `json-pointer`.
+    pub(crate) const JSON_POINTER: &str = "json-pointer";
+    /// `json-equals`.
+    pub(crate) const JSON_EQUALS: &str = "json-equals";
+    /// `to`.
+    pub(crate) const TO: &str = "to";
+    /// `p`.
+    pub(crate) const P: &str = "p";
+    /// `think`.
+    pub(crate) const THINK: &str = "think";
+    /// `weight`.
+    pub(crate) const WEIGHT: &str = "weight";
+    /// `think = { fixed = … }`.
+    pub(crate) const FIXED: &str = "fixed";
+    /// `think = { uniform = [low, high] }`.
+    pub(crate) const UNIFORM: &str = "uniform";
+}
+
+const OPERATION_KEYS: &[&str] = &[
+    keys::NAME,
+    keys::REQUEST,
+    keys::EXPECT,
+    keys::CAPTURE,
+    keys::NEXT,
+];
+const REQUEST_KEYS: &[&str] = &[
+    keys::METHOD,
+    keys::PATH,
+    keys::HEADERS,
+    keys::JSON,
+    keys::BODY,
+];
+const EXPECT_KEYS: &[&str] = &[
+    keys::STATUS,
+    keys::BODY_CONTAINS,
+    keys::JSON_POINTER,
+    keys::JSON_EQUALS,
+];
+const NEXT_KEYS: &[&str] = &[keys::TO, keys::P, keys::THINK];
+const ENTRY_KEYS: &[&str] = &[keys::TO, keys::WEIGHT];
 
 /// Splits `s` into the names of the `{{name}}` placeholders it uses.
 ///
@@ -124,7 +187,7 @@ pub(crate) fn operations(cx: &Cx<'_>, v: Val<'_>, section: &str) -> Vec<RawOp> {
 fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<RawOp> {
     let fallback = format!("operation {} of `{section}.operation`", index + 1);
     let table = Tbl::of(cx, v, fallback.clone(), "a table (an operation)")?;
-    let name_val = table.get("name");
+    let name_val = table.get(keys::NAME);
     let name = name_val.and_then(|n| string(cx, n, "a string (the operation's name)"));
     let label = name.map_or(fallback, |n| format!("operation `{n}`"));
     let table = Tbl {
@@ -155,9 +218,9 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         }
     };
     let mut uses = Vec::new();
-    let request = match table.get("request") {
+    let request = match table.get(keys::REQUEST) {
         Some(r) => request(cx, r, &label, &mut uses),
-        None if table.has_typo_of("request") => None,
+        None if table.has_typo_of(keys::REQUEST) => None,
         None => {
             cx.error(
                 table.file,
@@ -168,13 +231,13 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
             None
         }
     };
-    let expect = table.get("expect").and_then(|e| expect(cx, e, &label));
+    let expect = table.get(keys::EXPECT).and_then(|e| expect(cx, e, &label));
     let capture = table
-        .get("capture")
+        .get(keys::CAPTURE)
         .and_then(|c| captures(cx, c, &label))
         .unwrap_or_default();
     let next = table
-        .get("next")
+        .get(keys::NEXT)
         .map(|n| transitions(cx, n, &label))
         .unwrap_or_default();
     Some(RawOp {
@@ -190,7 +253,7 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         expect: expect.unwrap_or_default(),
         capture,
         next,
-        next_span: table.get("next").map(|n| n.span()),
+        next_span: table.get(keys::NEXT).map(|n| n.span()),
         uses,
     })
 }
@@ -223,7 +286,7 @@ fn request(
     )?;
     table.check_keys(cx, REQUEST_KEYS);
     let mut ok = true;
-    let method = match table.get("method") {
+    let method = match table.get(keys::METHOD) {
         None => Some("GET".to_owned()),
         Some(m) => string(cx, m, "an HTTP method like \"GET\"").and_then(|s| {
             if METHODS.contains(&s) {
@@ -242,7 +305,7 @@ fn request(
             }
         }),
     };
-    let path = match table.get("path") {
+    let path = match table.get(keys::PATH) {
         None => {
             cx.error(
                 table.file,
@@ -275,7 +338,7 @@ fn request(
         }),
     };
     let mut headers = Vec::new();
-    if let Some(h) = table.get("headers") {
+    if let Some(h) = table.get(keys::HEADERS) {
         match string_map(cx, h, format!("`headers` of {label}")) {
             Some(entries) => {
                 for StringEntry {
@@ -318,7 +381,7 @@ fn request(
             None => ok = false,
         }
     }
-    let body = match (table.get("json"), table.get("body")) {
+    let body = match (table.get(keys::JSON), table.get(keys::BODY)) {
         (Some(_), Some(b)) => {
             cx.error(
                 b.file,
@@ -444,7 +507,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
     table.check_keys(cx, EXPECT_KEYS);
     let mut ok = true;
     let mut status = Vec::new();
-    if let Some(s) = table.get("status") {
+    if let Some(s) = table.get(keys::STATUS) {
         let items = match s.get() {
             DeValue::Array(_) => array(cx, s, "").unwrap_or_default(),
             _ => vec![s],
@@ -460,7 +523,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
             }
         }
     }
-    let body_contains = match table.get("body-contains") {
+    let body_contains = match table.get(keys::BODY_CONTAINS) {
         Some(b) => match string(cx, b, "a string") {
             Some(s) => Some(s.to_owned()),
             None => {
@@ -471,7 +534,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
         None => None,
     };
     let mut json_pointer = Vec::new();
-    if let Some(p) = table.get("json-pointer") {
+    if let Some(p) = table.get(keys::JSON_POINTER) {
         let items = match p.get() {
             DeValue::Array(_) => array(cx, p, "").unwrap_or_default(),
             _ => vec![p],
@@ -486,7 +549,7 @@ fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
         }
     }
     let mut json_equals = Vec::new();
-    if let Some(e) = table.get("json-equals") {
+    if let Some(e) = table.get(keys::JSON_EQUALS) {
         match Tbl::of(
             cx,
             e,
@@ -566,7 +629,7 @@ fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
             continue;
         };
         t.check_keys(cx, NEXT_KEYS);
-        let to = match t.get("to") {
+        let to = match t.get(keys::TO) {
             Some(to) => string(cx, to, "an operation name").map(|s| (s.to_owned(), to.span())),
             None => {
                 cx.error(
@@ -578,7 +641,7 @@ fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
                 None
             }
         };
-        let p = match t.get("p") {
+        let p = match t.get(keys::P) {
             Some(p) => probability(cx, p),
             None => {
                 cx.error(
@@ -590,7 +653,7 @@ fn transitions(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Vec<RawNext> {
                 None
             }
         };
-        let think = match t.get("think") {
+        let think = match t.get(keys::THINK) {
             Some(th) => think(cx, th),
             None => Some(ThinkTime::Fixed(Duration::ZERO)),
         };
@@ -628,8 +691,8 @@ fn think(cx: &Cx<'_>, v: Val<'_>) -> Option<ThinkTime> {
         DeValue::String(_) => crate::config::source::duration(cx, v).map(ThinkTime::Exponential),
         DeValue::Table(_) => {
             let t = Tbl::of(cx, v, "`think`".to_owned(), EXPECTED)?;
-            t.check_keys(cx, &["fixed", "uniform"]);
-            match (t.get("fixed"), t.get("uniform")) {
+            t.check_keys(cx, &[keys::FIXED, keys::UNIFORM]);
+            match (t.get(keys::FIXED), t.get(keys::UNIFORM)) {
                 (Some(f), None) => crate::config::source::duration(cx, f).map(ThinkTime::Fixed),
                 (None, Some(u)) => {
                     let bounds = array(cx, u, "two durations like [\"1s\", \"3s\"]")?;
@@ -711,7 +774,7 @@ pub(crate) fn entries(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<RawEntry>> {
                     continue;
                 };
                 t.check_keys(cx, ENTRY_KEYS);
-                let to = match t.get("to") {
+                let to = match t.get(keys::TO) {
                     Some(to) => {
                         string(cx, to, "an operation name").map(|s| (s.to_owned(), to.span()))
                     }
@@ -720,7 +783,7 @@ pub(crate) fn entries(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<RawEntry>> {
                         None
                     }
                 };
-                let weight = match t.get("weight") {
+                let weight = match t.get(keys::WEIGHT) {
                     Some(w) => crate::config::source::positive_number(cx, w, "a weight"),
                     None => Some(1.0),
                 };
@@ -1024,6 +1087,10 @@ pub fn expected_requests_per_session(entry: &[EntryPoint], ops: &[OperationConfi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse_config_str;
+    use crate::config::validate::testing::one_problem_in;
+    use indoc::indoc;
+    use std::path::Path;
     use test_case::test_case;
 
     #[test_case("/a/{{session}}/{{seq}}", &["session", "seq"])]
@@ -1094,5 +1161,283 @@ mod tests {
         // A loop that never ends has no finite mean.
         let endless = [op("a", &[(0, 1.0)])];
         assert!(expected_requests_per_session(&entry, &endless).is_infinite());
+    }
+
+    // Mistakes in an operation or the graph of operations: the file is written in full.
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/b" }
+    "#}, 7, 8, "operation `home` is defined twice", Some("the first definition is on line 4; rename one of them"); "duplicate operation")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "hom", p = 0.5 }]
+    "#}, 6, 16, "a transition of `home` names an unknown operation `hom`", Some("did you mean `home`?"); "unknown transition target")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        entry = "start"
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+    "#}, 3, 9, "`entry` names an unknown operation `start`", Some("the operations are: `home`"); "unknown entry")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "a", p = 0.7 }, { to = "b", p = 0.5 }]
+        [[workload.operation]]
+        name = "a"
+        request = { path = "/a" }
+        [[workload.operation]]
+        name = "b"
+        request = { path = "/b" }
+    "#}, 6, 8, "the transitions of `home` sum to 1.2, more than 1", Some("the probabilities of one operation's `next` must sum to at most 1; the rest ends the session"); "probabilities above one")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        [[workload.operation]]
+        name = "orphan"
+        request = { path = "/o" }
+    "#}, 7, 8, "operation `orphan` is unreachable from the entry operations", Some("add a transition to it (`next`) or list it in `workload.entry`"); "unreachable operation")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "home", p = 1.0 }]
+    "#}, 6, 8, "sessions that reach `home` never end", Some("from here every transition's probabilities sum to 1 in a loop; lower one so sessions can leave"); "sessions never end")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/", headers = { Authorization = "Bearer {{token}}" } }
+    "#}, 5, 53, "`{{token}}` is never captured on any path to `home`", Some("no operation captures it; capture it in an earlier operation, e.g. capture = { token = \"/token\" }"); "variable never captured")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        entry = [{ to = "home" }, { to = "login" }]
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/{{token}}" }
+        [[workload.operation]]
+        name = "login"
+        request = { method = "POST", path = "/login" }
+        capture = { token = "/token" }
+        next = [{ to = "home", p = 0.5 }]
+        [[workload.operation]]
+        name = "later"
+        request = { path = "/later" }
+    "#}, 13, 8, "operation `later` is unreachable from the entry operations", Some("add a transition to it (`next`) or list it in `workload.entry`"); "a variable captured on some path is fine")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "next", p = 0.5 }]
+        [[workload.operation]]
+        name = "next"
+        request = { path = "/n/{{sesion}}" }
+    "#}, 9, 20, "`{{sesion}}` is never captured on any path to `next`", Some("did you mean `{{session}}`? no operation captures it; capture it in an earlier operation, e.g. capture = { sesion = \"/sesion\" }"); "misspelt built-in variable")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "home", p = 0.5, think = { uniform = ["3s", "1s"] } }]
+    "#}, 6, 53, "uniform think time has its low bound 3s above its high bound 1s", Some("write the shorter duration first"); "uniform think reversed")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        capture = { token = "token" }
+    "#}, 6, 21, "JSON pointer \"token\" must start with `/` (or be empty for the whole body)", Some("write e.g. \"/token\" or \"/0/id\""); "capture pointer without slash")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        expect = { json-pointer = "/a~2" }
+    "#}, 6, 27, "JSON pointer \"/a~2\" has a `~` that is not `~0` or `~1`", Some("write e.g. \"/token\" or \"/0/id\""); "bad escape in a pointer")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { method = "GTE", path = "/" }
+    "#}, 5, 22, "unknown HTTP method `GTE`", Some("did you mean `GET`?"); "unknown method")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { method = "post", path = "/" }
+    "#}, 5, 22, "unknown HTTP method `post`", Some("methods are case-sensitive; write `POST`"); "lowercase method")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/", json = {}, body = "x" }
+    "#}, 5, 43, "`request` of operation `home` has both `json` and `body`", Some("keep one of them"); "json and body")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "home" }
+    "#}, 5, 20, "path \"home\" must start with `/`", None; "path without slash")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/{{session" }
+    "#}, 5, 20, "`{{` without a closing `}}` in \"/{{session\"", None; "unclosed placeholder")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        capture = { session = "/id" }
+    "#}, 6, 13, "`session` is a built-in variable and cannot be captured", None; "capture of a built-in")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        expect = { status = [200, 999] }
+    "#}, 6, 27, "a status code must be between 100 and 599, found 999", None; "status out of range")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        next = [{ to = "home", p = 1.5 }]
+    "#}, 6, 28, "a probability must be in (0, 1], found 1.5", None; "probability above one")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        reqest = { path = "/" }
+    "#}, 5, 1, "unknown key `reqest` in operation `home`", Some("did you mean `request`?"); "typo in an operation key")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem_in(text, line, col, message, help);
+    }
+
+    #[test]
+    fn a_full_operation_is_read_in_every_part() {
+        let text = indoc! {r#"
+            [workload]
+            sessions-per-sec = 2.5
+            entry = [{ to = "a", weight = 3 }, { to = "b", weight = 1 }]
+            [[workload.operation]]
+            name = "a"
+            request = { method = "POST", path = "/a/{{session}}", headers = { X-B = "2", X-A = "1" }, json = { n = 1, s = "{{seq}}", l = [true, 1.5] } }
+            expect = { status = [200, 201], body-contains = "ok", json-pointer = "/id", json-equals = { "/status" = "booked" } }
+            capture = { id = "/id" }
+            next = [{ to = "b", p = 0.5, think = "1s" }, { to = "a", p = 0.25, think = { fixed = "2s" } }]
+            [[workload.operation]]
+            name = "b"
+            request = { path = "/b/{{id}}", body = "raw {{session}}" }
+            next = [{ to = "a", p = 1, think = { uniform = ["1s", "3s"] } }]
+        "#};
+        let cfg = parse_config_str(text, Path::new("loadgate.toml"), None, "default").unwrap();
+        let w = &cfg.workload;
+        assert_eq!(
+            w.entry,
+            vec![
+                EntryPoint {
+                    operation: 0,
+                    p: 0.75
+                },
+                EntryPoint {
+                    operation: 1,
+                    p: 0.25
+                }
+            ]
+        );
+        let a = &w.operations[0];
+        assert_eq!(
+            a.request.headers,
+            vec![
+                ("X-B".to_owned(), "2".to_owned()),
+                ("X-A".to_owned(), "1".to_owned())
+            ]
+        );
+        assert_eq!(
+            a.request.body,
+            Some(BodyTemplate::Json(
+                serde_json::json!({ "n": 1, "s": "{{seq}}", "l": [true, 1.5] })
+            ))
+        );
+        assert_eq!(a.expect.status, vec![200, 201]);
+        assert_eq!(
+            a.expect.json_equals,
+            vec![("/status".to_owned(), serde_json::json!("booked"))]
+        );
+        assert_eq!(
+            a.capture,
+            vec![Capture {
+                variable: "id".to_owned(),
+                pointer: "/id".to_owned()
+            }]
+        );
+        assert_eq!(
+            a.next,
+            vec![
+                Transition {
+                    to: 1,
+                    p: 0.5,
+                    think: ThinkTime::Exponential(Duration::from_secs(1))
+                },
+                Transition {
+                    to: 0,
+                    p: 0.25,
+                    think: ThinkTime::Fixed(Duration::from_secs(2))
+                },
+            ]
+        );
+        let b = &w.operations[1];
+        assert_eq!(b.request.method, "GET");
+        assert_eq!(
+            b.request.body,
+            Some(BodyTemplate::Raw("raw {{session}}".to_owned()))
+        );
+        assert_eq!(
+            b.next[0].think,
+            ThinkTime::Uniform(Duration::from_secs(1), Duration::from_secs(3))
+        );
     }
 }

@@ -234,3 +234,132 @@ pub(crate) fn check_inherits(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::{one_problem, parse};
+    use indoc::indoc;
+    use std::time::Duration;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[profile]`; exactly one problem must be reported, at the given place.
+    #[test_case("[profile.ci.target]\nbin = \"app\"\n", 7, 1, "`bin` cannot be set in a profile", Some("a profile changes how the target is measured, not which target; set it in the top-level `[target]`"); "bin in a profile")]
+    #[test_case("[profile.ci.ramp]\nhodl = \"1s\"\n", 7, 1, "unknown key `hodl` in `[profile.ci.ramp]`", Some("did you mean `hold`?"); "unknown key in a profile")]
+    #[test_case("[profile.ci]\nramps = {}\n", 7, 1, "unknown key `ramps` in `[profile.ci]`", Some("did you mean `ramp`?"); "unknown section in a profile")]
+    #[test_case("[profile.mine]\ninherits = \"qiuck\"\n", 7, 12, "profile `mine` inherits from an unknown profile `qiuck`", Some("did you mean `quick`?"); "inherits unknown profile")]
+    #[test_case("[profile.a]\ninherits = \"b\"\n[profile.b]\ninherits = \"a\"\n", 7, 12, "profile inheritance makes a cycle: a → b → a", Some("remove one of these `inherits`"); "inheritance cycle")]
+    #[test_case("[profile.a]\ninherits = \"a\"\n", 7, 12, "profile inheritance makes a cycle: a → a", Some("remove one of these `inherits`"); "profile inherits itself")]
+    #[test_case("[profile.quick.ramp]\nwarmup = \"3s\"\n", 7, 10, "in profile `quick`, `warmup` (3s) is not shorter than `hold` (2s)", Some("the warmup is excluded from each step's figures, so it must leave some of the hold to measure"); "warmup longer than a profile's hold")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+
+    const LAYERED: &str = indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+
+        [ramp]
+        hold = "3s"
+        refine = 4
+
+        [soak]
+        window = "2s"
+
+        [profile.quick.ramp]
+        hold = "1s"
+
+        [profile.mine]
+        inherits = "quick"
+        ramp = { hold = "1500ms" }
+        soak = { at = "50%" }
+
+        [profile.theirs]
+        inherits = "mine"
+        gate = { p99 = "20%" }
+    "#};
+
+    #[test]
+    fn profiles_layer_user_over_builtin_over_top_level_over_defaults() {
+        let default = parse(LAYERED, "default").unwrap();
+        assert_eq!(default.ramp.hold, Duration::from_secs(3), "user top level");
+        assert_eq!(default.ramp.refine, 4, "user top level");
+        assert_eq!(
+            default.ramp.warmup,
+            Duration::from_secs(1),
+            "built-in default"
+        );
+        assert_eq!(default.ramp.steps.len(), 6, "built-in default");
+
+        let quick = parse(LAYERED, "quick").unwrap();
+        assert_eq!(
+            quick.ramp.hold,
+            Duration::from_secs(1),
+            "user [profile.quick]"
+        );
+        assert_eq!(
+            quick.ramp.warmup,
+            Duration::from_millis(500),
+            "built-in [profile.quick]"
+        );
+        assert_eq!(
+            quick.ramp.refine, 1,
+            "built-in [profile.quick] beats the user's top level"
+        );
+        assert_eq!(quick.ramp.steps, vec![0.25, 0.5, 1.0]);
+        assert_eq!(quick.soak.window, Duration::from_secs(2), "user top level");
+        assert_eq!(quick.soak.at, 0.6, "built-in default");
+
+        let mine = parse(LAYERED, "mine").unwrap();
+        assert_eq!(
+            mine.ramp.hold,
+            Duration::from_millis(1500),
+            "user [profile.mine]"
+        );
+        assert_eq!(
+            mine.ramp.warmup,
+            Duration::from_millis(500),
+            "inherited from quick"
+        );
+        assert_eq!(
+            mine.soak.duration,
+            Duration::from_secs(5),
+            "inherited from built-in quick"
+        );
+        assert_eq!(mine.soak.at, 0.5);
+
+        let theirs = parse(LAYERED, "theirs").unwrap();
+        assert_eq!(theirs.profile, "theirs");
+        assert_eq!(theirs.gate.p99_change, 0.2);
+        assert_eq!(
+            theirs.ramp.hold,
+            Duration::from_millis(1500),
+            "two steps up the chain"
+        );
+        assert_eq!(theirs.gate.p50_change, 0.05, "built-in default");
+
+        let full = parse(LAYERED, "full").unwrap();
+        assert_eq!(
+            (full.ramp.hold, full.ramp.refine),
+            (Duration::from_secs(10), 3)
+        );
+        assert_eq!(full.soak.duration, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn an_unknown_profile_lists_the_available_ones() {
+        let err = parse(LAYERED, "quik").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown profile `quik`\nhint: available profiles: default, quick, ci, full, mine, theirs"
+        );
+    }
+}

@@ -95,3 +95,26 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>, profile: &str) -> Option<RampC
         refine: refine? as u32,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::one_problem;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[ramp]`; exactly one problem must be reported, at the given place.
+    #[test_case("[ramp]\nhold = 5\n", 7, 8, "expected a duration like \"30s\", found integer 5", None; "duration given as integer")]
+    #[test_case("[ramp]\nhold = \"5 parsecs\"\n", 7, 8, "unknown duration unit `parsecs` in `5 parsecs`", Some("use ns, us, ms, s, m or h"); "unknown duration unit")]
+    #[test_case("[ramp]\nhold = \"0s\"\n", 7, 8, "`hold` must be longer than zero", None; "zero hold")]
+    #[test_case("[ramp]\nsteps = [\"50%\", \"25%\"]\n", 7, 17, "ramp steps must increase", Some("list them from the lightest load to the heaviest"); "steps not increasing")]
+    #[test_case("[ramp]\nsteps = []\n", 7, 9, "`steps` lists no steps", None; "no steps")]
+    #[test_case("[ramp]\nrefine = -1\n", 7, 10, "`refine` must be between 0 and 20, found -1", None; "negative refine")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+}

@@ -87,3 +87,54 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<SloConfig> {
         min_requests: min_requests? as u64,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::types::*;
+    use crate::config::validate::testing::{WORKLOAD, one_problem, parse, with_workload};
+    use std::time::Duration;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[slo]`; exactly one problem must be reported, at the given place.
+    #[test_case("[slo]\nerror-rate = 2.0\n", 7, 14, "`error-rate` must be at most 100%, found 200%", Some("a bare number is a fraction: 0.01 means 1%"); "error rate above one")]
+    #[test_case("[slo]\nerror-rate = true\n", 7, 14, "expected a percentage like \"1%\" or a fraction like 0.01, found boolean true", None; "error rate as boolean")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+
+    #[test]
+    fn the_default_p99_applies_only_when_no_latency_limit_is_given() {
+        let cfg = parse(WORKLOAD, "default").unwrap();
+        assert_eq!(
+            cfg.slo.latency,
+            vec![LatencyLimit {
+                quantile: 0.99,
+                limit: Duration::from_millis(200)
+            }]
+        );
+        let cfg = parse(
+            &with_workload("[slo]\np50 = \"20ms\"\np999 = \"1s\"\n"),
+            "default",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.slo.latency,
+            vec![
+                LatencyLimit {
+                    quantile: 0.5,
+                    limit: Duration::from_millis(20)
+                },
+                LatencyLimit {
+                    quantile: 0.999,
+                    limit: Duration::from_secs(1)
+                },
+            ]
+        );
+    }
+}

@@ -41,3 +41,21 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<SoakConfig> {
         window: look.need(cx, s, &WINDOW)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::one_problem;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[soak]`; exactly one problem must be reported, at the given place.
+    #[test_case("[soak]\nat = \"0%\"\n", 7, 6, "`soak.at` must be more than 0%", None; "soak at zero")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+}

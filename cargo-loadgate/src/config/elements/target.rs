@@ -340,3 +340,98 @@ fn target_source(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse_config_str;
+    use crate::config::types::*;
+    use crate::config::validate::testing::{WORKLOAD, one_problem, package, parse, with_workload};
+    use std::path::{Path, PathBuf};
+    use test_case::test_case;
+
+    // Each case is one mistake in `[target]`; exactly one problem must be reported, at the given place.
+    #[test_case("[target]\nport = 70000\n", 7, 8, "a port must be between 1 and 65535, found 70000", None; "port out of range")]
+    #[test_case("[target]\nport = \"80\"\n", 7, 8, "expected an integer (a port), found string \"80\"", None; "port as string")]
+    #[test_case("[target]\ncpus = 0\n", 7, 8, "`cpus` must be greater than 0, found 0", None; "zero cpus")]
+    #[test_case("[target]\nmemory = \"lots\"\n", 7, 10, "`lots` is not a size", Some("write e.g. \"512MiB\""); "memory without number")]
+    #[test_case("[target]\nmemory = \"1TB\"\n", 7, 10, "unknown size unit `TB` in `1TB`", Some("use B, KiB, MiB, GiB, KB, MB or GB"); "unknown size unit")]
+    #[test_case("[target]\nbin = \"app\"\nimage = \"x:1\"\n", 8, 1, "`image` and `bin` both name the target", Some("give only one of `bin`, `image`, `dockerfile` or `url`"); "two target sources")]
+    #[test_case("[target]\nbin = \"ap\"\n", 7, 7, "package `app` has no binary target `ap`", Some("did you mean `app`? its binaries are: `app`"); "unknown bin")]
+    #[test_case("[target]\nurl = \"https://127.0.0.1\"\n", 7, 7, "\"https://127.0.0.1\" uses https, which loadgate does not speak", Some("load goes to a service on loopback over plain http"); "https url")]
+    #[test_case("[target]\ncontext = \".\"\nimage = \"x:1\"\n", 7, 1, "`context` is only used with `dockerfile`", None; "context without dockerfile")]
+    #[test_case("[target]\nenv = { A = 1 }\n", 7, 13, "expected a string (quote numbers and booleans), found integer 1", None; "env value not a string")]
+    #[test_case("[target]\nready = { http = \"health\" }\n", 7, 18, "path \"health\" must start with `/`", None; "ready path without slash")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+
+    #[test]
+    fn a_profile_url_replaces_the_target() {
+        let text = with_workload(
+            "[target]\nbin = \"app\"\n[profile.staging.target]\nurl = \"http://127.0.0.1:9000/\"\n",
+        );
+        assert_eq!(
+            parse(&text, "default").unwrap().target.source,
+            TargetSource::Bin {
+                name: "app".to_owned()
+            }
+        );
+        assert_eq!(
+            parse(&text, "staging").unwrap().target.source,
+            TargetSource::Url {
+                url: "http://127.0.0.1:9000".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn the_target_defaults_to_the_only_bin_or_a_loopback_url() {
+        let one = parse_config_str(
+            WORKLOAD,
+            Path::new("loadgate.toml"),
+            Some(package(&["app"])),
+            "default",
+        )
+        .unwrap();
+        assert_eq!(
+            one.target.source,
+            TargetSource::Bin {
+                name: "app".to_owned()
+            }
+        );
+        let none = parse_config_str(WORKLOAD, Path::new("loadgate.toml"), None, "default").unwrap();
+        assert_eq!(
+            none.target.source,
+            TargetSource::Url {
+                url: "http://127.0.0.1:8080".to_owned()
+            }
+        );
+        let two = Some(package(&["app", "app-admin"]));
+        let err =
+            parse_config_str(WORKLOAD, Path::new("loadgate.toml"), two, "default").unwrap_err();
+        assert_eq!(
+            err.diagnostics()[0].message,
+            "no target: package `app` has several binaries (app, app-admin)"
+        );
+    }
+
+    #[test]
+    fn a_dockerfile_resolves_against_the_config_directory() {
+        let text = with_workload("[target]\ndockerfile = \"docker/Dockerfile\"\ncontext = \".\"\n");
+        let cfg =
+            parse_config_str(&text, Path::new("/ws/app/loadgate.toml"), None, "default").unwrap();
+        assert_eq!(
+            cfg.target.source,
+            TargetSource::Dockerfile {
+                path: PathBuf::from("/ws/app/docker/Dockerfile"),
+                context: PathBuf::from("/ws/app/.")
+            }
+        );
+    }
+}

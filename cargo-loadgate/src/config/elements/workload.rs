@@ -59,3 +59,47 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<WorkloadConfig> {
         operations,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::{one_problem, one_problem_in};
+    use indoc::indoc;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[workload]`; exactly one problem must be reported, at the given place.
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-secs = 10
+    "#}, 2, 1, "unknown key `sessions-per-secs` in `[workload]`", Some("did you mean `sessions-per-sec`?"); "unknown key with suggestion")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+
+    // Mistakes in the workload: the file is written in full.
+    #[test_case(indoc! {r#"
+        [workload]
+        seed = 1
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+    "#}, 1, 1, "`[workload]` has no `sessions-per-sec`", None; "missing rate")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+    "#}, 1, 1, "the workload has no operations", Some("add one, e.g.\n[[workload.operation]]\nname = \"home\"\nrequest = { path = \"/\" }"); "no operations")]
+    fn one_problem_in_the_file_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem_in(text, line, col, message, help);
+    }
+}

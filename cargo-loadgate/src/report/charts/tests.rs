@@ -162,7 +162,7 @@ fn result(commit: &str, slowdown: f64, soak: bool) -> RunResult {
                 sent: 100,
                 completed: 100,
                 errors: 0,
-                answered: 0,
+                answered: None,
                 p50: ms(1.0),
                 p99: ms(8.0 + f64::from(i % 4) + 0.2 * f64::from(i)),
                 max: ms(30.0),
@@ -442,12 +442,27 @@ fn the_throughput_chart_says_whether_achieved_counts_answers() {
     assert!(!svg.contains("answered"));
     for phase in &mut head.phases {
         for w in &mut phase.measurement.windows.windows {
-            w.answered = 100;
+            w.answered = Some(100);
         }
     }
     let svg = render_throughput(&head, None).unwrap().unwrap();
     assert!(svg.contains("answered"));
     assert!(svg.contains("Answers received (any outcome)"));
+    assert!(!svg.contains("sent (older result)"));
+}
+
+/// Regression: the charts took "some window has answers > 0" for "answers were recorded", so a
+/// new run in which no window got a single answer was labelled "sent (older result)".
+#[test]
+fn a_new_run_without_a_single_answer_is_not_labelled_an_older_result() {
+    let mut head = result(HEAD, 1.0, true);
+    for phase in &mut head.phases {
+        for w in &mut phase.measurement.windows.windows {
+            w.answered = Some(0);
+        }
+    }
+    let svg = render_throughput(&head, None).unwrap().unwrap();
+    assert!(svg.contains("answered"), "{svg}");
     assert!(!svg.contains("sent (older result)"));
 }
 

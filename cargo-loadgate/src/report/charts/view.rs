@@ -246,15 +246,15 @@ pub(super) fn ramp_view(role: &str, result: &RunResult) -> RampView {
     }
 }
 
-/// Whether `result` was written when a step's achieved rate counted answers: a window records
-/// answers (older results lack `answered`, read as zero, and stored requests sent per second as
+/// Whether `result` was written when a step's achieved rate counted answers: its windows record
+/// `answered`, zero included (older results lack the key, and stored requests sent per second as
 /// the achieved rate).
 pub(super) fn counts_answers(result: &RunResult) -> bool {
     result
         .phases
         .iter()
         .flat_map(|p| &p.measurement.windows.windows)
-        .any(|w| w.answered > 0)
+        .any(|w| w.answered.is_some())
 }
 
 /// The latency limits of the `[slo]` the result records, `None` when it records none (results

@@ -233,10 +233,17 @@ fn a_run_whose_generator_cannot_keep_its_schedule_in_any_phase_is_invalid() {
         .output();
     out.assert_code(code::INVALID_RUN);
     assert!(out.stderr.contains("invalid run"), "{}", out.stderr);
-    assert!(out.stderr.contains("max-in-flight is too low"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("max-in-flight is too low"),
+        "{}",
+        out.stderr
+    );
     let phase = &read_result(dir.path())["phases"][0];
     assert!(phase["counters"]["dropped"].as_u64().unwrap() > 0);
-    assert_eq!(phase["validity"]["reasons"][0]["cause"], "cap-too-low", "{phase}");
+    assert_eq!(
+        phase["validity"]["reasons"][0]["cause"], "cap-too-low",
+        "{phase}"
+    );
 }
 
 /// Regression (issue 12): arrivals dropped at the in-flight cap because the service was slow made
@@ -260,8 +267,14 @@ fn drops_at_the_cap_while_the_service_is_slow_are_its_failures_not_an_invalid_ru
     assert!(!out.stderr.contains("invalid run"), "{}", out.stderr);
     let result = read_result(dir.path());
     let phase = &result["phases"][0];
-    assert!(phase["validity"]["reasons"].as_array().unwrap().is_empty(), "{phase}");
-    assert!(phase["validity"]["service_drops"].as_f64().unwrap() > 0.01, "{phase}");
+    assert!(
+        phase["validity"]["reasons"].as_array().unwrap().is_empty(),
+        "{phase}"
+    );
+    assert!(
+        phase["validity"]["service_drops"].as_f64().unwrap() > 0.01,
+        "{phase}"
+    );
     let landing = &phase["operations"][0]["counters"];
     assert!(landing["dropped"].as_u64().unwrap() > 0, "{landing}");
     let step = &result["ramp"]["steps"][0];

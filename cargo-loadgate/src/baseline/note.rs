@@ -157,9 +157,10 @@ impl StoredEntry {
         let excused = |phase: &str| {
             run.ramp.as_ref().is_some_and(|ramp| {
                 ramp.valid
-                    && ramp.steps.iter().any(|s| {
-                        s.phase == phase && (s.generator_limit || s.transient.is_some())
-                    })
+                    && ramp
+                        .steps
+                        .iter()
+                        .any(|s| s.phase == phase && (s.generator_limit || s.transient.is_some()))
             })
         };
         if let Some(invalid) = run
@@ -401,7 +402,10 @@ mod tests {
         };
         assert!(with_step(crate::measure::LagCause::Saturated).is_ok());
         let err = with_step(crate::measure::LagCause::Starved).unwrap_err();
-        assert!(err.to_string().contains("phase `ramp-150%` is invalid"), "{err}");
+        assert!(
+            err.to_string().contains("phase `ramp-150%` is invalid"),
+            "{err}"
+        );
     }
 
     #[test]

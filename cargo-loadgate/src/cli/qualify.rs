@@ -675,6 +675,7 @@ mod tests {
             outcome,
             detectable: None,
             note: None,
+            noise: None,
         };
         let mut result = crate::result::testing::before();
         assert!(regressed_metrics(&result).is_empty());
@@ -690,6 +691,7 @@ mod tests {
                 metric(Metric::ErrorRate, Some("login"), MetricOutcome::Regression),
             ],
             verdict,
+            noise: None,
         });
         assert_eq!(
             regressed_metrics(&result),

@@ -23,7 +23,7 @@ use crate::result::{
     Comparison, Metric, MetricComparison, MetricOutcome, Scale, Verdict, VerdictOutcome,
 };
 use crate::stats::holm::holm;
-use crate::stats::slope::normal_quantile;
+use crate::stats::student::t_quantile;
 
 /// Compares `head` with `base` under the thresholds of `gate`, with the default options.
 pub fn compare(base: &RunFigures, head: &RunFigures, gate: &GateConfig) -> Comparison {
@@ -82,6 +82,11 @@ pub fn compare_with(
     }
     if let Some(d) = capacity_draft(base.knee.as_ref(), head.knee.as_ref(), gate) {
         drafts.push(d);
+    }
+    // A stored baseline is another run: its interval carries the run-to-run noise too.
+    if let Some(noise) = &options.noise {
+        noise.apply(&mut drafts);
+        warnings.extend(noise.warnings());
     }
     // The machines (or one machine at two moments) differ: no pass, and a regression only beyond
     // what the difference could explain. `slack` is the largest relative difference seen.
@@ -167,6 +172,7 @@ pub fn compare_with(
         alpha: options.alpha,
         metrics,
         verdict,
+        noise: options.noise.as_ref().map(|n| n.summary().clone()),
     }
 }
 
@@ -182,9 +188,11 @@ fn classify(
     detect_level: f64,
 ) -> MetricComparison {
     let level = if rejected { holm_level } else { alpha };
-    let z = normal_quantile(1.0 - level);
-    let z_detect = normal_quantile(1.0 - detect_level);
-    let z_power = normal_quantile(DETECTION_POWER);
+    // Student's t when the standard error rests on a run-to-run variance from few stored runs
+    // (`noise.rs`); the normal otherwise (`df` infinite).
+    let z = t_quantile(1.0 - level, draft.df);
+    let z_detect = t_quantile(1.0 - detect_level, draft.df);
+    let z_power = t_quantile(DETECTION_POWER, draft.df);
     let scale = draft.scale();
     let delta = draft.delta;
     let (threshold, good) = match (scale, draft.metric) {
@@ -234,8 +242,20 @@ fn classify(
             )
         }
         Estimate::Bracket { est, low, high } => {
+            // Run-to-run noise widens both ends of the bracket at the level drawn.
+            let widen = (z * draft.spread).exp();
+            let (low, high) = (low / widen, high * widen);
             let outcome = if high < threshold {
-                MetricOutcome::Regression
+                if rejected || !draft.primary {
+                    MetricOutcome::Regression
+                } else {
+                    draft.note = Some(format!(
+                        "beyond the threshold at {:.0}% confidence, but not after Holm's \
+                         correction for the number of metrics",
+                        (1.0 - 2.0 * alpha) * 100.0
+                    ));
+                    MetricOutcome::Inconclusive
+                }
             } else if low > good {
                 MetricOutcome::Improvement
             } else if low > threshold {
@@ -244,8 +264,9 @@ fn classify(
                 MetricOutcome::Inconclusive
             };
             // The bracket's width factor: a true loss is seen once the whole bracket of the
-            // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width.
-            let width = high / low;
+            // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width; the
+            // run-to-run noise adds its own factor at the detection level and power.
+            let width = high / low / (widen * widen) * ((z_detect + z_power) * draft.spread).exp();
             let detectable = width
                 .is_finite()
                 .then(|| 1.0 - (1.0 - delta) / width)
@@ -279,6 +300,7 @@ fn classify(
         outcome,
         detectable,
         note: draft.note,
+        noise: draft.noise,
     }
 }
 

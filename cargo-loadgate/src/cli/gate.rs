@@ -3,11 +3,12 @@
 //! run as a baseline when asked.
 
 use crate::baseline::{
-    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, StoredResult,
-    Wanted, lookup, short,
+    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup, StoreSpec, StoredEntry,
+    StoredResult, Wanted, lookup, short,
 };
 use crate::compare::{
-    RunFigures, compare, format_change, format_threshold, metric_name, record_leak,
+    CompareOptions, NoiseRuns, RunFigures, compare_with, format_change, format_threshold,
+    metric_name, noise_model, record_leak,
 };
 use crate::config::GateConfig;
 use crate::report::table;
@@ -36,6 +37,8 @@ pub enum Baseline {
         reference: BaselineRef,
         /// What was stored.
         entry: Box<StoredEntry>,
+        /// Older stored results of the same config and environment, for the noise figure.
+        history: History,
     },
     /// None: each line says why a candidate was passed over, or why no search was possible.
     Missing {
@@ -97,6 +100,7 @@ pub fn find(
             commit,
             distance,
             entry,
+            history,
             ..
         }) => Ok(Baseline::Found {
             reference: BaselineRef {
@@ -105,6 +109,7 @@ pub fn find(
                 store: store.describe(),
             },
             entry,
+            history,
         }),
         Ok(Lookup::NotFound {
             merge_base,
@@ -134,8 +139,8 @@ pub fn decide(
     gate: &GateConfig,
 ) -> (Option<Comparison>, Verdict) {
     let leak = head.soak.as_ref().and_then(|s| s.leak.as_deref());
-    let entry = match baseline {
-        Baseline::Found { entry, .. } => entry,
+    let (entry, history) = match baseline {
+        Baseline::Found { entry, history, .. } => (entry, history),
         Baseline::Missing { explanations } => {
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
@@ -151,7 +156,14 @@ pub fn decide(
     match figures {
         Ok(base) => {
             let head = RunFigures::from_result(head, None);
-            let mut comparison = compare(&base, &head, gate);
+            let options = CompareOptions {
+                noise: Some(noise_model(
+                    &noise_runs(base.clone(), entry, history),
+                    &CompareOptions::default(),
+                )),
+                ..CompareOptions::default()
+            };
+            let mut comparison = compare_with(&base, &head, gate, &options);
             let mut verdict = comparison.verdict.clone();
             record_leak(leak, Some(&mut comparison), &mut verdict);
             (Some(comparison), verdict)
@@ -167,6 +179,20 @@ pub fn decide(
             record_leak(leak, None, &mut verdict);
             (None, verdict)
         }
+    }
+}
+
+/// The stored runs the comparison's noise figure rests on: the baseline first, then the older
+/// history, and the noise runs kept with the baseline (`qualify --save`). A stored run this
+/// version cannot read is left out.
+fn noise_runs(base: RunFigures, entry: &StoredEntry, history: &History) -> NoiseRuns {
+    let figures = |r: &StoredResult| r.get().ok().map(|r| RunFigures::from_result(r, None));
+    let mut runs = vec![base];
+    runs.extend(history.entries.iter().filter_map(|e| figures(&e.result)));
+    NoiseRuns {
+        history: runs,
+        qualify: entry.noise_runs.iter().filter_map(figures).collect(),
+        skipped: history.skipped.clone(),
     }
 }
 
@@ -218,6 +244,10 @@ pub fn render_verdict(
     out.push_str(&format!("\nverdict: {word}: {}\n", verdict.rule_fired));
     for line in about {
         out.push_str(line);
+        out.push('\n');
+    }
+    if let Some(noise) = comparison.and_then(|c| c.noise.as_ref()) {
+        out.push_str(&noise.describe());
         out.push('\n');
     }
     if let Some(comparison) = comparison {

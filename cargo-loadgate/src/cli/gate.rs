@@ -7,13 +7,13 @@ use crate::baseline::{
     StoredResult, Wanted, lookup, short,
 };
 use crate::compare::{
-    CompareOptions, NoiseRuns, RunFigures, compare_with, format_change, format_threshold,
-    metric_name, noise_model, record_leak,
+    CompareOptions, DETECTION_POWER, NoiseRuns, Reachable, RunFigures, compare_with, format_change,
+    format_threshold, metric_name, noise_model, record_leak,
 };
-use crate::config::GateConfig;
+use crate::config::{GateConfig, LoadgateConfig};
 use crate::report::table;
 use crate::result::{BaselineRef, ConfigHashes, RunResult};
-use crate::result::{Comparison, Verdict, VerdictOutcome};
+use crate::result::{Comparison, Metric, NoiseSource, Verdict, VerdictOutcome};
 use std::path::Path;
 
 /// Where the gate's options come from (a part of `RunOpts`).
@@ -271,6 +271,88 @@ pub fn render_verdict(
     }
     for warning in &verdict.warnings {
         out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+/// The number of primary metrics a run of `config` compares (Holm's family): p50 and p99 of all
+/// operations and of each operation class when there are two or more, the error rate, and the
+/// capacity when the profile has a ramp.
+pub fn primary_family(config: &LoadgateConfig) -> usize {
+    let ops = config.workload.operations.len();
+    let classes = 1 + if ops >= 2 { ops } else { 0 };
+    2 * classes + 1 + usize::from(!config.ramp.steps.is_empty())
+}
+
+/// The thresholds a profile can reach on this machine, for people (`check`, `qualify`): per
+/// primary metric the configured threshold, the smallest change a stored comparison can decide,
+/// and the noise figure it rests on.
+pub fn render_reachable(reachable: &[Reachable], alpha: f64, family: usize) -> String {
+    let change = |r: &Reachable, v: f64| match r.metric {
+        Metric::ErrorRate => format!("+{:.2} pp", v * 100.0),
+        Metric::Capacity => format!("-{:.1}%", v * 100.0),
+        _ => format!("+{:.1}%", v * 100.0),
+    };
+    let rows: Vec<Vec<String>> = reachable
+        .iter()
+        .map(|r| {
+            let n = &r.noise;
+            let source = match n.source {
+                NoiseSource::Default => n.source.word().to_owned(),
+                s => format!("{} ({} runs)", s.word(), n.runs),
+            };
+            vec![
+                r.metric.label().to_owned(),
+                change(r, r.threshold),
+                format!(
+                    "{}{}",
+                    change(r, r.change),
+                    if r.with_within { "" } else { " or more" }
+                ),
+                format!(
+                    "{} ({}{})",
+                    if r.pass_threshold < r.threshold {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                    change(r, r.pass_threshold),
+                    if r.with_within { "" } else { " or more" }
+                ),
+                format!("±{:.1}%", n.run_sd * 100.0).replace(
+                    '%',
+                    if r.metric == Metric::ErrorRate {
+                        " pp"
+                    } else {
+                        "%"
+                    },
+                ),
+                source,
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "Thresholds a stored comparison can decide on this machine: the smallest change found \
+         with {:.0}% power at α = {alpha} over {family} primary metrics, and whether unchanged code \
+         can pass the configured threshold (the smallest one it passes, with its interval at α):\n",
+        DETECTION_POWER * 100.0
+    );
+    out.push_str(&table(
+        &[
+            "check",
+            "threshold",
+            "smallest detectable",
+            "unchanged code passes (from)",
+            "run-to-run SD",
+            "noise from",
+        ],
+        &rows,
+    ));
+    if reachable.iter().any(|r| !r.with_within) {
+        out.push_str(
+            "\"or more\": a run's own sampling error is not known yet and adds to it; a longer \
+             soak shrinks that part (docs/statistics.md)\n",
+        );
     }
     out
 }

@@ -17,6 +17,7 @@ use super::estimate::{
 };
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
+use super::noise::detectable_change;
 use super::options::{CompareOptions, DETECTION_POWER};
 use crate::config::GateConfig;
 use crate::result::{
@@ -208,14 +209,11 @@ fn classify(
     let (estimate, low, high, detectable, mut outcome) = match draft.estimate {
         Estimate::Normal { est, se } => {
             let (lo, hi) = (est - z * se, est + z * se);
-            let (estimate, low, high, detectable) = match scale {
-                Scale::Ratio => (
-                    est.exp(),
-                    lo.exp(),
-                    hi.exp(),
-                    (1.0 + delta) * ((z_detect + z_power) * se).exp() - 1.0,
-                ),
-                Scale::Difference => (est, lo, hi, delta + (z_detect + z_power) * se),
+            let detectable =
+                detectable_change(draft.metric, delta, se, draft.df, detect_level, 1.0);
+            let (estimate, low, high) = match scale {
+                Scale::Ratio => (est.exp(), lo.exp(), hi.exp()),
+                Scale::Difference => (est, lo, hi),
             };
             let outcome = if rejected || (!draft.primary && low > threshold) {
                 MetricOutcome::Regression

@@ -21,7 +21,8 @@ pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures
 pub use format::{format_change, format_threshold, metric_name};
 pub use leak::{leak_finding, record_leak};
 pub use noise::{
-    DEFAULT_RUN_NOISE, DefaultNoise, MIN_NOISE_RUNS, NoiseModel, NoiseRuns, noise_model,
+    DEFAULT_RUN_NOISE, DefaultNoise, MIN_NOISE_RUNS, NoiseModel, NoiseRuns, Reachable,
+    detectable_change, noise_model,
 };
 pub use options::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, DETECTION_POWER, LOAD_TOLERANCE,

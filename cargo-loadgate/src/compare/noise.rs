@@ -23,11 +23,13 @@
 
 use super::estimate::{Draft, Estimate, level_se, side_error_rate};
 use super::figures::RunFigures;
-use super::options::{CompareOptions, MIN_TAIL_REQUESTS};
+use super::options::{CompareOptions, DETECTION_POWER, MIN_TAIL_REQUESTS};
+use crate::config::GateConfig;
 use crate::measure::LatencyHistogram;
 use crate::result::{Metric, MetricNoise, NoiseSource, NoiseSummary, SkippedAncestors};
 use crate::stats::bootstrap::{derive_seed, quantile_log_se};
 use crate::stats::change_point::{ChangePointOptions, first_segment_len};
+use crate::stats::student::t_quantile;
 
 /// The fewest stored runs a noise figure is used from; with fewer, [`DEFAULT_RUN_NOISE`] applies.
 pub const MIN_NOISE_RUNS: usize = 3;
@@ -101,6 +103,9 @@ pub(super) struct Figure {
     pub(super) total_var: f64,
     /// Degrees of freedom of `total_var`; infinite for the default.
     pub(super) df: f64,
+    /// The mean variance of the stored runs' own sampling errors (0 for the default): what one
+    /// run of this config on this machine adds by itself.
+    pub(super) within_var: f64,
     /// For the document.
     pub(super) noise: MetricNoise,
 }
@@ -113,6 +118,7 @@ impl Figure {
             between_var: sd * sd,
             total_var: 0.0,
             df: f64::INFINITY,
+            within_var: 0.0,
             noise: MetricNoise {
                 source: NoiseSource::Default,
                 runs: runs as u32,
@@ -179,6 +185,7 @@ pub(super) fn estimate_figure(
         between_var,
         total_var,
         df: df as f64,
+        within_var: within,
         noise: MetricNoise {
             source,
             runs: runs as u32,
@@ -188,6 +195,50 @@ pub(super) fn estimate_figure(
         },
     };
     (Some(figure), excluded)
+}
+
+/// The smallest true change of `metric` a comparison would call a regression with
+/// [`DETECTION_POWER`] if it alone moved, judged at one-sided `level` (α/m for a primary metric):
+/// `(1 + δ) · exp((t(1 − level) + t(power)) · se) − 1` for latency, `δ + (…) · se` for the error
+/// rate, and for capacity the loss `1 − (1 − δ) / (width · exp((…) · se))` with `width` the
+/// knee bracket's width factor (1 when unknown, which gives a floor). `se` is on the test scale,
+/// its quantiles Student's t with `df` (infinite: the normal).
+pub fn detectable_change(
+    metric: Metric,
+    delta: f64,
+    se: f64,
+    df: f64,
+    level: f64,
+    width: f64,
+) -> f64 {
+    let q = t_quantile(1.0 - level, df) + t_quantile(DETECTION_POWER, df);
+    match metric {
+        Metric::Capacity => 1.0 - (1.0 - delta) / (width * (q * se).exp()),
+        Metric::P50 | Metric::P99 => (1.0 + delta) * (q * se).exp() - 1.0,
+        Metric::ErrorRate | Metric::RssSlope => delta + q * se,
+    }
+}
+
+/// A threshold a profile can reach on this machine: the smallest change of one metric (all
+/// operations) a stored comparison can decide, and what it rests on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reachable {
+    /// The metric.
+    pub metric: Metric,
+    /// The smallest detectable change: relative for latency (0.57 = +57%) and capacity (a loss),
+    /// absolute for the error rate.
+    pub change: f64,
+    /// The configured threshold it is compared with (δ).
+    pub threshold: f64,
+    /// The smallest threshold an unchanged head passes at half the time: its interval at α lies
+    /// within `1 + this` when its estimate is 0 (same scale as `change`). When it exceeds
+    /// `threshold`, unchanged code cannot be expected to pass.
+    pub pass_threshold: f64,
+    /// Where the noise figure came from and how many runs it rests on.
+    pub noise: MetricNoise,
+    /// Whether the figure includes a run's own sampling error (measured by the stored runs), or is
+    /// the run-to-run floor alone.
+    pub with_within: bool,
 }
 
 /// The run-to-run noise of a comparison with a stored baseline: one figure per primary metric.
@@ -354,6 +405,49 @@ impl NoiseModel {
         (f.between_var.sqrt(), f.df.is_finite().then_some(f.df))
     }
 
+    /// The smallest change per primary metric (all operations) a stored comparison under `gate`
+    /// can decide with this noise, at α/`family` (Holm's strictest level over `family` primary
+    /// metrics) and [`DETECTION_POWER`]: what `check` and `qualify` state. A run's own sampling
+    /// error is the stored runs' mean (twice: base and head); with the default it is unknown and
+    /// the figure is a floor. Capacity is left out when no stored run has a knee bracket and the
+    /// profile has no ramp (`with_capacity`).
+    pub fn reachable(
+        &self,
+        gate: &GateConfig,
+        alpha: f64,
+        family: usize,
+        with_capacity: bool,
+    ) -> Vec<Reachable> {
+        let level = alpha / family.max(1) as f64;
+        let mut out = Vec::new();
+        for (metric, delta) in [
+            (Metric::P50, gate.p50_change),
+            (Metric::P99, gate.p99_change),
+            (Metric::ErrorRate, gate.error_rate_increase),
+            (Metric::Capacity, gate.capacity_loss),
+        ] {
+            if metric == Metric::Capacity && !with_capacity {
+                continue;
+            }
+            let figure = self.figure(metric, None);
+            let (se, df) = figure.combine((2.0 * figure.within_var).sqrt());
+            let half = t_quantile(1.0 - alpha, df) * se;
+            out.push(Reachable {
+                metric,
+                change: detectable_change(metric, delta, se, df, level, 1.0),
+                threshold: delta,
+                pass_threshold: match metric {
+                    Metric::Capacity => 1.0 - (-half).exp(),
+                    Metric::P50 | Metric::P99 => half.exp() - 1.0,
+                    Metric::ErrorRate | Metric::RssSlope => half,
+                },
+                with_within: figure.within_var > 0.0,
+                noise: figure.noise,
+            });
+        }
+        out
+    }
+
     /// Folds the run-to-run noise into every primary metric's estimate.
     pub(super) fn apply(&self, drafts: &mut [Draft]) {
         for d in drafts.iter_mut().filter(|d| d.primary) {
@@ -467,6 +561,7 @@ mod tests {
                         between_var: sd * sd,
                         total_var: 0.0,
                         df: f64::INFINITY,
+                        within_var: 0.0,
                         noise: Figure::default_for(Metric::P50, 0, 0).noise,
                     }
                 };
@@ -641,5 +736,35 @@ mod tests {
                 .as_ref()
                 .is_some_and(|n| n.source == NoiseSource::Default)
         }));
+    }
+
+    #[test]
+    fn reachable_thresholds_follow_the_noise_figure() {
+        // The default for the demo's `ci` family (16 primary metrics): p50 needs
+        // 1.05 · exp((z(1 − 0.01/16) + z(0.8)) · √2 · 0.0703) − 1 ≈ +57%.
+        let model = NoiseModel::default_only(SkippedAncestors::default());
+        let r = model.reachable(&gate(), 0.01, 16, true);
+        let p50 = &r[0];
+        assert_eq!(p50.metric, Metric::P50);
+        assert!((p50.change - 0.574).abs() < 0.002, "{p50:?}");
+        assert!(!p50.with_within && p50.pass_threshold > p50.threshold);
+        assert_eq!(r.len(), 4);
+        assert_eq!(model.reachable(&gate(), 0.01, 16, false).len(), 3);
+        // Eight quiet stored runs (level SD 1%): the smallest detectable p50 change shrinks, and
+        // it includes the runs' own sampling error.
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let history: Vec<RunFigures> = (0..8)
+            .map(|i| shifted(40 + i, 0.01 * normal(&mut rng)))
+            .collect();
+        let quiet = noise_model(
+            &NoiseRuns {
+                history,
+                ..NoiseRuns::default()
+            },
+            &fast_options(),
+        );
+        let q = &quiet.reachable(&gate(), 0.01, 16, false)[0];
+        assert!(q.with_within && q.change < 0.3, "{q:?}");
+        assert_eq!(q.noise.source, NoiseSource::History);
     }
 }

@@ -589,6 +589,58 @@ mod tests {
         ));
     }
 
+    /// `qualify --save`: A/A runs kept with the baseline travel with it through both stores and
+    /// are never the baseline themselves; runs of another commit or machine are refused.
+    #[test]
+    fn noise_runs_are_kept_with_their_baseline_in_both_stores() {
+        let h = history();
+        for store in [
+            Box::new(NotesStore::new(h.dir.path(), "refs/notes/loadgate")) as Box<dyn Store>,
+            Box::new(DirStore::new(&h.dir.path().join("store"))),
+        ] {
+            let mut baseline = entry(&h.m[2], "A", "h", 7);
+            let aa = |commit: &str, cpu: &str| StoredResult::new(&result(commit, cpu, "h"));
+            let refused = baseline.keep_noise_runs(
+                vec![
+                    aa(&h.m[2], "A"),
+                    aa(&h.m[2], "A"),
+                    aa(&h.m[1], "A"),
+                    aa(&h.m[2], "B"),
+                ],
+                false,
+            );
+            assert_eq!(baseline.noise_runs.len(), 2);
+            let refused: Vec<String> = refused.iter().map(|r| r.replace(&h.m[1], "<c>")).collect();
+            assert_eq!(
+                refused,
+                [
+                    "run 3: it measured commit <c>",
+                    "run 4: it ran in a different environment: CPU model `B` (baseline) vs `A` (this run)"
+                ]
+            );
+            store.save(&baseline).unwrap();
+            let found = lookup(
+                h.dir.path(),
+                "HEAD",
+                Some("main"),
+                5,
+                store.as_ref(),
+                &wanted("A", "h"),
+            )
+            .unwrap();
+            let Lookup::Found { entry, .. } = found else {
+                panic!("{found:?}")
+            };
+            assert_eq!(entry.saved_at_unix_ms, 7);
+            assert_eq!(entry.result, baseline.result);
+            assert_eq!(entry.noise_runs, baseline.noise_runs);
+            // An entry without noise runs is written as before (no `noise_runs` key).
+            let plain = entry_at(&h.m[1], "h", 0);
+            let json = serde_json::to_value(&plain).unwrap();
+            assert!(json.get("noise_runs").is_none());
+        }
+    }
+
     fn entry_at(commit: &str, config: &str, saved_at: u64) -> StoredEntry {
         entry(commit, "A", config, saved_at)
     }

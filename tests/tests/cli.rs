@@ -80,6 +80,14 @@ fn check_accepts_the_demo_config_for_every_builtin_profile() {
             "{profile}: {}",
             out.stdout
         );
+        // Issue 12, item 5: the thresholds the profile can reach, per primary metric.
+        assert!(
+            out.stdout
+                .contains("Thresholds a stored comparison can decide on this machine")
+                && out.stdout.contains("the conservative default"),
+            "{profile}: {}",
+            out.stdout
+        );
     }
 }
 

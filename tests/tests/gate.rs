@@ -176,7 +176,11 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         same.stdout
     );
     assert_eq!(
-        soak_suite.properties.hashmap.get("noise_source").map(String::as_str),
+        soak_suite
+            .properties
+            .hashmap
+            .get("noise_source")
+            .map(String::as_str),
         Some("the conservative default")
     );
     assert!(

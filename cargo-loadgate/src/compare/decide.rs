@@ -18,7 +18,7 @@ use super::estimate::{
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
 use super::noise::detectable_change;
-use super::options::{CompareOptions, DETECTION_POWER};
+use super::options::CompareOptions;
 use crate::config::GateConfig;
 use crate::result::{
     Comparison, Metric, MetricComparison, MetricOutcome, Scale, Verdict, VerdictOutcome,
@@ -192,8 +192,6 @@ fn classify(
     // Student's t when the standard error rests on a run-to-run variance from few stored runs
     // (`noise.rs`); the normal otherwise (`df` infinite).
     let z = t_quantile(1.0 - level, draft.df);
-    let z_detect = t_quantile(1.0 - detect_level, draft.df);
-    let z_power = t_quantile(DETECTION_POWER, draft.df);
     let scale = draft.scale();
     let delta = draft.delta;
     let (threshold, good) = match (scale, draft.metric) {
@@ -241,6 +239,7 @@ fn classify(
         }
         Estimate::Bracket { est, low, high } => {
             // Run-to-run noise widens both ends of the bracket at the level drawn.
+            let bracket_width = high / low;
             let widen = (z * draft.spread).exp();
             let (low, high) = (low / widen, high * widen);
             let outcome = if high < threshold {
@@ -264,10 +263,19 @@ fn classify(
             // The bracket's width factor: a true loss is seen once the whole bracket of the
             // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width; the
             // run-to-run noise adds its own factor at the detection level and power.
-            let width = high / low / (widen * widen) * ((z_detect + z_power) * draft.spread).exp();
+            let width = bracket_width;
             let detectable = width
                 .is_finite()
-                .then(|| 1.0 - (1.0 - delta) / width)
+                .then(|| {
+                    detectable_change(
+                        Metric::Capacity,
+                        delta,
+                        draft.spread,
+                        draft.df,
+                        detect_level,
+                        width,
+                    )
+                })
                 .filter(|d| *d > 0.0);
             (
                 est,

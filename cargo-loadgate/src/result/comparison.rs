@@ -101,8 +101,9 @@ pub struct MetricComparison {
     /// The conclusion.
     pub outcome: MetricOutcome,
     /// The smallest true change this run would call a regression with 80% power: a relative
-    /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, no
-    /// power involved), an absolute increase for differences.
+    /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, with
+    /// the run-to-run noise at that power in a stored comparison), an absolute increase for
+    /// differences.
     pub detectable: Option<f64>,
     /// Why the metric could not be judged, or what limited it.
     pub note: Option<String>,

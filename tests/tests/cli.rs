@@ -80,6 +80,14 @@ fn check_accepts_the_demo_config_for_every_builtin_profile() {
             "{profile}: {}",
             out.stdout
         );
+        // Issue 12, item 5: the thresholds the profile can reach, per primary metric.
+        assert!(
+            out.stdout
+                .contains("Thresholds a stored comparison can decide on this machine")
+                && out.stdout.contains("the conservative default"),
+            "{profile}: {}",
+            out.stdout
+        );
     }
 }
 
@@ -333,6 +341,76 @@ fn a_verdicts_leak_finding_matches_the_schema() {
     assert_eq!(schema_errors(&verdict_schema, &value), Vec::<String>::new());
     value["leak"]["regression"] = serde_json::json!("no");
     assert!(!schema_errors(&verdict_schema, &value).is_empty());
+}
+
+/// A stored comparison's `noise` and each metric's (issue 12, added within format version 1) are
+/// in the schema: written, they validate, and mistyped ones do not.
+#[test]
+fn a_comparisons_noise_matches_the_schema() {
+    use cargo_loadgate::result::{
+        Comparison, Metric, MetricComparison, MetricNoise, MetricOutcome, NoiseSource,
+        NoiseSummary, Scale, SkippedAncestors, Verdict,
+    };
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let comparison_schema =
+        serde_json::json!({"$defs": schema["$defs"], "$ref": "#/$defs/comparison"});
+    let comparison = Comparison {
+        base_commit: None,
+        head_commit: None,
+        alpha: 0.01,
+        metrics: vec![MetricComparison {
+            metric: Metric::P50,
+            operation: None,
+            primary: true,
+            scale: Scale::Ratio,
+            base: Some(2.0),
+            head: Some(2.1),
+            estimate: Some(1.05),
+            low: Some(0.9),
+            high: Some(1.2),
+            confidence: 0.98,
+            threshold: 1.05,
+            p_value: Some(0.5),
+            outcome: MetricOutcome::Inconclusive,
+            detectable: Some(0.3),
+            note: None,
+            noise: Some(MetricNoise {
+                source: NoiseSource::History,
+                runs: 8,
+                run_sd: 0.04,
+                df: Some(7.5),
+                excluded: 2,
+            }),
+        }],
+        verdict: Verdict::no_baseline(Vec::new()),
+        noise: Some(NoiseSummary {
+            source: NoiseSource::HistoryAndQualify,
+            history_runs: 8,
+            qualify_runs: 10,
+            skipped: SkippedAncestors {
+                different_config: 1,
+                different_environment: 0,
+                unreadable: 2,
+            },
+        }),
+    };
+    let mut value = serde_json::to_value(&comparison).unwrap();
+    assert_eq!(
+        schema_errors(&comparison_schema, &value),
+        Vec::<String>::new()
+    );
+    assert_eq!(value["noise"]["source"], "history-and-qualify");
+    value["noise"]["source"] = serde_json::json!("guess");
+    assert!(!schema_errors(&comparison_schema, &value).is_empty());
+    let mut value = serde_json::to_value(&comparison).unwrap();
+    value["metrics"][0]["noise"]["run_sd"] = serde_json::json!("wide");
+    assert!(!schema_errors(&comparison_schema, &value).is_empty());
 }
 
 #[test]

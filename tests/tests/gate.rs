@@ -165,6 +165,29 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         Some(40)
     );
     assert!(soak_suite.properties.hashmap.contains_key("base_commit"));
+    // One stored run: its run-to-run noise is the conservative default, and the verdict says so
+    // (issue 12): in the result, the terminal, JUnit and the Markdown.
+    assert_eq!(result["comparison"]["noise"]["source"], "default");
+    assert_eq!(result["comparison"]["noise"]["history_runs"], 1);
+    assert!(
+        same.stdout
+            .contains("run-to-run noise: the conservative default (1 stored run(s)"),
+        "{}",
+        same.stdout
+    );
+    assert_eq!(
+        soak_suite
+            .properties
+            .hashmap
+            .get("noise_source")
+            .map(String::as_str),
+        Some("the conservative default")
+    );
+    assert!(
+        std::fs::read_to_string(out.path().join("summary.md"))
+            .unwrap()
+            .contains("run-to-run noise: the conservative default"),
+    );
     let soak_rate = result["soak"]["at_sessions_per_sec"].as_f64().unwrap();
     let base_knee = result["ramp"]["knee_sessions_per_sec"].as_f64().unwrap();
     assert!(soak_rate > 0.0 && base_knee > 0.0);

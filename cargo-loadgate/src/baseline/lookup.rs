@@ -2,19 +2,54 @@
 //! first-parent ancestors up to a limit, taking the first stored result with the same config
 //! hash, schedule and environment fingerprint. Every candidate passed over is explained, so a
 //! missing baseline is never a mystery and a mismatched one is never silently compared.
+//!
+//! The walk goes on past the baseline to collect the *history*: up to [`DEFAULT_HISTORY_LIMIT`]
+//! more matching results of older ancestors (within the search limit), from which the comparison
+//! estimates its run-to-run noise; the ones passed over are counted by reason.
 
 use super::error::{BaselineError, short};
 use super::fingerprint::Fingerprint;
 use super::git::Git;
 use super::note::{StoredEntry, newer_format};
 use super::store::Store;
-use crate::result::{ConfigHashes, RESULT_FORMAT_VERSION};
+use crate::result::{ConfigHashes, RESULT_FORMAT_VERSION, SkippedAncestors};
 use std::fmt;
 use std::path::Path;
 
 /// How many first-parent ancestors of the merge-base are searched by default (the merge-base
 /// included).
 pub const DEFAULT_SEARCH_LIMIT: usize = 50;
+
+/// How many stored results of older ancestors are collected past the baseline for the noise
+/// history (the baseline itself not counted). Twenty runs give the t quantile 19 degrees of
+/// freedom, within 10% of the normal's at the Holm levels; more would reach further back in time,
+/// where the service is less likely to be the same.
+pub const DEFAULT_HISTORY_LIMIT: usize = 20;
+
+/// The stored results of the baseline's older first-parent ancestors with the same config hash,
+/// schedule and environment, for the comparison's noise figure, and what was passed over.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    /// The matching entries past the baseline, nearest first (at most [`DEFAULT_HISTORY_LIMIT`]).
+    pub entries: Vec<StoredEntry>,
+    /// The ancestors with a stored result that did not match, by reason, over the whole walk
+    /// (before and after the baseline); commits with nothing stored are not counted.
+    pub skipped: SkippedAncestors,
+}
+
+impl History {
+    fn count(&mut self, mismatch: &Mismatch) {
+        let s = &mut self.skipped;
+        match mismatch {
+            Mismatch::NoBaseline => {}
+            Mismatch::DifferentConfig { .. } | Mismatch::DifferentSchedule => {
+                s.different_config += 1;
+            }
+            Mismatch::DifferentEnvironment { .. } => s.different_environment += 1,
+            Mismatch::NewerFormat { .. } | Mismatch::Unreadable { .. } => s.unreadable += 1,
+        }
+    }
+}
 
 /// What a baseline must match to be compared with this run.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,6 +154,8 @@ pub enum Lookup {
         entry: Box<StoredEntry>,
         /// The closer commits that were passed over, with the reason.
         skipped: Vec<Candidate>,
+        /// The older matching results past the baseline, for the noise figure.
+        history: History,
     },
     /// No commit within the limit has a matching baseline.
     NotFound {
@@ -193,16 +230,31 @@ pub fn lookup(
     let merge_base = merge_base(repo, head, &base_ref)?;
     let count = format!("--max-count={}", limit.max(1));
     let list = Git::new(repo).run(&["rev-list", "--first-parent", &count, &merge_base])?;
-    let mut searched = Vec::new();
-    for (distance, commit) in list.lines().map(str::trim).enumerate() {
+    let commits: Vec<&str> = list.lines().map(str::trim).collect();
+    let mut searched: Vec<Candidate> = Vec::new();
+    for (distance, commit) in commits.iter().copied().enumerate() {
         match match_candidate(store, commit, wanted)? {
             Ok(entry) => {
+                let mut history = History::default();
+                for c in &searched {
+                    history.count(&c.mismatch);
+                }
+                for older in &commits[distance + 1..] {
+                    if history.entries.len() >= DEFAULT_HISTORY_LIMIT {
+                        break;
+                    }
+                    match match_candidate(store, older, wanted)? {
+                        Ok(e) => history.entries.push(e),
+                        Err(mismatch) => history.count(&mismatch),
+                    }
+                }
                 return Ok(Lookup::Found {
                     merge_base,
                     commit: commit.to_owned(),
                     distance,
                     entry: Box::new(entry),
                     skipped: searched,
+                    history,
                 });
             }
             Err(mismatch) => searched.push(Candidate {
@@ -350,6 +402,7 @@ mod tests {
             distance,
             entry,
             skipped,
+            history,
         } = found
         else {
             panic!("{found:?}")
@@ -366,6 +419,72 @@ mod tests {
         baseline at <c> was taken with a different workload (config hash other-config)
         baseline at <c> was taken in a different environment: CPU model `B` (baseline) vs `A` (this run)
         ");
+        // m0 is the oldest commit: no history past it; the two passed over are counted.
+        assert!(history.entries.is_empty());
+        assert_eq!(
+            history.skipped,
+            SkippedAncestors {
+                different_config: 1,
+                different_environment: 1,
+                unreadable: 0
+            }
+        );
+    }
+
+    /// The walk goes on past the baseline: older matching results become the noise history,
+    /// nearest first, and the others are counted by reason (issue 12, "bad input").
+    #[test]
+    fn the_history_collects_older_matches_and_counts_what_it_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let mut commits = vec![init(p)];
+        for i in 1..8 {
+            commits.push(commit(p, &format!("c{i}")));
+        }
+        for store in [
+            Box::new(NotesStore::new(p, "refs/notes/loadgate")) as Box<dyn Store>,
+            Box::new(DirStore::new(&p.join("store"))),
+        ] {
+            // Newest first: c7 baseline, c6 other machine, c5 match, c4 nothing, c3 other config,
+            // c2 match, c1 unreadable, c0 match.
+            save(store.as_ref(), &commits[7], "A", "h");
+            save(store.as_ref(), &commits[6], "B", "h");
+            save(store.as_ref(), &commits[5], "A", "h");
+            save(store.as_ref(), &commits[3], "A", "other");
+            save(store.as_ref(), &commits[2], "A", "h");
+            let mut unreadable = entry(&commits[1], "A", "h", 0);
+            let mut raw = unreadable.result.raw().clone();
+            raw["phases"] = "not phases".into();
+            unreadable.result = StoredResult::from_value(raw);
+            store.save(&unreadable).unwrap();
+            save(store.as_ref(), &commits[0], "A", "h");
+            let found = lookup(
+                p,
+                "HEAD",
+                Some("HEAD"),
+                50,
+                store.as_ref(),
+                &wanted("A", "h"),
+            )
+            .unwrap();
+            let Lookup::Found {
+                commit, history, ..
+            } = found
+            else {
+                panic!("{found:?}")
+            };
+            assert_eq!(commit, commits[7]);
+            let older: Vec<&str> = history.entries.iter().map(|e| e.commit.as_str()).collect();
+            assert_eq!(older, [&commits[5], &commits[2], &commits[0]]);
+            assert_eq!(
+                history.skipped,
+                SkippedAncestors {
+                    different_config: 1,
+                    different_environment: 1,
+                    unreadable: 1
+                }
+            );
+        }
     }
 
     #[test]
@@ -468,6 +587,58 @@ mod tests {
             searched[0].mismatch,
             Mismatch::DifferentConfig { .. }
         ));
+    }
+
+    /// `qualify --save`: A/A runs kept with the baseline travel with it through both stores and
+    /// are never the baseline themselves; runs of another commit or machine are refused.
+    #[test]
+    fn noise_runs_are_kept_with_their_baseline_in_both_stores() {
+        let h = history();
+        for store in [
+            Box::new(NotesStore::new(h.dir.path(), "refs/notes/loadgate")) as Box<dyn Store>,
+            Box::new(DirStore::new(&h.dir.path().join("store"))),
+        ] {
+            let mut baseline = entry(&h.m[2], "A", "h", 7);
+            let aa = |commit: &str, cpu: &str| StoredResult::new(&result(commit, cpu, "h"));
+            let refused = baseline.keep_noise_runs(
+                vec![
+                    aa(&h.m[2], "A"),
+                    aa(&h.m[2], "A"),
+                    aa(&h.m[1], "A"),
+                    aa(&h.m[2], "B"),
+                ],
+                false,
+            );
+            assert_eq!(baseline.noise_runs.len(), 2);
+            let refused: Vec<String> = refused.iter().map(|r| r.replace(&h.m[1], "<c>")).collect();
+            assert_eq!(
+                refused,
+                [
+                    "run 3: it measured commit <c>",
+                    "run 4: it ran in a different environment: CPU model `B` (baseline) vs `A` (this run)"
+                ]
+            );
+            store.save(&baseline).unwrap();
+            let found = lookup(
+                h.dir.path(),
+                "HEAD",
+                Some("main"),
+                5,
+                store.as_ref(),
+                &wanted("A", "h"),
+            )
+            .unwrap();
+            let Lookup::Found { entry, .. } = found else {
+                panic!("{found:?}")
+            };
+            assert_eq!(entry.saved_at_unix_ms, 7);
+            assert_eq!(entry.result, baseline.result);
+            assert_eq!(entry.noise_runs, baseline.noise_runs);
+            // An entry without noise runs is written as before (no `noise_runs` key).
+            let plain = entry_at(&h.m[1], "h", 0);
+            let json = serde_json::to_value(&plain).unwrap();
+            assert!(json.get("noise_runs").is_none());
+        }
     }
 
     fn entry_at(commit: &str, config: &str, saved_at: u64) -> StoredEntry {

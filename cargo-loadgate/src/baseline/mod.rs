@@ -18,8 +18,8 @@ pub use error::{BaselineError, BaselineErrorKind, short};
 pub use fingerprint::{Fingerprint, cpuset_len, fingerprint};
 pub use git::{FALLBACK_EMAIL, FALLBACK_NAME};
 pub use lookup::{
-    Candidate, DEFAULT_SEARCH_LIMIT, Lookup, Mismatch, Wanted, default_base_ref, lookup,
-    merge_base, resolve_commit,
+    Candidate, DEFAULT_HISTORY_LIMIT, DEFAULT_SEARCH_LIMIT, History, Lookup, Mismatch, Wanted,
+    default_base_ref, lookup, merge_base, resolve_commit,
 };
 pub use note::{NOTE_FORMAT_VERSION, StoredEntry, StoredNote, StoredResult};
 pub use notes::{MAX_SAVE_ATTEMPTS, NotesStore};

@@ -4,7 +4,8 @@
 //! ```json
 //! { "format_version": 1, "tool": "cargo-loadgate",
 //!   "entries": [ { "fingerprint_key": "…", "fingerprint": {…}, "config_hash": "…",
-//!                  "schedule_hashes": ["…"], "saved_at_unix_ms": 0, "result": { RunResult } } ] }
+//!                  "schedule_hashes": ["…"], "saved_at_unix_ms": 0, "result": { RunResult },
+//!                  "noise_runs": [ { RunResult }, … ] } ] }
 //! ```
 //!
 //! Each entry's `result` is kept as JSON exactly as written, so a save by this version preserves
@@ -49,6 +50,12 @@ pub struct StoredEntry {
     pub saved_at_unix_ms: u64,
     /// The run result.
     pub result: StoredResult,
+    /// Further runs of the same commit, config and environment kept as noise samples (the A/A
+    /// runs of `qualify --save`): a comparison against this baseline estimates its run-to-run
+    /// noise from them. Never a baseline themselves. Absent in entries written before them;
+    /// a version that does not know them reads the entry and ignores them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise_runs: Vec<StoredResult>,
 }
 
 /// A stored run result: the JSON exactly as written (what a save writes back), and the typed
@@ -182,7 +189,40 @@ impl StoredEntry {
             schedule_hashes: run.phases.iter().map(|p| p.schedule_hash.clone()).collect(),
             saved_at_unix_ms,
             result,
+            noise_runs: Vec::new(),
         })
+    }
+}
+
+impl StoredEntry {
+    /// Keeps `runs` with this entry as its noise samples (see [`StoredEntry::noise_runs`]): each
+    /// must be savable as a baseline itself ([`StoredEntry::from_result`]) and of the same commit,
+    /// config hash and environment. Returns why each refused run was refused.
+    pub fn keep_noise_runs(&mut self, runs: Vec<StoredResult>, allow_dirty: bool) -> Vec<String> {
+        let mut refused = Vec::new();
+        for (i, run) in runs.into_iter().enumerate() {
+            let why = match StoredEntry::from_result(run, allow_dirty, self.saved_at_unix_ms) {
+                Err(e) => Some(e.to_string()),
+                Ok(e) if e.commit != self.commit => {
+                    Some(format!("it measured commit {}", e.commit))
+                }
+                Ok(e) if e.config_hash != self.config_hash => {
+                    Some("it ran a different configuration".to_owned())
+                }
+                Ok(e) if e.fingerprint != self.fingerprint => Some(format!(
+                    "it ran in a different environment: {}",
+                    e.fingerprint.differences(&self.fingerprint).join("; ")
+                )),
+                Ok(e) => {
+                    self.noise_runs.push(e.result);
+                    None
+                }
+            };
+            if let Some(why) = why {
+                refused.push(format!("run {}: {why}", i + 1));
+            }
+        }
+        refused
     }
 }
 

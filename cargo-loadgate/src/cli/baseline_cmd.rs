@@ -7,7 +7,7 @@ use super::{
     render::{render_error, render_failure},
 };
 use crate::baseline::{BaselineError, StoreSpec, StoredEntry, StoredResult, resolve_commit, short};
-use crate::compare::compare_results;
+use crate::compare::{CompareOptions, compare_results};
 use crate::config::GateConfig;
 use crate::report::table;
 use crate::result::{RunResult, VerdictOutcome, read_result};
@@ -157,7 +157,7 @@ fn render_comparison(
     (head_path, head): (&Path, &RunResult),
     gate: &GateConfig,
 ) -> (String, VerdictOutcome) {
-    let (comparison, verdict) = compare_results(base, head, gate);
+    let (comparison, verdict) = compare_results(base, head, gate, &CompareOptions::default());
     let about = vec![format!(
         "base: {} ({}), head: {} ({})",
         base_path.display(),
@@ -239,8 +239,12 @@ mod tests {
             high: 1_200_000.0,
         });
         let leaking = compared(&head);
-        let (comparison, verdict) =
-            compare_results(&result_from_str(BEFORE).unwrap(), &head, &gate());
+        let (comparison, verdict) = compare_results(
+            &result_from_str(BEFORE).unwrap(),
+            &head,
+            &gate(),
+            &CompareOptions::default(),
+        );
         let finding = verdict.leak.clone().expect("the verdict records the leak");
         assert_eq!(comparison.verdict.leak.as_ref(), Some(&finding));
         assert!(

@@ -3,16 +3,17 @@
 //! run as a baseline when asked.
 
 use crate::baseline::{
-    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, Lookup, StoreSpec, StoredEntry, StoredResult,
-    Wanted, lookup, short,
+    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup, StoreSpec, StoredEntry,
+    StoredResult, Wanted, lookup, short,
 };
 use crate::compare::{
-    compare_results, format_change, format_threshold, head_leak, metric_name, record_leak,
+    CompareOptions, DETECTION_POWER, NoiseRuns, Reachable, RunFigures, compare_results,
+    format_change, format_threshold, head_leak, metric_name, noise_model, record_leak,
 };
-use crate::config::GateConfig;
+use crate::config::{GateConfig, LoadgateConfig};
 use crate::report::table;
 use crate::result::{BaselineRef, ConfigHashes, RunResult};
-use crate::result::{Comparison, Verdict, VerdictOutcome};
+use crate::result::{Comparison, Metric, NoiseSource, Verdict, VerdictOutcome};
 use std::path::Path;
 
 /// Where the gate's options come from (a part of `RunOpts`).
@@ -36,6 +37,8 @@ pub enum Baseline {
         reference: BaselineRef,
         /// What was stored.
         entry: Box<StoredEntry>,
+        /// Older stored results of the same config and environment, for the noise figure.
+        history: History,
     },
     /// None: each line says why a candidate was passed over, or why no search was possible.
     Missing {
@@ -97,6 +100,7 @@ pub fn find(
             commit,
             distance,
             entry,
+            history,
             ..
         }) => Ok(Baseline::Found {
             reference: BaselineRef {
@@ -105,6 +109,7 @@ pub fn find(
                 store: store.describe(),
             },
             entry,
+            history,
         }),
         Ok(Lookup::NotFound {
             merge_base,
@@ -135,8 +140,8 @@ pub fn decide(
 ) -> (Option<Comparison>, Verdict) {
     let leak = head_leak(head, gate);
     let leak = leak.as_deref();
-    let entry = match baseline {
-        Baseline::Found { entry, .. } => entry,
+    let (entry, history) = match baseline {
+        Baseline::Found { entry, history, .. } => (entry, history),
         Baseline::Missing { explanations } => {
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
@@ -150,7 +155,14 @@ pub fn decide(
         .map_err(|e| format!("the baseline's figures cannot be read: {e}"))
     {
         Ok(base) => {
-            let (comparison, verdict) = compare_results(base, head, gate);
+            let options = CompareOptions {
+                noise: Some(noise_model(
+                    &noise_runs(RunFigures::from_result(base, None), entry, history),
+                    &CompareOptions::default(),
+                )),
+                ..CompareOptions::default()
+            };
+            let (comparison, verdict) = compare_results(base, head, gate, &options);
             (Some(comparison), verdict)
         }
         Err(reason) => {
@@ -164,6 +176,20 @@ pub fn decide(
             record_leak(leak, None, &mut verdict);
             (None, verdict)
         }
+    }
+}
+
+/// The stored runs the comparison's noise figure rests on: the baseline first, then the older
+/// history, and the noise runs kept with the baseline (`qualify --save`). A stored run this
+/// version cannot read is left out.
+fn noise_runs(base: RunFigures, entry: &StoredEntry, history: &History) -> NoiseRuns {
+    let figures = |r: &StoredResult| r.get().ok().map(|r| RunFigures::from_result(r, None));
+    let mut runs = vec![base];
+    runs.extend(history.entries.iter().filter_map(|e| figures(&e.result)));
+    NoiseRuns {
+        history: runs,
+        qualify: entry.noise_runs.iter().filter_map(figures).collect(),
+        skipped: history.skipped.clone(),
     }
 }
 
@@ -228,6 +254,10 @@ pub fn render_verdict(
         out.push_str(line);
         out.push('\n');
     }
+    if let Some(noise) = comparison.and_then(|c| c.noise.as_ref()) {
+        out.push_str(&noise.describe());
+        out.push('\n');
+    }
     if let Some(comparison) = comparison {
         let rows: Vec<Vec<String>> = comparison
             .metrics
@@ -249,6 +279,88 @@ pub fn render_verdict(
     }
     for warning in &verdict.warnings {
         out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+/// The number of primary metrics a run of `config` compares (Holm's family): p50 and p99 of all
+/// operations and of each operation class when there are two or more, the error rate, and the
+/// capacity when the profile has a ramp.
+pub fn primary_family(config: &LoadgateConfig) -> usize {
+    let ops = config.workload.operations.len();
+    let classes = 1 + if ops >= 2 { ops } else { 0 };
+    2 * classes + 1 + usize::from(!config.ramp.steps.is_empty())
+}
+
+/// The thresholds a profile can reach on this machine, for people (`check`, `qualify`): per
+/// primary metric the configured threshold, the smallest change a stored comparison can decide,
+/// and the noise figure it rests on.
+pub fn render_reachable(reachable: &[Reachable], alpha: f64, family: usize) -> String {
+    let change = |r: &Reachable, v: f64| match r.metric {
+        Metric::ErrorRate => format!("+{:.2} pp", v * 100.0),
+        Metric::Capacity => format!("-{:.1}%", v * 100.0),
+        _ => format!("+{:.1}%", v * 100.0),
+    };
+    let rows: Vec<Vec<String>> = reachable
+        .iter()
+        .map(|r| {
+            let n = &r.noise;
+            let source = match n.source {
+                NoiseSource::Default => n.source.word().to_owned(),
+                s => format!("{} ({} runs)", s.word(), n.runs),
+            };
+            vec![
+                r.metric.label().to_owned(),
+                change(r, r.threshold),
+                format!(
+                    "{}{}",
+                    change(r, r.change),
+                    if r.with_within { "" } else { " or more" }
+                ),
+                format!(
+                    "{} ({}{})",
+                    if r.pass_threshold < r.threshold {
+                        "yes"
+                    } else {
+                        "no"
+                    },
+                    change(r, r.pass_threshold),
+                    if r.with_within { "" } else { " or more" }
+                ),
+                format!("±{:.1}%", n.run_sd * 100.0).replace(
+                    '%',
+                    if r.metric == Metric::ErrorRate {
+                        " pp"
+                    } else {
+                        "%"
+                    },
+                ),
+                source,
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "Thresholds a stored comparison can decide on this machine: the smallest change found \
+         with {:.0}% power at α = {alpha} over {family} primary metrics, and whether unchanged code \
+         can pass the configured threshold (the smallest one it passes, with its interval at α):\n",
+        DETECTION_POWER * 100.0
+    );
+    out.push_str(&table(
+        &[
+            "check",
+            "threshold",
+            "smallest detectable",
+            "unchanged code passes (from)",
+            "run-to-run SD",
+            "noise from",
+        ],
+        &rows,
+    ));
+    if reachable.iter().any(|r| !r.with_within) {
+        out.push_str(
+            "\"or more\": a run's own sampling error is not known yet and adds to it; a longer \
+             soak shrinks that part (docs/statistics.md)\n",
+        );
     }
     out
 }

@@ -79,6 +79,14 @@ pub struct QualifyOpts {
     /// Also write the report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Store the baseline run as HEAD's baseline in `--baseline-store`, with the A/A runs kept
+    /// beside it as noise samples: later comparisons against it take their run-to-run noise from
+    /// them. The tree must be clean.
+    #[arg(long)]
+    pub save: bool,
+    /// Where `--save` stores: `notes`, `notes:REF` or `dir:PATH`.
+    #[arg(long, value_name = "STORE", default_value = "notes")]
+    pub baseline_store: String,
 }
 
 /// `cargo loadgate baseline`.

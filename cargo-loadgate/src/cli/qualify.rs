@@ -6,10 +6,18 @@
 //! each one boots, measures, decides and cleans up exactly as in CI. The report is the
 //! false-regression rate (A/A runs that said regression) and the detection rate (injected runs that
 //! said regression), each with a 95% Wilson interval, and how many runs were inconclusive or invalid.
+//! It then states the thresholds a stored comparison can decide with the run-to-run noise the A/A
+//! runs measured, and with `--save` stores the baseline run as HEAD's baseline with the A/A runs
+//! kept beside it as noise samples (`StoredEntry::noise_runs`), which later comparisons use.
 
+use super::gate::{primary_family, render_reachable};
 use super::{ExitCode, QualifyOpts, render::render_error};
-use crate::compare::CALIBRATION_TOLERANCE;
-use crate::result::{MetricOutcome, ReadError, RunResult};
+use crate::baseline::{BaselineError, StoreSpec, StoredEntry, StoredResult, short};
+use crate::compare::{
+    CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, NoiseRuns, RunFigures, noise_model,
+};
+use crate::config::LoadgateConfig;
+use crate::result::{MetricOutcome, ReadError, RunResult, SkippedAncestors, unix_ms};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -340,6 +348,27 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
     let report = QualifyReport::new(&opts.inject, runs);
     println!();
     print!("{}", report.render());
+    let kept = KeptRuns::read(&report.runs);
+    println!();
+    print!("{}", kept.reachable(&config));
+    if opts.save {
+        let repo = config
+            .source
+            .package
+            .as_ref()
+            .map_or_else(|| cwd.clone(), |p| p.workspace_root.clone());
+        match kept.save(&repo, &opts.baseline_store) {
+            Ok(lines) => {
+                for line in lines {
+                    eprintln!("{line}");
+                }
+            }
+            Err(e) => {
+                eprint!("{}", render_error(&e));
+                return ExitCode::OTHER_ERROR;
+            }
+        }
+    }
     let json_path = opts
         .json
         .as_ref()
@@ -352,6 +381,86 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         }
     }
     ExitCode::PASS
+}
+
+/// The baseline run and the A/A runs as stored results, for the noise figure and `--save`.
+struct KeptRuns {
+    /// The baseline run (the last baseline attempt, the one stored).
+    baseline: Option<StoredResult>,
+    /// The A/A runs whose result could be read.
+    aa: Vec<StoredResult>,
+}
+
+impl KeptRuns {
+    fn read(runs: &[QualifyRun]) -> Self {
+        let stored = |r: &QualifyRun| {
+            std::fs::read_to_string(&r.result)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .map(StoredResult::from_value)
+                .filter(|s| s.get().is_ok())
+        };
+        Self {
+            baseline: runs
+                .iter()
+                .rfind(|r| r.kind == RunKind::Baseline)
+                .and_then(stored),
+            aa: runs
+                .iter()
+                .filter(|r| r.kind == RunKind::AA && r.valid == Some(true))
+                .filter_map(stored)
+                .collect(),
+        }
+    }
+
+    /// The thresholds a stored comparison can decide with the noise these runs measured (as the
+    /// gate will use them after `--save`: the baseline as history, the A/A runs as qualify runs).
+    fn reachable(&self, config: &LoadgateConfig) -> String {
+        let figures = |s: &StoredResult| s.get().ok().map(|r| RunFigures::from_result(r, None));
+        let runs = NoiseRuns {
+            history: self.baseline.iter().filter_map(figures).collect(),
+            qualify: self.aa.iter().filter_map(figures).collect(),
+            skipped: SkippedAncestors::default(),
+        };
+        let family = primary_family(config);
+        let model = noise_model(&runs, &CompareOptions::default());
+        render_reachable(
+            &model.reachable(
+                &config.gate,
+                DEFAULT_ALPHA,
+                family,
+                !config.ramp.steps.is_empty(),
+            ),
+            DEFAULT_ALPHA,
+            family,
+        )
+    }
+
+    /// Stores the baseline run as its commit's baseline in `store`, with the A/A runs as its
+    /// noise samples; returns the lines to print.
+    fn save(&self, repo: &Path, store: &str) -> Result<Vec<String>, BaselineError> {
+        let Some(baseline) = &self.baseline else {
+            return Err(BaselineError::NotSavable {
+                reason: "the baseline run wrote no readable result".to_owned(),
+            });
+        };
+        let mut entry = StoredEntry::from_result(baseline.clone(), false, unix_ms())?;
+        let refused = entry.keep_noise_runs(self.aa.clone(), false);
+        let store = StoreSpec::parse(store)?.open(repo);
+        store.save(&entry)?;
+        let mut lines = vec![format!(
+            "       Saved baseline in {} for {} with {} A/A run(s) as noise samples",
+            store.describe(),
+            short(&entry.commit),
+            entry.noise_runs.len()
+        )];
+        lines.extend(
+            refused
+                .into_iter()
+                .map(|r| format!("     Warning an A/A run was not kept: {r}")),
+        );
+        Ok(lines)
+    }
 }
 
 struct ChildRun<'a> {
@@ -702,6 +811,8 @@ mod tests {
             env: vec![("RUST_LOG".to_owned(), "warn".to_owned())],
             out_dir: None,
             json: None,
+            save: true,
+            baseline_store: "notes".to_owned(),
         };
         let child = ChildRun {
             exe: Path::new("cargo-loadgate"),
@@ -752,6 +863,7 @@ mod tests {
             outcome,
             detectable: None,
             note: None,
+            noise: None,
         };
         let mut result = crate::result::testing::before();
         assert!(regressed_metrics(&result).is_empty());
@@ -767,6 +879,7 @@ mod tests {
                 metric(Metric::ErrorRate, Some("login"), MetricOutcome::Regression),
             ],
             verdict,
+            noise: None,
         });
         assert_eq!(
             regressed_metrics(&result),

@@ -18,27 +18,33 @@ use super::estimate::{
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
 use super::leak::{head_leak, record_leak};
-use super::options::{CompareOptions, DETECTION_POWER};
+use super::noise::detectable_change;
+use super::options::CompareOptions;
 use crate::config::GateConfig;
 use crate::result::{
     Comparison, Metric, MetricComparison, MetricOutcome, RunResult, Scale, Verdict, VerdictOutcome,
 };
 use crate::stats::holm::holm;
-use crate::stats::slope::normal_quantile;
+use crate::stats::student::t_quantile;
 
 /// Compares run `head` with its baseline run `base` under `gate` and returns the comparison and
 /// the verdict, with `head`'s leak finding recorded in both ([`super::record_leak`]). The one
 /// way from two results to a verdict: the `run` gate and `cargo loadgate compare` both call it,
 /// so they cannot decide differently.
+///
+/// `options` carry the stored runs' noise model when the baseline came from a store (the gate),
+/// and the defaults for two files compared offline.
 pub fn compare_results(
     base: &RunResult,
     head: &RunResult,
     gate: &GateConfig,
+    options: &CompareOptions,
 ) -> (Comparison, Verdict) {
-    let mut comparison = compare(
+    let mut comparison = compare_with(
         &RunFigures::from_result(base, None),
         &RunFigures::from_result(head, None),
         gate,
+        options,
     );
     let mut verdict = comparison.verdict.clone();
     record_leak(
@@ -152,6 +158,11 @@ pub fn compare_with(
         }
         drafts.push(d);
     }
+    // A stored baseline is another run: its interval carries the run-to-run noise too.
+    if let Some(noise) = &options.noise {
+        noise.apply(&mut drafts);
+        warnings.extend(noise.warnings());
+    }
     // The machines (or one machine at two moments) differ: no pass, and a regression only beyond
     // what the difference could explain. `slack` is the largest relative difference seen.
     let mut machine: Vec<String> = Vec::new();
@@ -242,6 +253,7 @@ pub fn compare_with(
         alpha: options.alpha,
         metrics,
         verdict,
+        noise: options.noise.as_ref().map(|n| n.summary().clone()),
     }
 }
 
@@ -257,9 +269,9 @@ fn classify(
     detect_level: f64,
 ) -> MetricComparison {
     let level = if rejected { holm_level } else { alpha };
-    let z = normal_quantile(1.0 - level);
-    let z_detect = normal_quantile(1.0 - detect_level);
-    let z_power = normal_quantile(DETECTION_POWER);
+    // Student's t when the standard error rests on a run-to-run variance from few stored runs
+    // (`noise.rs`); the normal otherwise (`df` infinite).
+    let z = t_quantile(1.0 - level, draft.df);
     let scale = draft.scale();
     let delta = draft.delta;
     let (threshold, good) = match (scale, draft.metric) {
@@ -275,14 +287,11 @@ fn classify(
     let (estimate, low, high, detectable, mut outcome) = match draft.estimate {
         Estimate::Normal { est, se } => {
             let (lo, hi) = (est - z * se, est + z * se);
-            let (estimate, low, high, detectable) = match scale {
-                Scale::Ratio => (
-                    est.exp(),
-                    lo.exp(),
-                    hi.exp(),
-                    (1.0 + delta) * ((z_detect + z_power) * se).exp() - 1.0,
-                ),
-                Scale::Difference => (est, lo, hi, delta + (z_detect + z_power) * se),
+            let detectable =
+                detectable_change(draft.metric, delta, se, draft.df, detect_level, 1.0);
+            let (estimate, low, high) = match scale {
+                Scale::Ratio => (est.exp(), lo.exp(), hi.exp()),
+                Scale::Difference => (est, lo, hi),
             };
             let outcome = if rejected || (!draft.primary && low > threshold) {
                 MetricOutcome::Regression
@@ -309,8 +318,21 @@ fn classify(
             )
         }
         Estimate::Bracket { est, low, high } => {
+            // Run-to-run noise widens both ends of the bracket at the level drawn.
+            let bracket_width = high / low;
+            let widen = (z * draft.spread).exp();
+            let (low, high) = (low / widen, high * widen);
             let outcome = if high < threshold {
-                MetricOutcome::Regression
+                if rejected || !draft.primary {
+                    MetricOutcome::Regression
+                } else {
+                    draft.note = Some(format!(
+                        "beyond the threshold at {:.0}% confidence, but not after Holm's \
+                         correction for the number of metrics",
+                        (1.0 - 2.0 * alpha) * 100.0
+                    ));
+                    MetricOutcome::Inconclusive
+                }
             } else if low > good {
                 MetricOutcome::Improvement
             } else if low > threshold {
@@ -319,11 +341,21 @@ fn classify(
                 MetricOutcome::Inconclusive
             };
             // The bracket's width factor: a true loss is seen once the whole bracket of the
-            // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width.
-            let width = high / low;
+            // ratio fits below 1 − δ, so the smallest loss seen is 1 − (1 − δ) / width; the
+            // run-to-run noise adds its own factor at the detection level and power.
+            let width = bracket_width;
             let detectable = width
                 .is_finite()
-                .then(|| 1.0 - (1.0 - delta) / width)
+                .then(|| {
+                    detectable_change(
+                        Metric::Capacity,
+                        delta,
+                        draft.spread,
+                        draft.df,
+                        detect_level,
+                        width,
+                    )
+                })
                 .filter(|d| *d > 0.0);
             (
                 est,
@@ -354,6 +386,7 @@ fn classify(
         outcome,
         detectable,
         note: draft.note,
+        noise: draft.noise,
     }
 }
 

@@ -6,12 +6,12 @@ use super::figures::{KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
 use super::options::{CompareOptions, MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS};
 use crate::config::GateConfig;
 use crate::measure::{LatencyHistogram, PhaseMeasurement, Window};
-use crate::result::{Metric, Scale};
+use crate::result::{Metric, MetricNoise, Scale};
 use crate::stats::bootstrap::{
     autocorrelation_time, block_bootstrap_sd, block_len, derive_seed, quantile_log_se,
 };
-use crate::stats::holm::normal_cdf;
 use crate::stats::slope::{BootstrapOptions, normal_quantile, theil_sen_bootstrap};
+use crate::stats::student::t_cdf;
 
 /// How one metric was estimated, before the family is judged.
 #[derive(Clone, Debug)]
@@ -42,6 +42,15 @@ pub(super) struct Draft {
     /// Forces the outcome to inconclusive, with this note; or only annotates when `estimate` is fine.
     pub(super) note: Option<String>,
     pub(super) forced: bool,
+    /// The degrees of freedom of the interval's quantile: infinite (the normal) unless the
+    /// standard error rests on a run-to-run variance estimated from few stored runs
+    /// (`noise.rs`).
+    pub(super) df: f64,
+    /// For a bracket: the standard deviation on the ln scale by which the run-to-run noise
+    /// widens each end (at the quantile of the level drawn); 0 without it.
+    pub(super) spread: f64,
+    /// The run-to-run noise folded into the estimate, for the document.
+    pub(super) noise: Option<MetricNoise>,
 }
 
 impl Draft {
@@ -56,6 +65,9 @@ impl Draft {
             delta,
             note: None,
             forced: false,
+            df: f64::INFINITY,
+            spread: 0.0,
+            noise: None,
         }
     }
 
@@ -87,12 +99,17 @@ impl Draft {
             Estimate::Normal { est, se } => {
                 let tau = self.test_threshold();
                 if *se > 0.0 {
-                    1.0 - normal_cdf((est - tau) / se)
+                    1.0 - t_cdf((est - tau) / se, self.df)
                 } else if *est > tau {
                     0.0
                 } else {
                     1.0
                 }
+            }
+            // The bracket's most favourable end against the threshold; with run-to-run noise,
+            // how likely an end that low is when the true ratio sits at the threshold.
+            Estimate::Bracket { high, .. } if self.spread > 0.0 => {
+                1.0 - t_cdf(((1.0 - self.delta).ln() - high.ln()) / self.spread, self.df)
             }
             Estimate::Bracket { high, .. } => {
                 if *high < 1.0 - self.delta {
@@ -129,7 +146,11 @@ fn answered(phase: &PhaseMeasurement) -> Vec<&Window> {
 /// p50) over the windows with answers. It carries what independent sampling misses — the
 /// slowdowns a whole window shares, and their autocorrelation — and is added to every quantile's
 /// order-statistic error on that side. `None` with fewer than [`MIN_WINDOWS`] windows.
-fn level_se(phase: &PhaseMeasurement, options: &CompareOptions, label: &str) -> Option<f64> {
+pub(super) fn level_se(
+    phase: &PhaseMeasurement,
+    options: &CompareOptions,
+    label: &str,
+) -> Option<f64> {
     let values: Vec<f64> = answered(phase)
         .iter()
         .map(|w| ms(w.p50).max(1e-3).ln())
@@ -229,6 +250,46 @@ pub(super) fn latency_drafts(
     drafts
 }
 
+/// One side's error rate over its windows with answers and its block-bootstrap standard error
+/// (seeded by `side`); `Err` with the number of windows when there are fewer than
+/// [`MIN_WINDOWS`], `Ok(None)` without answers.
+pub(super) fn side_error_rate(
+    phase: &PhaseMeasurement,
+    options: &CompareOptions,
+    side: &str,
+) -> Result<Option<(f64, f64)>, usize> {
+    // Drops at the in-flight cap are requests that got no correct answer: in both counts.
+    let series: Vec<(f64, f64)> = answered(phase)
+        .iter()
+        .map(|w| {
+            (
+                (w.errors + w.dropped) as f64,
+                (w.completed + w.dropped) as f64,
+            )
+        })
+        .collect();
+    if series.len() < MIN_WINDOWS {
+        return Err(series.len());
+    }
+    let rate = |s: &[(f64, f64)]| {
+        let (e, c) = s.iter().fold((0.0, 0.0), |(e, c), w| (e + w.0, c + w.1));
+        (c > 0.0).then(|| e / c)
+    };
+    let Some(r) = rate(&series) else {
+        return Ok(None);
+    };
+    let rates: Vec<f64> = series.iter().map(|(e, c)| e / c).collect();
+    let se = block_bootstrap_sd(
+        &series,
+        block_len(&rates),
+        options.resamples,
+        derive_seed(options.seed, &format!("{side}/error-rate")),
+        rate,
+    )
+    .unwrap_or(0.0);
+    Ok(Some((r, se)))
+}
+
 /// The error rate over the windows with answers, head − base.
 pub(super) fn error_rate_draft(
     base: &PhaseMeasurement,
@@ -237,41 +298,20 @@ pub(super) fn error_rate_draft(
     options: &CompareOptions,
 ) -> Draft {
     let d = Draft::new(Metric::ErrorRate, None, gate.error_rate_increase);
-    let series = |p: &PhaseMeasurement| -> Vec<(f64, f64)> {
-        answered(p)
-            .iter()
-            .map(|w| {
-                (
-                    (w.errors + w.dropped) as f64,
-                    (w.completed + w.dropped) as f64,
-                )
-            })
-            .collect()
+    let (b, h) = match (
+        side_error_rate(base, options, "base"),
+        side_error_rate(head, options, "head"),
+    ) {
+        (Ok(b), Ok(h)) => (b, h),
+        _ => {
+            return d.missing(format!(
+                "fewer than {MIN_WINDOWS} windows with answers: {} (base), {} (head)",
+                answered(base).len(),
+                answered(head).len()
+            ));
+        }
     };
-    let rate = |s: &[(f64, f64)]| {
-        let (e, c) = s.iter().fold((0.0, 0.0), |(e, c), w| (e + w.0, c + w.1));
-        (c > 0.0).then(|| e / c)
-    };
-    let (sb, sh) = (series(base), series(head));
-    if sb.len() < MIN_WINDOWS || sh.len() < MIN_WINDOWS {
-        return d.missing(format!(
-            "fewer than {MIN_WINDOWS} windows with answers: {} (base), {} (head)",
-            sb.len(),
-            sh.len()
-        ));
-    }
-    let se = |s: &[(f64, f64)], side: &str| {
-        let rates: Vec<f64> = s.iter().map(|(e, c)| e / c).collect();
-        block_bootstrap_sd(
-            s,
-            block_len(&rates),
-            options.resamples,
-            derive_seed(options.seed, &format!("{side}/error-rate")),
-            rate,
-        )
-        .unwrap_or(0.0)
-    };
-    let (Some(rb), Some(rh)) = (rate(&sb), rate(&sh)) else {
+    let (Some((rb, se_b)), Some((rh, se_h))) = (b, h) else {
         return d.missing("no answers".to_owned());
     };
     Draft {
@@ -279,7 +319,7 @@ pub(super) fn error_rate_draft(
         head: Some(rh),
         estimate: Estimate::Normal {
             est: rh - rb,
-            se: se(&sb, "base").hypot(se(&sh, "head")),
+            se: se_b.hypot(se_h),
         },
         ..d
     }

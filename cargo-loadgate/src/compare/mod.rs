@@ -4,13 +4,14 @@
 //!
 //! `options.rs` holds how a comparison is made, `estimate.rs` the per-metric drafts, `decide.rs`
 //! Holm, the widening for the machine and the verdict, `format.rs` the figures for people, `leak.rs` the
-//! one leak rule.
+//! one leak rule, `noise.rs` the run-to-run noise of a comparison with a stored baseline.
 
 mod decide;
 mod estimate;
 mod figures;
 mod format;
 mod leak;
+mod noise;
 mod options;
 #[cfg(test)]
 mod testkit;
@@ -19,6 +20,10 @@ pub use decide::{compare, compare_results, compare_with};
 pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
 pub use format::{format_change, format_threshold, metric_name};
 pub use leak::{head_leak, leak_finding, record_leak};
+pub use noise::{
+    DEFAULT_RUN_NOISE, DefaultNoise, MIN_NOISE_RUNS, NoiseModel, NoiseRuns, Reachable,
+    detectable_change, noise_model,
+};
 pub use options::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, DETECTION_POWER, LOAD_TOLERANCE,
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,

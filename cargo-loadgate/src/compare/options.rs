@@ -2,6 +2,7 @@
 //! family's α, the power of the smallest detectable change, the tolerances of the preconditions
 //! and the least data a metric needs). Read by the estimates and the decisions.
 
+use super::noise::NoiseModel;
 use crate::stats::bootstrap::DEFAULT_RESAMPLES;
 
 /// The family-wise error rate of false regressions over the primary metrics.
@@ -35,6 +36,9 @@ pub struct CompareOptions {
     pub calibration_tolerance: f64,
     /// See [`LOAD_TOLERANCE`].
     pub load_tolerance: f64,
+    /// The run-to-run noise of a comparison with a stored baseline (`compare::noise_model`);
+    /// `None` compares the two runs' own intervals only.
+    pub noise: Option<NoiseModel>,
 }
 
 impl Default for CompareOptions {
@@ -45,6 +49,7 @@ impl Default for CompareOptions {
             resamples: DEFAULT_RESAMPLES,
             calibration_tolerance: CALIBRATION_TOLERANCE,
             load_tolerance: LOAD_TOLERANCE,
+            noise: None,
         }
     }
 }

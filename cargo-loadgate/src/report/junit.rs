@@ -166,6 +166,22 @@ fn properties(result: &RunResult) -> Vec<Property> {
     if let Some(base) = &result.baseline {
         props.push(Property::new("base_commit", base.commit.clone()));
     }
+    if let Some(noise) = result.comparison.as_ref().and_then(|c| c.noise.as_ref()) {
+        props.push(Property::new("noise_source", noise.source.word()));
+        props.push(Property::new(
+            "noise_history_runs",
+            noise.history_runs.to_string(),
+        ));
+        props.push(Property::new(
+            "noise_qualify_runs",
+            noise.qualify_runs.to_string(),
+        ));
+        props.push(Property::new(
+            "noise_skipped_ancestors",
+            noise.skipped.total().to_string(),
+        ));
+        props.push(Property::new("noise", noise.describe()));
+    }
     props
 }
 

@@ -71,6 +71,9 @@ pub fn markdown_summary(result: &RunResult) -> String {
         }));
         md.push_str(&checks.markdown());
         md.push('\n');
+        if let Some(noise) = &comparison.noise {
+            let _ = writeln!(md, "{}\n", escape(&noise.describe()));
+        }
     }
     if let Some(ramp) = &result.ramp {
         let _ = writeln!(md, "**Ramp:** {}\n", escape(&ramp.sentence));

@@ -101,11 +101,129 @@ pub struct MetricComparison {
     /// The conclusion.
     pub outcome: MetricOutcome,
     /// The smallest true change this run would call a regression with 80% power: a relative
-    /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, no
-    /// power involved), an absolute increase for differences.
+    /// increase for latency (0.14 = 14%), a relative loss for capacity (the bracket's bound, with
+    /// the run-to-run noise at that power in a stored comparison), an absolute increase for
+    /// differences.
     pub detectable: Option<f64>,
     /// Why the metric could not be judged, or what limited it.
     pub note: Option<String>,
+    /// The run-to-run noise the interval accounts for, in a comparison with a stored baseline;
+    /// absent in comparisons of two given results (and in results written before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<MetricNoise>,
+}
+
+/// Where a stored comparison's run-to-run noise figure came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseSource {
+    /// The stored results of the base's first-parent ancestors with the same config and
+    /// environment.
+    History,
+    /// The A/A runs `qualify --save` kept with the baseline.
+    Qualify,
+    /// Both, pooled.
+    HistoryAndQualify,
+    /// Fewer than three runs: the conservative default (`compare::DEFAULT_RUN_NOISE`).
+    Default,
+}
+
+impl NoiseSource {
+    /// The source for people: `stored history`, `qualify runs`, `the default`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::History => "stored history",
+            Self::Qualify => "qualify A/A runs",
+            Self::HistoryAndQualify => "stored history and qualify A/A runs",
+            Self::Default => "the conservative default",
+        }
+    }
+}
+
+/// The run-to-run noise one metric's interval accounts for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricNoise {
+    /// Where it came from.
+    pub source: NoiseSource,
+    /// How many stored runs it rests on (0 for the default).
+    pub runs: u32,
+    /// The standard deviation between runs, beyond each run's own sampling error, on the test
+    /// scale (ln for ratios, the difference for the error rate); the interval adds it for both
+    /// sides.
+    pub run_sd: f64,
+    /// The degrees of freedom of the interval's t quantile; absent for the normal (the default).
+    pub df: Option<f64>,
+    /// Stored runs left out because they lie beyond a change point of this metric's history.
+    pub excluded: u32,
+}
+
+/// The stored ancestor results passed over while collecting the noise history, by reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedAncestors {
+    /// Stored with a different config hash (or schedule).
+    pub different_config: u32,
+    /// Stored in a different environment (fingerprint).
+    pub different_environment: u32,
+    /// Not readable by this version (a newer format, a broken shape).
+    pub unreadable: u32,
+}
+
+impl SkippedAncestors {
+    /// How many were skipped in all.
+    pub fn total(&self) -> u32 {
+        self.different_config + self.different_environment + self.unreadable
+    }
+}
+
+/// Where a stored comparison's noise figures came from, for the whole comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseSummary {
+    /// The source of the figures (each metric's own is in [`MetricComparison::noise`]).
+    pub source: NoiseSource,
+    /// Stored results of the base's first-parent ancestors used, the baseline included.
+    pub history_runs: u32,
+    /// A/A runs kept with the baseline by `qualify --save`.
+    pub qualify_runs: u32,
+    /// The ancestors passed over, and why.
+    pub skipped: SkippedAncestors,
+}
+
+impl NoiseSummary {
+    /// One line for people: where the noise figure came from, what it rests on, what was skipped.
+    pub fn describe(&self) -> String {
+        let mut line = match self.source {
+            NoiseSource::Default => format!(
+                "run-to-run noise: the conservative default ({} stored run(s) of this config and \
+                 machine, {} qualify run(s): fewer than 3)",
+                self.history_runs, self.qualify_runs
+            ),
+            source => format!(
+                "run-to-run noise: from {} ({} stored run(s), {} qualify run(s))",
+                source.word(),
+                self.history_runs,
+                self.qualify_runs
+            ),
+        };
+        let s = &self.skipped;
+        if s.total() > 0 {
+            let mut why = Vec::new();
+            for (n, reason) in [
+                (s.different_config, "different config"),
+                (s.different_environment, "different environment"),
+                (s.unreadable, "unreadable"),
+            ] {
+                if n > 0 {
+                    why.push(format!("{n} {reason}"));
+                }
+            }
+            line.push_str(&format!(
+                "; {} ancestor result(s) skipped: {}",
+                s.total(),
+                why.join(", ")
+            ));
+        }
+        line
+    }
 }
 
 /// The gate's conclusion.
@@ -249,6 +367,10 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// The verdict.
     pub verdict: Verdict,
+    /// Where the run-to-run noise of a comparison with a stored baseline came from; absent in
+    /// comparisons of two given results (and in results written before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseSummary>,
 }
 
 #[cfg(test)]

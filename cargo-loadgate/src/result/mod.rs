@@ -13,8 +13,8 @@ mod run;
 mod write;
 
 pub use comparison::{
-    Comparison, LeakFinding, Metric, MetricComparison, MetricOutcome, Scale, Verdict,
-    VerdictOutcome, leak_statement,
+    Comparison, LeakFinding, Metric, MetricComparison, MetricNoise, MetricOutcome, NoiseSource,
+    NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
 pub use read::{ReadError, read_result, result_from_str, result_from_value};

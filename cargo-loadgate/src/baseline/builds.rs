@@ -8,7 +8,8 @@
 //! cache restored halfway) is reported, never run.
 
 use super::error::{BaselineError, short};
-use super::store::is_full_commit_id;
+use super::store::{StoreSpec, is_full_commit_id};
+use crate::result::GitInfo;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -157,6 +158,28 @@ pub fn find_build(
     Ok(Some(build))
 }
 
+/// What `run --save-baseline` keeps besides the result: when the store is a directory and the run
+/// measured a binary loadgate built from a clean commit, that binary, keyed by the commit (its file
+/// name is the binary target's). `None` when there is nothing to keep: a notes store (git notes are
+/// no place for binaries), no commit, a dirty work tree (the binary is not the commit's), or a
+/// target that is an image or a URL.
+pub fn save_run_build(
+    store: &StoreSpec,
+    git: Option<&GitInfo>,
+    binary: Option<&Path>,
+) -> Result<Option<StoredBuild>, BaselineError> {
+    let (StoreSpec::Dir { path }, Some(git), Some(binary)) = (store, git, binary) else {
+        return Ok(None);
+    };
+    if git.dirty {
+        return Ok(None);
+    }
+    let Some(bin) = binary.file_name().and_then(|n| n.to_str()) else {
+        return Ok(None);
+    };
+    save_build(path, &git.commit, bin, binary).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +259,43 @@ mod tests {
             find_build(&store, C, "svc").unwrap_err(),
             BaselineError::NewerFormat { found: 2, .. }
         ));
+    }
+
+    #[test]
+    fn a_run_keeps_its_binary_only_in_a_dir_store_for_a_clean_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let spec = StoreSpec::Dir {
+            path: store.clone(),
+        };
+        let built = dir.path().join("target/release/svc");
+        std::fs::create_dir_all(built.parent().unwrap()).unwrap();
+        std::fs::write(&built, b"\x7fELF svc").unwrap();
+        let clean = GitInfo {
+            commit: C.to_owned(),
+            dirty: false,
+        };
+        let dirty = GitInfo {
+            dirty: true,
+            ..clean.clone()
+        };
+        let notes = StoreSpec::default();
+        assert_eq!(
+            save_run_build(&notes, Some(&clean), Some(&built)).unwrap(),
+            None
+        );
+        assert_eq!(
+            save_run_build(&spec, Some(&dirty), Some(&built)).unwrap(),
+            None
+        );
+        assert_eq!(save_run_build(&spec, None, Some(&built)).unwrap(), None);
+        assert_eq!(save_run_build(&spec, Some(&clean), None).unwrap(), None);
+        assert!(!store.exists());
+        let saved = save_run_build(&spec, Some(&clean), Some(&built))
+            .unwrap()
+            .expect("kept");
+        assert_eq!(saved.bin, "svc");
+        assert_eq!(find_build(&store, C, "svc").unwrap(), Some(saved));
     }
 
     #[test_case("3f2a91c", "svc" ; "short commit")]

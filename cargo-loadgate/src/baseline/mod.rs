@@ -12,7 +12,7 @@ mod note;
 mod notes;
 mod store;
 
-pub use builds::{BUILDS_DIR, StoredBuild, find_build, save_build};
+pub use builds::{BUILDS_DIR, StoredBuild, find_build, save_build, save_run_build};
 pub use dir::DirStore;
 #[cfg(test)]
 pub(crate) use error::examples as error_examples;

@@ -2,6 +2,7 @@
 //!
 //! This release has the result format; the stores and the lookup come with the comparison.
 
+mod builds;
 mod dir;
 mod error;
 mod fingerprint;
@@ -11,11 +12,15 @@ mod note;
 mod notes;
 mod store;
 
+pub use builds::{BUILDS_DIR, StoredBuild, find_build, save_build, save_run_build};
 pub use dir::DirStore;
 #[cfg(test)]
 pub(crate) use error::examples as error_examples;
 pub use error::{BaselineError, BaselineErrorKind, short};
 pub use fingerprint::{Fingerprint, cpuset_len, fingerprint};
+pub(crate) use git::Git;
+#[cfg(test)]
+pub(crate) use git::testing as git_testing;
 pub use git::{FALLBACK_EMAIL, FALLBACK_NAME};
 pub use lookup::{
     Candidate, DEFAULT_HISTORY_LIMIT, DEFAULT_SEARCH_LIMIT, History, Lookup, Mismatch, Wanted,

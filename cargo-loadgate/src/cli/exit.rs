@@ -1,12 +1,12 @@
 //! Exit codes of `cargo loadgate`, in one place. Each is pinned by a test: CI scripts branch on them.
 //!
 //! Only the command line knows these numbers (as nextest's `NextestExitCode`): the library's errors
-//! expose a kind ([`TargetErrorKind`], [`BaselineErrorKind`]), the verdict an outcome, the cleanup
+//! expose a kind ([`TargetErrorKind`], [`BaselineErrorKind`], [`BaseErrorKind`]), the verdict an outcome, the cleanup
 //! task the signal that stopped the run, and the functions here map each to its code.
 
 use crate::baseline::BaselineErrorKind;
 use crate::result::VerdictOutcome;
-use crate::targets::{StopSignal, TargetErrorKind};
+use crate::targets::{BaseErrorKind, StopSignal, TargetErrorKind};
 
 /// Process exit codes. Numbers are a contract with users' CI scripts and never change meaning.
 pub struct ExitCode;
@@ -52,6 +52,17 @@ impl ExitCode {
         match kind {
             BaselineErrorKind::Usage => Self::USAGE,
             BaselineErrorKind::Store => Self::OTHER_ERROR,
+        }
+    }
+
+    /// The code an error of the base side of a paired run ends a command with: a base ref that
+    /// does not exist or a shallow clone without the merge-base is a usage error, a base that does
+    /// not build is a failed target (never a pass).
+    pub fn for_base(kind: BaseErrorKind) -> i32 {
+        match kind {
+            BaseErrorKind::Usage => Self::USAGE,
+            BaseErrorKind::BaseFailed => Self::TARGET_FAILED,
+            BaseErrorKind::Other => Self::OTHER_ERROR,
         }
     }
 
@@ -118,6 +129,13 @@ mod tests {
         assert_eq!(ExitCode::for_baseline(kind), code);
     }
 
+    #[test_case(BaseErrorKind::Usage, ExitCode::USAGE)]
+    #[test_case(BaseErrorKind::BaseFailed, ExitCode::TARGET_FAILED)]
+    #[test_case(BaseErrorKind::Other, ExitCode::OTHER_ERROR)]
+    fn base_kinds(kind: BaseErrorKind, code: i32) {
+        assert_eq!(ExitCode::for_base(kind), code);
+    }
+
     #[test_case(StopSignal::Interrupt, 130)]
     #[test_case(StopSignal::Terminate, 143)]
     fn signals(signal: StopSignal, code: i32) {
@@ -154,6 +172,23 @@ mod tests {
                 format!(
                     "[{name}] exit {}\n{err}{hint}",
                     ExitCode::for_target(err.kind())
+                )
+            })
+            .collect();
+        insta::assert_snapshot!(rendered.join("\n\n"));
+    }
+
+    /// Every error of the base side as a person reads it (with its causes, as `render_failure`
+    /// prints them), with the code it ends the command with.
+    #[test]
+    fn base_errors_read_well() {
+        let rendered: Vec<String> = crate::targets::base_error_examples()
+            .into_iter()
+            .map(|(name, err)| {
+                format!(
+                    "[{name}] exit {}\n{}",
+                    ExitCode::for_base(err.kind()),
+                    crate::cli::render::render_failure(&err, err.hint().as_deref()).trim_end()
                 )
             })
             .collect();

@@ -406,6 +406,15 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
             (Some(repo), true) => {
                 let saved = gate::save(repo, &gate_options, &result)?;
                 eprintln!("       Saved baseline in {saved}");
+                // A directory store also keeps the binary, for paired runs whose base this is;
+                // only an optimisation, so a failure warns.
+                let binary = result.target.as_ref().and_then(|t| t.binary.as_deref());
+                let store = crate::baseline::StoreSpec::parse(&gate_options.store)?;
+                match crate::baseline::save_run_build(&store, result.git.as_ref(), binary) {
+                    Ok(Some(build)) => eprintln!("       Saved build {} in {store}", build.bin),
+                    Ok(None) => {}
+                    Err(e) => eprintln!("     Warning the build was not kept in {store}: {e}"),
+                }
             }
             (None, _) => {
                 return Err(RunError::Usage {

@@ -2,7 +2,10 @@
 //! executable's path comes from cargo's own JSON messages and the human diagnostics stay readable.
 
 use crate::{config::PackageRef, targets::TargetError, targets::ring::LogRing};
-use std::{path::PathBuf, process::Stdio};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 /// How many lines of cargo's stderr a build error keeps.
@@ -117,8 +120,23 @@ pub async fn cargo_build(
     mode: &BuildMode,
     on_stderr: &dyn Fn(&str),
 ) -> Result<PathBuf, TargetError> {
+    cargo_build_in(package, bin, mode, None, on_stderr).await
+}
+
+/// [`cargo_build`] with `--target-dir target_dir` when given (it overrides `CARGO_TARGET_DIR` and
+/// cargo's config), as the base of a paired run is built (`targets::base`).
+pub async fn cargo_build_in(
+    package: &PackageRef,
+    bin: &str,
+    mode: &BuildMode,
+    target_dir: Option<&Path>,
+    on_stderr: &dyn Fn(&str),
+) -> Result<PathBuf, TargetError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let (args, env) = build_command(package, bin, mode);
+    let (mut args, env) = build_command(package, bin, mode);
+    if let Some(dir) = target_dir {
+        args.extend(["--target-dir".to_owned(), dir.display().to_string()]);
+    }
     let shown = std::iter::once(cargo.as_str())
         .chain(
             env.iter()

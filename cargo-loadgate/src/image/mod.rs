@@ -7,8 +7,8 @@ mod elf;
 mod pack;
 
 pub use cargo::{
-    BuildMode, build_command, cargo_build, host_triple, parse_artifact_line, parse_host_triple,
-    rustflags_var,
+    BuildMode, build_command, cargo_build, cargo_build_in, host_triple, parse_artifact_line,
+    parse_host_triple, rustflags_var,
 };
 pub use elf::{ElfLinkage, elf_linkage};
 pub use pack::{

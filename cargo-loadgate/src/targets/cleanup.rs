@@ -1,5 +1,6 @@
-//! Always-cleanup: a process-wide registry of what this run started (containers, process groups),
-//! emptied on SIGINT, SIGTERM and panic, so that no container or child process outlives a run.
+//! Always-cleanup: a process-wide registry of what this run started (containers, process groups,
+//! the base's git worktree), emptied on SIGINT, SIGTERM and panic, so that no container, child
+//! process or worktree outlives a run.
 //!
 //! testcontainers' own reaping (async drop, watchdog) is not relied on: drop needs a live runtime,
 //! and a signal or a panic at the wrong moment would skip it.
@@ -12,6 +13,7 @@ use nix::{
 };
 use std::{
     collections::HashMap,
+    path::{Path, PathBuf},
     sync::{Mutex, OnceLock, PoisonError},
     time::{Duration, Instant},
 };
@@ -24,6 +26,8 @@ struct Registry {
     containers: Vec<String>,
     run_ids: Vec<String>,
     process_groups: Vec<i32>,
+    /// (repository, worktree path) of each base worktree checked out (`targets::base`).
+    worktrees: Vec<(PathBuf, PathBuf)>,
 }
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -31,6 +35,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         containers: Vec::new(),
         run_ids: Vec::new(),
         process_groups: Vec::new(),
+        worktrees: Vec::new(),
     });
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -64,6 +69,44 @@ pub fn unregister_process_group(pgid: i32) {
     registry().process_groups.retain(|&p| p != pgid);
 }
 
+/// Records a git worktree at `path` of the repository `repo`, to be removed with
+/// `git worktree remove --force` and `git worktree prune` if the run ends by a signal or a panic.
+pub fn register_worktree(repo: &Path, path: &Path) {
+    let mut r = registry();
+    if !r.worktrees.iter().any(|(_, p)| p == path) {
+        r.worktrees.push((repo.to_path_buf(), path.to_path_buf()));
+    }
+}
+
+/// Forgets the worktree at `path`; `true` when it was registered, so that of a `Drop` and a panic
+/// hook racing to remove it, only one does.
+pub fn take_worktree(path: &Path) -> bool {
+    let mut r = registry();
+    let before = r.worktrees.len();
+    r.worktrees.retain(|(_, p)| p != path);
+    r.worktrees.len() != before
+}
+
+/// The worktree paths registered now.
+pub fn registered_worktrees() -> Vec<PathBuf> {
+    registry()
+        .worktrees
+        .iter()
+        .map(|(_, p)| p.clone())
+        .collect()
+}
+
+/// Removes every registered worktree (taking it out of the registry first), synchronously.
+/// Returns the paths removed. Part of [`cleanup_all_blocking`].
+pub fn remove_registered_worktrees() -> Vec<PathBuf> {
+    let worktrees = std::mem::take(&mut registry().worktrees);
+    worktrees
+        .into_iter()
+        .filter(|(repo, path)| super::base::remove_worktree_blocking(repo, path).is_ok())
+        .map(|(_, path)| path)
+        .collect()
+}
+
 /// What is registered now: (containers, run ids, process groups).
 pub fn registered() -> (Vec<String>, Vec<String>, Vec<i32>) {
     let r = registry();
@@ -86,7 +129,8 @@ pub enum StopSignal {
 /// Installs the cleanup handlers, once per process (later calls do nothing):
 ///
 /// - a tokio task that waits for SIGINT or SIGTERM, then removes every registered container (also
-///   those labelled with a registered run id), kills every registered process group, and hands the
+///   those labelled with a registered run id), kills every registered process group, removes every
+///   registered worktree, and hands the
 ///   signal to `on_signal`, which ends the process (the command line picks the exit code: this
 ///   module knows none);
 /// - a panic hook that does the same cleanup synchronously before the previous hook runs.
@@ -128,6 +172,8 @@ pub struct CleanupSummary {
     pub containers: Vec<String>,
     /// Process groups signalled.
     pub process_groups: Vec<i32>,
+    /// Base worktrees removed.
+    pub worktrees: Vec<PathBuf>,
 }
 
 /// Removes everything registered, synchronously and bounded in time (a few seconds per kind).
@@ -149,9 +195,12 @@ pub fn cleanup_all_blocking() -> CleanupSummary {
     } else {
         remove_containers_blocking(&containers, &run_ids, Duration::from_secs(15))
     };
+    // After the processes: a base build still running in the worktree is gone by now.
+    let worktrees = remove_registered_worktrees();
     CleanupSummary {
         containers: removed,
         process_groups: groups,
+        worktrees,
     }
 }
 

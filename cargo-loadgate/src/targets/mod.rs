@@ -1,10 +1,12 @@
-//! Targets: boot, readiness, resource sampling, logs and teardown for `container`, `process` and `url`.
+//! Targets: boot, readiness, resource sampling, logs and teardown for `container`, `process` and `url`,
+//! and the base side of a paired run ([`base`]: its worktree and its build).
 //!
 //! [`boot`] builds what is needed (through [`crate::image`]), starts the target, and waits for its
 //! readiness check; the [`RunningTarget`] it returns gives the base URL, a [`ResourceSampler`], the
 //! output's tail and [`RunningTarget::shutdown`]. Everything started is registered in
 //! [`cleanup`] so that SIGINT, SIGTERM, a panic or a dropped handle still tear it down.
 
+pub mod base;
 mod boot;
 pub mod cleanup;
 mod container;
@@ -17,6 +19,11 @@ mod sample;
 mod sweep;
 mod url;
 
+#[cfg(test)]
+pub(crate) use base::examples as base_error_examples;
+pub use base::{
+    BaseBuild, BaseError, BaseErrorKind, BaseWorktree, ResolvedBase, build_base, resolve_base,
+};
 pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot};
 pub use cleanup::{StopSignal, install_cleanup_handlers};
 pub use docker::{DockerInfo, detect_docker};

@@ -55,6 +55,19 @@ pub fn compare_results(
     (comparison, verdict)
 }
 
+/// How the rule of a metric that regressed because this run's soak was stopped by the `[abort]`
+/// limits begins.
+pub const ABORTED: &str = "this run's soak was stopped by the abort limits";
+
+/// The abort-limit reason a phase was stopped for (not a stop by signal or by
+/// `abort.max-duration`, which say nothing about the service).
+fn aborted_by_limits(phase: &crate::measure::PhaseMeasurement) -> Option<&str> {
+    phase
+        .stopped
+        .as_deref()
+        .filter(|r| r.ends_with(crate::plan::ABORT_LIMITS))
+}
+
 /// Compares `head` with `base` under the thresholds of `gate`, with the default options.
 pub fn compare(base: &RunFigures, head: &RunFigures, gate: &GateConfig) -> Comparison {
     compare_with(base, head, gate, &CompareOptions::default())
@@ -103,6 +116,52 @@ pub fn compare_with(
                     d.note = Some(why.clone());
                 }
                 soak_blocker = Some(why);
+            } else if let Some(reason) =
+                aborted_by_limits(hp).filter(|_| aborted_by_limits(bp).is_none())
+            {
+                // Stopped by the [abort] limits (p99 of seconds, most requests failing) at the
+                // load the baseline took whole: far beyond any latency or error threshold, even
+                // when too few windows remain to draw an interval.
+                let (bt, ht) = (bp.total(), hp.total());
+                let error_rate = |m: &crate::measure::OperationMeasurement| {
+                    let due = m.counters.requests();
+                    (due > 0).then(|| m.counters.errors() as f64 / due as f64)
+                };
+                for d in same_load.iter_mut().filter(|d| d.operation.is_none()) {
+                    let (b, h) = match d.metric {
+                        Metric::P50 => (
+                            Some(bt.latency.quantile(0.5).as_secs_f64() * 1e3),
+                            Some(ht.latency.quantile(0.5).as_secs_f64() * 1e3),
+                        ),
+                        Metric::P99 => (
+                            Some(bt.latency.quantile(0.99).as_secs_f64() * 1e3),
+                            Some(ht.latency.quantile(0.99).as_secs_f64() * 1e3),
+                        ),
+                        _ => (error_rate(&bt), error_rate(&ht)),
+                    };
+                    d.base = d.base.or(b);
+                    d.head = d.head.or(h);
+                    let figures = match (d.metric, d.base, d.head) {
+                        (Metric::ErrorRate, Some(b), Some(h)) => {
+                            format!(
+                                " ({:.2}% of requests failed, {:.2}% in the baseline)",
+                                h * 100.0,
+                                b * 100.0
+                            )
+                        }
+                        (_, Some(b), Some(h)) => {
+                            format!(
+                                " ({} {h:.2} ms, {b:.2} ms in the baseline)",
+                                d.metric.label()
+                            )
+                        }
+                        _ => String::new(),
+                    };
+                    d.aborted = Some(format!(
+                        "{ABORTED}: {reason}, while the baseline ran its whole soak at the same \
+                         load{figures}"
+                    ));
+                }
             }
             drafts.extend(same_load);
         }
@@ -369,6 +428,9 @@ fn classify(
     };
     if draft.forced {
         outcome = MetricOutcome::Inconclusive;
+    } else if let Some(why) = draft.aborted.take() {
+        outcome = MetricOutcome::Regression;
+        draft.note = Some(why);
     }
     MetricComparison {
         metric: draft.metric,
@@ -437,7 +499,13 @@ fn decide(
         }
     }
     if let Some(&first) = regressed.first() {
-        let mut rule = format!("regression: {}", describe(&metrics[first]));
+        let m = &metrics[first];
+        let mut rule = match &m.note {
+            Some(note) if note.starts_with(ABORTED) => {
+                format!("regression: {}: {note}", metric_name(m))
+            }
+            _ => format!("regression: {}", describe(m)),
+        };
         if regressed.len() > 1 {
             rule.push_str(&format!("; {} more metrics regressed", regressed.len() - 1));
         }
@@ -820,6 +888,56 @@ mod tests {
                 busy: Some(0.98),
             });
         f
+    }
+
+    /// Regression (issue 12, measured with `bench/verdicts.sh demo-service ci-cap40`): a head
+    /// whose soak the abort limits stopped after 4 windows was inconclusive ("fewer than 5
+    /// windows with answers") instead of a regression.
+    #[test]
+    fn a_soak_stopped_by_the_abort_limits_at_the_baselines_load_is_a_regression() {
+        let base = figures(soak(25, SHAPE));
+        let mut head = figures(soak(
+            26,
+            Shape {
+                windows: 3,
+                scale: 400.0,
+                errors: 0.6,
+                ..SHAPE
+            },
+        ));
+        head.phase.as_mut().unwrap().stopped = Some(format!(
+            "p99 7.00 s > 5.00 s in 2 {}",
+            crate::plan::ABORT_LIMITS
+        ));
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Regression, "{c:#?}");
+        for metric in [Metric::P50, Metric::P99, Metric::ErrorRate] {
+            assert_eq!(
+                outcome_of(&c, metric, None),
+                MetricOutcome::Regression,
+                "{metric:?}"
+            );
+        }
+        insta::assert_snapshot!(c.verdict.rule_fired, @"regression: p50 (all operations): this run's soak was stopped by the abort limits: p99 7.00 s > 5.00 s in 2 consecutive windows (abort limits), while the baseline ran its whole soak at the same load (p50 956.41 ms, 2.46 ms in the baseline); 4 more metrics regressed");
+        // A stop by signal or by abort.max-duration says nothing about the service.
+        let by_abort = |c: &Comparison| {
+            c.metrics
+                .iter()
+                .any(|m| m.note.as_deref().is_some_and(|n| n.starts_with(ABORTED)))
+        };
+        assert!(by_abort(&c));
+        head.phase.as_mut().unwrap().stopped = Some("stopped".to_owned());
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert!(!by_abort(&c), "{c:#?}");
+        // Nor does an abort on both sides.
+        let mut aborted_base = base.clone();
+        aborted_base.phase.as_mut().unwrap().stopped = Some(format!(
+            "p99 7.00 s > 5.00 s in 2 {}",
+            crate::plan::ABORT_LIMITS
+        ));
+        head.phase.as_mut().unwrap().stopped = aborted_base.phase.as_ref().unwrap().stopped.clone();
+        let c = compare_with(&aborted_base, &head, &gate(), &fast_options());
+        assert!(!by_abort(&c), "{c:#?}");
     }
 
     /// Regression: an invalid soak made the whole verdict inconclusive, hiding the capacity

@@ -51,6 +51,9 @@ pub(super) struct Draft {
     pub(super) spread: f64,
     /// The run-to-run noise folded into the estimate, for the document.
     pub(super) noise: Option<MetricNoise>,
+    /// Set when this run's phase was stopped by the `[abort]` limits at the load the baseline
+    /// took whole: the metric regressed whatever its interval says (see `compare_with`).
+    pub(super) aborted: Option<String>,
 }
 
 impl Draft {
@@ -68,6 +71,7 @@ impl Draft {
             df: f64::INFINITY,
             spread: 0.0,
             noise: None,
+            aborted: None,
         }
     }
 
@@ -96,6 +100,7 @@ impl Draft {
     pub(super) fn p_value(&self) -> f64 {
         match &self.estimate {
             _ if self.forced => 1.0,
+            _ if self.aborted.is_some() => 0.0,
             Estimate::Normal { est, se } => {
                 let tau = self.test_threshold();
                 if *se > 0.0 {

@@ -15,6 +15,10 @@ use std::time::Duration;
 /// How many bad windows in a row stop a phase.
 pub const CONSECUTIVE_BAD_WINDOWS: u32 = 2;
 
+/// How the reason of a phase stopped by the abort limits ends (not by `abort.max-duration`): the
+/// comparison reads it as the service failing at that load.
+pub const ABORT_LIMITS: &str = "consecutive windows (abort limits)";
+
 /// Watches the closed windows of one phase and says when to stop. It counts bad windows in a
 /// [`Cell`], so [`AbortWatch::observe`] takes `&self` and fits the engine's `Fn` hook; it is `Send`,
 /// so it can be moved to the generator's thread, but not `Sync`.
@@ -76,10 +80,7 @@ impl AbortWatch {
         let n = self.bad_in_a_row.get() + 1;
         self.bad_in_a_row.set(n);
         if n >= CONSECUTIVE_BAD_WINDOWS {
-            WindowDecision::Stop(format!(
-                "{} in {n} consecutive windows (abort limits)",
-                bad.join(" and ")
-            ))
+            WindowDecision::Stop(format!("{} in {n} {ABORT_LIMITS}", bad.join(" and ")))
         } else {
             WindowDecision::Continue
         }

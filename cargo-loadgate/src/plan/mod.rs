@@ -14,7 +14,7 @@ mod ramp;
 mod run;
 mod soak;
 
-pub use abort::{AbortWatch, CONSECUTIVE_BAD_WINDOWS, abort_watch};
+pub use abort::{ABORT_LIMITS, AbortWatch, CONSECUTIVE_BAD_WINDOWS, abort_watch};
 pub use judge::{
     JudgementBasis, StepJudgement, first_step_failures, format_latency, format_rate, judge_step,
     quantile_label,

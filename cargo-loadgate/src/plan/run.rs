@@ -4,7 +4,7 @@
 
 use super::abort::abort_watch;
 use super::judge::{first_step_failures, judge_step};
-use super::ramp::{RampOutcome, StepKind, StepRecord};
+use super::ramp::{RampOutcome, StepKind, StepRecord, StepStatus};
 use super::soak::{CapacitySource, SoakOutcome, soak_slopes};
 use crate::config::LoadgateConfig;
 use crate::engine::{PhaseSpec, WindowDecision};
@@ -20,6 +20,10 @@ use std::time::Duration;
 /// halving the rate at most this many more times (down to 1/64 of where it stood) before
 /// concluding that nothing holds.
 pub const MAX_EXTRA_DOWNWARD: u32 = 6;
+
+/// How many times a step is measured again at most: once to confirm a break (or a starved
+/// measurement), and once more when the machine starved the re-measurement too.
+pub const MAX_REMEASUREMENTS: u32 = 2;
 
 /// The abort hook of one phase, to be installed as the engine's `PhaseHooks::on_window`. It is
 /// `Send` so the shell can move it to the generator's thread.
@@ -242,30 +246,46 @@ impl<R: PhaseRunner> Driver<'_, R> {
         sessions_per_sec: f64,
     ) -> Result<StepRecord, (String, R::Error)> {
         let first = self
-            .measure_step(kind, name.clone(), sessions_per_sec, None)
+            .measure_step(kind, name.clone(), sessions_per_sec, &[])
             .await?;
         if !first.needs_confirmation() {
             return Ok(first);
         }
-        let index = self.steps.len() - 1;
-        self.measure_step(
-            StepKind::Confirm,
-            format!("{name}-confirm"),
-            sessions_per_sec,
-            Some(index),
-        )
-        .await
+        // The records measured at this rate so far, the first one first.
+        let mut chain = vec![self.steps.len() - 1];
+        let mut last = first;
+        for attempt in 1..=MAX_REMEASUREMENTS {
+            let suffix = match attempt {
+                1 => "-confirm".to_owned(),
+                n => format!("-confirm-{n}"),
+            };
+            last = self
+                .measure_step(
+                    StepKind::Confirm,
+                    format!("{name}{suffix}"),
+                    sessions_per_sec,
+                    &chain,
+                )
+                .await?;
+            chain.push(self.steps.len() - 1);
+            // A re-measurement the machine starved too decides nothing: once more.
+            if last.status() != StepStatus::Invalid {
+                break;
+            }
+        }
+        Ok(last)
     }
 
-    /// Runs and judges one step; with `confirms`, the step re-measures the record at that index,
-    /// which becomes a transient when this one holds (marked before the step is reported, so the
-    /// ramp written meanwhile is already right).
+    /// Runs and judges one step; with `confirms`, the step re-measures the records at those
+    /// indices (the first one first). When it is valid, each earlier record the machine starved
+    /// becomes a transient, and so does a first record that broke when this one holds (marked
+    /// before the step is reported, so the ramp written meanwhile is already right).
     async fn measure_step(
         &mut self,
         kind: StepKind,
         name: String,
         sessions_per_sec: f64,
-        confirms: Option<usize>,
+        confirms: &[usize],
     ) -> Result<StepRecord, (String, R::Error)> {
         let spec = self.spec(name, sessions_per_sec, self.config.ramp.hold);
         let (run, schedule_hash) = self.run(spec).await?;
@@ -276,10 +296,18 @@ impl<R: PhaseRunner> Driver<'_, R> {
         let judgement = judge_step(&m, &self.config.slo, &self.failing);
         let fraction = sessions_per_sec / self.config.workload.sessions_per_sec;
         let mut record = StepRecord::new(kind, fraction, self.requests_per_session, &m, judgement);
-        if let Some(first) = confirms.and_then(|i| self.steps.get_mut(i)) {
+        if let Some(first) = confirms.first().and_then(|&i| self.steps.get(i)) {
             record.confirms = Some(first.phase.clone());
-            if record.holds() {
-                first.transient = Some(transient_note(first));
+        }
+        if record.status() != StepStatus::Invalid {
+            for &i in confirms {
+                if let Some(earlier) = self.steps.get_mut(i) {
+                    let replaced = earlier.status() == StepStatus::Invalid
+                        || (earlier.broke() && record.holds());
+                    if replaced && earlier.transient.is_none() {
+                        earlier.transient = Some(transient_note(earlier));
+                    }
+                }
             }
         }
         self.steps.push(record.clone());
@@ -517,14 +545,21 @@ pub async fn run_plan<R: PhaseRunner>(
     })
 }
 
-/// Why a step that broke (or was starved) once and held when measured again is not capacity.
-fn transient_note(first: &StepRecord) -> String {
-    let what = if first.valid {
-        format!("broke once ({})", first.held.reasons.join("; "))
+/// Why a step measured again is neither held nor broke: it broke once and held when measured
+/// again (a stall, not capacity), or the machine starved the generator during it (the
+/// re-measurement counts instead).
+fn transient_note(earlier: &StepRecord) -> String {
+    if earlier.valid {
+        format!(
+            "broke once ({}) and held when measured again: a transient stall, not capacity",
+            earlier.held.reasons.join("; ")
+        )
     } else {
-        format!("was starved once ({})", first.invalid_reasons.join("; "))
-    };
-    format!("{what} and held when measured again: a transient stall, not capacity")
+        format!(
+            "was starved once ({}): measured again, the re-measurement counts",
+            earlier.invalid_reasons.join("; ")
+        )
+    }
 }
 
 #[cfg(test)]
@@ -902,7 +937,14 @@ mod tests {
         let phases: Vec<&str> = ramp.steps.iter().map(|s| s.phase.as_str()).collect();
         assert_eq!(
             phases,
-            ["ramp-25%", "ramp-50%", "ramp-100%", "ramp-100%-confirm"]
+            [
+                "ramp-25%",
+                "ramp-50%",
+                "ramp-100%",
+                "ramp-100%-confirm",
+                "ramp-100%-confirm-2"
+            ],
+            "measured again twice while the generator could not keep it"
         );
         assert!(!ramp.steps[2].valid && !ramp.steps[2].held.holds);
         assert_eq!(ramp.first_break, None, "an invalid step is not a break");
@@ -1011,6 +1053,28 @@ mod tests {
                 .ends_with("and held when measured again: a transient stall, not capacity"),
             "{}",
             ramp.sentence
+        );
+    }
+
+    #[test]
+    fn a_break_whose_re_measurement_was_starved_is_measured_once_more() {
+        let mut starved = FakeService::new(200.0);
+        starved.starve_once = Some("ramp-150%-confirm".to_owned());
+        let (outcome, _) = plan(&config(""), &mut starved, &PlanOptions::default());
+        let ramp = outcome.expect("runs").ramp;
+        let (clean, _) = knee_of(200.0);
+        assert_eq!(ramp.knee_rate_per_sec, clean.ramp.knee_rate_per_sec);
+        assert!(ramp.valid, "{}", ramp.sentence);
+        let at = |phase: &str| ramp.steps.iter().find(|s| s.phase == phase).unwrap();
+        assert!(at("ramp-150%").broke(), "the first break stands, confirmed");
+        assert_eq!(
+            at("ramp-150%-confirm").status(),
+            super::super::StepStatus::Transient
+        );
+        assert!(at("ramp-150%-confirm-2").broke());
+        assert_eq!(
+            at("ramp-150%-confirm-2").confirms.as_deref(),
+            Some("ramp-150%")
         );
     }
 

@@ -161,15 +161,12 @@ impl StoredEntry {
         }
         // A ramp step at the generator's limit bounds the knee, and a transient was measured
         // again: neither makes the figures a baseline keeps untrustworthy.
-        let excused = |phase: &str| {
-            run.ramp.as_ref().is_some_and(|ramp| {
-                ramp.valid
-                    && ramp
-                        .steps
-                        .iter()
-                        .any(|s| s.phase == phase && (s.generator_limit || s.transient.is_some()))
-            })
-        };
+        let excused = |phase: &str| run.ramp.as_ref().is_some_and(|ramp| ramp.excuses(phase));
+        if !run.phases.iter().any(|p| p.measurement.validity.is_valid()) {
+            return Err(not_savable(
+                "no phase is valid: the generator did not keep its schedule in any".to_owned(),
+            ));
+        }
         if let Some(invalid) = run
             .phases
             .iter()
@@ -408,7 +405,7 @@ mod tests {
     #[test_case(|r: &mut RunResult| r.status = RunStatus::Running, "did not complete (status running)"; "running")]
     #[test_case(|r: &mut RunResult| r.format_version = 9, "format version 9"; "newer")]
     #[test_case(|r: &mut RunResult| r.phases.clear(), "no phase"; "no phase")]
-    #[test_case(|r: &mut RunResult| r.phases[0].measurement.validity.reasons = vec![InvalidReason::Drops { rate: 0.5, limit: 0.01, cause: crate::measure::DropCause::Saturated, busy: Some(0.97) }], "phase `soak` is invalid"; "invalid")]
+    #[test_case(|r: &mut RunResult| r.phases[0].measurement.validity.reasons = vec![InvalidReason::Drops { rate: 0.5, limit: 0.01, cause: crate::measure::DropCause::Saturated, busy: Some(0.97) }], "no phase is valid"; "invalid")]
     fn what_must_not_become_a_baseline_is_refused(spoil: fn(&mut RunResult), message: &str) {
         let mut r = result(C, "A", "h");
         spoil(&mut r);

@@ -402,7 +402,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .iter()
         .any(|p| p.measurement.validity.is_valid());
     if opts.save_baseline {
-        match (&repo, outcome.valid) {
+        match (&repo, outcome.valid && any_valid) {
             (Some(repo), true) => {
                 let saved = gate::save(repo, &gate_options, &result)?;
                 eprintln!("       Saved baseline in {saved}");
@@ -430,6 +430,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .phases
         .iter()
         .filter(|p| !p.measurement.validity.is_valid())
+        .filter(|p| !any_valid || !outcome.ramp.excuses(&p.measurement.name))
         .map(|p| {
             let why: Vec<String> = p
                 .measurement
@@ -442,7 +443,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         })
         .collect();
     if any_valid {
-        if !outcome.valid {
+        if !reasons.is_empty() {
             eprintln!(
                 "     Warning the generator could not keep its schedule in {} ({}); only the metrics of those phases are inconclusive",
                 if reasons.len() == 1 {
@@ -789,6 +790,9 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
             format_rate(soak.achieved_rate_per_sec),
             soak.windows
         ));
+        if let Some(lowered) = &soak.lowered {
+            out.push_str(&format!("soak load {lowered}\n"));
+        }
         if let Some(phase) = result
             .phases
             .iter()

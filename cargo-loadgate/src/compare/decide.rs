@@ -30,7 +30,8 @@ use crate::stats::student::t_quantile;
 /// Compares run `head` with its baseline run `base` under `gate` and returns the comparison and
 /// the verdict, with `head`'s leak finding recorded in both ([`super::record_leak`]). The one
 /// way from two results to a verdict: the `run` gate and `cargo loadgate compare` both call it,
-/// so they cannot decide differently.
+/// so they apply the same rules; the gate adds the run-to-run noise of the stored runs it found
+/// through `options`, which two files compared offline do not have.
 ///
 /// `options` carry the stored runs' noise model when the baseline came from a store (the gate),
 /// and the defaults for two files compared offline.
@@ -127,12 +128,18 @@ pub fn compare_with(
                     let due = m.counters.requests();
                     (due > 0).then(|| m.counters.errors() as f64 / due as f64)
                 };
-                for d in same_load.iter_mut().filter(|d| d.operation.is_none()) {
+                // Only the metrics the abort limits named: p99 for a p99 limit, the error rate
+                // for an error-rate limit.
+                let named = |m: Metric| match m {
+                    Metric::P99 => reason.contains("p99 "),
+                    Metric::ErrorRate => reason.contains("error rate "),
+                    _ => false,
+                };
+                for d in same_load
+                    .iter_mut()
+                    .filter(|d| d.operation.is_none() && named(d.metric))
+                {
                     let (b, h) = match d.metric {
-                        Metric::P50 => (
-                            Some(bt.latency.quantile(0.5).as_secs_f64() * 1e3),
-                            Some(ht.latency.quantile(0.5).as_secs_f64() * 1e3),
-                        ),
                         Metric::P99 => (
                             Some(bt.latency.quantile(0.99).as_secs_f64() * 1e3),
                             Some(ht.latency.quantile(0.99).as_secs_f64() * 1e3),
@@ -209,10 +216,10 @@ pub fn compare_with(
             d.forced = true;
             d.note = Some(untrusted.join("; "));
         } else if !bounded.is_empty() {
-            d.note = Some(format!(
-                "{}; {}",
-                bounded.join("; "),
-                d.note.take().unwrap_or_default()
+            // A lower bound can prove the other side lost capacity, never that this one kept it.
+            d.no_pass = Some(format!(
+                "{}: it can show a regression, not a pass",
+                bounded.join("; ")
             ));
         }
         drafts.push(d);
@@ -430,6 +437,11 @@ fn classify(
         outcome = MetricOutcome::Inconclusive;
     } else if let Some(why) = draft.aborted.take() {
         outcome = MetricOutcome::Regression;
+        draft.note = Some(why);
+    } else if let Some(why) = draft.no_pass.take() {
+        if matches!(outcome, MetricOutcome::Pass | MetricOutcome::Improvement) {
+            outcome = MetricOutcome::Inconclusive;
+        }
         draft.note = Some(why);
     }
     MetricComparison {
@@ -911,14 +923,14 @@ mod tests {
         ));
         let c = compare_with(&base, &head, &gate(), &fast_options());
         assert_eq!(c.verdict.outcome, VerdictOutcome::Regression, "{c:#?}");
-        for metric in [Metric::P50, Metric::P99, Metric::ErrorRate] {
-            assert_eq!(
-                outcome_of(&c, metric, None),
-                MetricOutcome::Regression,
-                "{metric:?}"
-            );
-        }
-        insta::assert_snapshot!(c.verdict.rule_fired, @"regression: p50 (all operations): this run's soak was stopped by the abort limits: p99 7.00 s > 5.00 s in 2 consecutive windows (abort limits), while the baseline ran its whole soak at the same load (p50 956.41 ms, 2.46 ms in the baseline); 4 more metrics regressed");
+        let p99 = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::P99 && m.operation.is_none())
+            .unwrap();
+        insta::assert_snapshot!(p99.note.clone().unwrap_or_default(), @"this run's soak was stopped by the abort limits: p99 7.00 s > 5.00 s in 2 consecutive windows (abort limits), while the baseline ran its whole soak at the same load (p99 8437.76 ms, 25.09 ms in the baseline)");
+        assert_eq!(p99.outcome, MetricOutcome::Regression);
+        insta::assert_snapshot!(c.verdict.rule_fired, @"regression: p50 (all operations) changed +38762.9% (interval +3327.4% to +440559.2% at 99.50% confidence) against a threshold of +5.0%; 4 more metrics regressed");
         // A stop by signal or by abort.max-duration says nothing about the service.
         let by_abort = |c: &Comparison| {
             c.metrics
@@ -999,7 +1011,7 @@ mod tests {
     }
 
     #[test]
-    fn a_generator_bound_knee_is_a_lower_bound_that_can_still_pass() {
+    fn a_generator_bound_knee_is_a_lower_bound_that_shows_a_regression_but_never_a_pass() {
         let phase = soak(24, SHAPE);
         let mut base = figures(phase.clone());
         base.knee = knee(Some(40.0), Some(50.0));
@@ -1009,7 +1021,9 @@ mod tests {
                 ..k
             })
         };
-        let mut head = figures(phase);
+        let mut head = figures(phase.clone());
+        // Even a lower bound well above the baseline's knee does not pass (issue 12: the capacity
+        // check is inconclusive, with the reason).
         head.knee = bounded(60.0);
         let c = compare_with(&base, &head, &gate(), &fast_options());
         let capacity = c
@@ -1017,25 +1031,56 @@ mod tests {
             .iter()
             .find(|m| m.metric == Metric::Capacity)
             .unwrap();
-        assert_ne!(capacity.outcome, MetricOutcome::Regression);
-        assert_ne!(
+        assert_eq!(
             capacity.outcome,
             MetricOutcome::Inconclusive,
             "{capacity:?}"
         );
-        assert!(
-            capacity
-                .note
-                .as_deref()
-                .is_some_and(|n| n.starts_with("this run's capacity is a lower bound")),
-            "{capacity:?}"
+        assert_eq!(
+            capacity.note.as_deref(),
+            Some(
+                "this run's capacity is a lower bound: its generator reached its limit on this \
+                 machine at 90.000 sessions/s: it can show a regression, not a pass"
+            )
         );
-        head.knee = bounded(30.0);
-        let c = compare_with(&base, &head, &gate(), &fast_options());
+        // A baseline bounded by its generator still shows a head that broke far below it.
+        let mut bounded_base = figures(phase);
+        bounded_base.knee = bounded(40.0);
+        head.knee = knee(Some(8.0), Some(10.0));
+        let c = compare_with(&bounded_base, &head, &gate(), &fast_options());
         assert_eq!(
             outcome_of(&c, Metric::Capacity, None),
-            MetricOutcome::Inconclusive
+            MetricOutcome::Regression
         );
+    }
+
+    /// Results written before drops were counted per window left them out of their error rate:
+    /// against such a baseline the head's drops are left out too, or a cap reached within the
+    /// old limit would read as a regression.
+    #[test]
+    fn drops_count_in_the_error_rate_only_when_both_sides_counted_them_per_window() {
+        let base = figures(soak(27, SHAPE));
+        let mut head = figures(soak(27, SHAPE));
+        let phase = head.phase.as_mut().unwrap();
+        for w in phase.windows.windows.iter_mut() {
+            w.dropped = 20;
+        }
+        phase.counters.dropped = 20 * phase.windows.windows.len() as u64;
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(
+            outcome_of(&c, Metric::ErrorRate, None),
+            MetricOutcome::Regression,
+            "{c:#?}"
+        );
+        let mut old_base = base.clone();
+        old_base.phase.as_mut().unwrap().counters.dropped = 5;
+        let c = compare_with(&old_base, &head, &gate(), &fast_options());
+        let m = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::ErrorRate)
+            .unwrap();
+        assert_eq!(m.estimate, Some(0.0), "{m:?}");
     }
 
     fn rss(per_sec: f64, noise: f64, seed: u64) -> Vec<(f64, f64)> {

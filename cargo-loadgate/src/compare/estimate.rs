@@ -54,6 +54,9 @@ pub(super) struct Draft {
     /// Set when this run's phase was stopped by the `[abort]` limits at the load the baseline
     /// took whole: the metric regressed whatever its interval says (see `compare_with`).
     pub(super) aborted: Option<String>,
+    /// Set when the metric may regress but never pass or improve (a capacity the generator's
+    /// limit bounds): why.
+    pub(super) no_pass: Option<String>,
 }
 
 impl Draft {
@@ -72,6 +75,7 @@ impl Draft {
             spread: 0.0,
             noise: None,
             aborted: None,
+            no_pass: None,
         }
     }
 
@@ -255,21 +259,34 @@ pub(super) fn latency_drafts(
     drafts
 }
 
-/// One side's error rate over its windows with answers and its block-bootstrap standard error
-/// (seeded by `side`); `Err` with the number of windows when there are fewer than
-/// [`MIN_WINDOWS`], `Ok(None)` without answers.
+/// Whether a phase counted its drops at the in-flight cap window by window. Results written
+/// before that have drops in their counters and none in their windows; their error rates left the
+/// drops out, so a comparison with them leaves them out on both sides.
+pub(super) fn drops_recorded(phase: &PhaseMeasurement) -> bool {
+    phase.counters.dropped == 0 || phase.windows.windows.iter().any(|w| w.dropped > 0)
+}
+
+/// A side's error rate over its windows, with a block-bootstrap standard error: failures (errors
+/// of the requests that ended in a window, plus, with `with_drops`, the arrivals dropped at the
+/// in-flight cap in it) over the requests that came due there. A window in which everything was
+/// dropped counts too. `Err` with the number of windows when there are fewer than
+/// [`MIN_WINDOWS`]; `Ok(None)` when nothing ended at all.
 pub(super) fn side_error_rate(
     phase: &PhaseMeasurement,
     options: &CompareOptions,
     side: &str,
+    with_drops: bool,
 ) -> Result<Option<(f64, f64)>, usize> {
-    // Drops at the in-flight cap are requests that got no correct answer: in both counts.
-    let series: Vec<(f64, f64)> = answered(phase)
+    let dropped = |w: &Window| if with_drops { w.dropped } else { 0 };
+    let series: Vec<(f64, f64)> = phase
+        .windows
+        .windows
         .iter()
+        .filter(|w| w.completed + dropped(w) > 0)
         .map(|w| {
             (
-                (w.errors + w.dropped) as f64,
-                (w.completed + w.dropped) as f64,
+                (w.errors + dropped(w)) as f64,
+                (w.completed + dropped(w)) as f64,
             )
         })
         .collect();
@@ -303,9 +320,10 @@ pub(super) fn error_rate_draft(
     options: &CompareOptions,
 ) -> Draft {
     let d = Draft::new(Metric::ErrorRate, None, gate.error_rate_increase);
+    let with_drops = drops_recorded(base) && drops_recorded(head);
     let (b, h) = match (
-        side_error_rate(base, options, "base"),
-        side_error_rate(head, options, "head"),
+        side_error_rate(base, options, "base", with_drops),
+        side_error_rate(head, options, "head", with_drops),
     ) {
         (Ok(b), Ok(h)) => (b, h),
         _ => {

@@ -92,7 +92,12 @@ impl RunFigures {
                 .generator_limit
                 .as_ref()
                 .map(|b| b.sessions_per_sec),
-            invalid: (!ramp.valid).then(|| ramp.sentence.clone()),
+            invalid: (!ramp.valid).then(|| {
+                ramp.sentence
+                    .strip_prefix("invalid: ")
+                    .unwrap_or(&ramp.sentence)
+                    .to_owned()
+            }),
         });
         let rss_slope = result
             .soak

@@ -21,7 +21,7 @@
 //! [`DEFAULT_RUN_NOISE`] applies and the verdict says so. Runs beyond a change point of a metric's
 //! history (`stats::change_point`) are not pooled: only the segment nearest the base is used.
 
-use super::estimate::{Draft, Estimate, level_se, side_error_rate};
+use super::estimate::{Draft, Estimate, drops_recorded, level_se, side_error_rate};
 use super::figures::RunFigures;
 use super::options::{CompareOptions, DETECTION_POWER, MIN_TAIL_REQUESTS};
 use crate::config::GateConfig;
@@ -280,7 +280,8 @@ fn run_points(f: &RunFigures, options: &CompareOptions, label: &str) -> Vec<(Key
                 }
             }
         }
-        if let Ok(Some((rate, se))) = side_error_rate(phase, options, label) {
+        if let Ok(Some((rate, se))) = side_error_rate(phase, options, label, drops_recorded(phase))
+        {
             points.push(((Metric::ErrorRate, None), rate, se * se));
         }
     }

@@ -207,7 +207,8 @@ pub struct GeneratorHealth {
     pub busy: Option<f64>,
     /// The largest share in one window of the measured part, when measured.
     pub busy_max: Option<f64>,
-    /// Whether a window saw the loop saturated while it fell behind ([`GENERATOR_SATURATED`]).
+    /// Whether the loop was saturated while it lagged past `generator.max-lag`
+    /// ([`GENERATOR_SATURATED`]): the generator was the limit of this phase.
     pub saturated: bool,
 }
 
@@ -225,6 +226,20 @@ pub struct Validity {
     /// requests and against goodput; the phase is judged on them, not made invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_drops: Option<f64>,
+}
+
+/// Whether the service was slow where arrivals were dropped: in a window with drops, nothing was
+/// answered or the window's p99 was past the SLO's latency. Windows tell the stall that filled the
+/// cap apart from a phase whose p99 stayed within the SLO; without windows with drops (results
+/// written before they were counted), the phase's p99 decides.
+fn service_was_slow(input: &ValidityInput<'_>) -> bool {
+    let dropping: Vec<&Window> = input.windows.iter().filter(|w| w.dropped > 0).collect();
+    if dropping.is_empty() {
+        return input.latency_p99 > input.slo_latency;
+    }
+    dropping
+        .iter()
+        .any(|w| w.completed == 0 || w.p99 > input.slo_latency)
 }
 
 /// What [`Validity::judge`] reads.
@@ -265,10 +280,10 @@ impl Validity {
     /// - Lag past `max-lag` is always the generator's: saturated when its loop used at least
     ///   [`GENERATOR_SATURATED`] of its core in a window where it lagged (or over the phase, when no
     ///   window was measured), starved otherwise.
-    /// - Drops past `max-drop-rate` are the generator's when its loop was saturated in a window with
-    ///   drops, or when the service answered within the SLO (the cap is too low for the rate);
-    ///   otherwise they are the service's: recorded in `service_drops`, counted as errors, and the
-    ///   phase stays valid.
+    /// - Drops past `max-drop-rate` are the generator's when its loop was saturated and late in a
+    ///   window with drops, or when the service answered within the SLO in every window with drops
+    ///   (the cap is too low for the rate); otherwise they are the service's: recorded in
+    ///   `service_drops`, counted as errors, and the phase stays valid.
     pub fn judge(input: &ValidityInput<'_>) -> Self {
         let measured = input.windows.iter().any(|w| w.generator_busy.is_some());
         let busy_where = |falling_behind: &dyn Fn(&Window) -> bool| -> Option<f64> {
@@ -285,8 +300,11 @@ impl Validity {
             }
         };
         let lag_busy = busy_where(&|w: &Window| w.lag_p99 > input.max_lag);
-        let drop_busy = busy_where(&|w: &Window| w.dropped > 0);
+        // Drops are the generator's own only where it also fell behind its schedule: a loop that
+        // is busy but on time sends what is due, and what piles up then is the answers'.
+        let drop_busy = busy_where(&|w: &Window| w.dropped > 0 && w.lag_p99 > input.max_lag);
         let saturated = |busy: Option<f64>| busy.is_some_and(|b| b >= GENERATOR_SATURATED);
+        let lag_saturated = saturated(lag_busy) && input.lag_p99 > input.max_lag;
         let mut reasons = Vec::new();
         if input.lag_p99 > input.max_lag {
             reasons.push(InvalidReason::Lag {
@@ -302,9 +320,9 @@ impl Validity {
         }
         let mut service_drops = None;
         if input.drop_rate > input.max_drop_rate {
-            let cause = if saturated(drop_busy) {
+            let cause = if lag_saturated && saturated(drop_busy) {
                 Some(DropCause::Saturated)
-            } else if input.latency_p99 <= input.slo_latency {
+            } else if !service_was_slow(input) {
                 Some(DropCause::CapTooLow)
             } else {
                 None
@@ -326,8 +344,7 @@ impl Validity {
                 .iter()
                 .filter_map(|w| w.generator_busy)
                 .max_by(f64::total_cmp),
-            saturated: saturated(lag_busy) && input.lag_p99 > input.max_lag
-                || saturated(drop_busy) && input.drop_rate > 0.0,
+            saturated: lag_saturated,
         });
         Self {
             reasons,
@@ -921,7 +938,7 @@ mod tests {
 
     /// 100 arrivals in the measured part, two dropped, the rest answered `latency` after their
     /// intended time; the generator's loop `busy` over the window they fall in.
-    fn with_drops(latency: Duration, busy: Option<f64>) -> PhaseMeasurement {
+    fn with_drops(latency: Duration, busy: Option<f64>, lag: Duration) -> PhaseMeasurement {
         let mut r = recorder();
         for i in 0..100u32 {
             let t = (1_000 + 5 * i) * MS;
@@ -930,8 +947,8 @@ mod tests {
                 r.dropped(1, t);
                 continue;
             }
-            r.sent(0, t, t);
-            r.completed(0, t, t, t + latency, &Outcome::Ok);
+            r.sent(0, t, t + lag);
+            r.completed(0, t, t + lag, t + latency, &Outcome::Ok);
         }
         r.roll_to(2_000 * MS);
         if let Some(busy) = busy {
@@ -943,7 +960,7 @@ mod tests {
     #[test]
     fn drops_while_the_service_is_slow_are_its_failures_not_an_invalid_phase() {
         // 300 ms answers against a 100 ms SLO, the generator idle: the service is the cause.
-        let m = with_drops(300 * MS, Some(0.2));
+        let m = with_drops(300 * MS, Some(0.2), Duration::ZERO);
         assert!(m.validity.is_valid(), "{:?}", m.validity);
         assert_eq!(m.validity.service_drops, Some(0.02));
         assert_eq!(m.counters.dropped, 2);
@@ -959,24 +976,73 @@ mod tests {
 
     #[test]
     fn drops_while_the_generator_is_saturated_make_the_phase_invalid() {
-        let m = with_drops(300 * MS, Some(0.95));
+        // Saturated and late: its own lag and its drops are the generator's.
+        let m = with_drops(300 * MS, Some(0.95), 20 * MS);
+        assert!(matches!(
+            m.validity.reasons[0],
+            InvalidReason::Lag {
+                cause: LagCause::Saturated,
+                ..
+            }
+        ));
         assert_eq!(
-            m.validity.reasons,
-            vec![InvalidReason::Drops {
+            m.validity.reasons[1],
+            InvalidReason::Drops {
                 rate: 0.02,
                 limit: 0.01,
                 cause: DropCause::Saturated,
                 busy: Some(0.95),
-            }]
+            }
         );
         assert!(m.validity.is_generator_limit());
         assert!(m.validity.generator.as_ref().is_some_and(|g| g.saturated));
-        insta::assert_snapshot!(m.validity.reasons[0].to_string(), @"2.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%: the generator was saturated (its loop used 95% of its core)");
+        insta::assert_snapshot!(m.validity.reasons[1].to_string(), @"2.00% of arrivals were dropped at the in-flight cap, above the limit of 1.00%: the generator was saturated (its loop used 95% of its core)");
+        // Busy but on time: the answers piled up, the service was slow.
+        let m = with_drops(300 * MS, Some(0.95), Duration::ZERO);
+        assert!(m.validity.is_valid(), "{:?}", m.validity);
+        assert_eq!(m.validity.service_drops, Some(0.02));
+    }
+
+    /// A stall that fills the cap shows in the windows with drops even when the phase's p99 stays
+    /// within the SLO: the drops are the service's, not a cap too low.
+    #[test]
+    fn a_stall_that_fills_the_cap_is_the_services_even_with_a_good_phase_p99() {
+        let mut r = recorder();
+        for i in 0..400u32 {
+            let t = (1_000 + 5 * i) * MS;
+            r.arrival(t);
+            // Window 1.0-2.0 s: a stall; its two drops and 150 ms answers against a 100 ms SLO.
+            let stalled = (1_300..1_320).contains(&(t.as_millis() as u32));
+            if stalled && i % 5 == 0 {
+                r.dropped(0, t);
+                continue;
+            }
+            let latency = if stalled { 150 * MS } else { 5 * MS };
+            r.sent(0, t, t);
+            r.completed(0, t, t, t + latency, &Outcome::Ok);
+        }
+        let m = r.finish(info(3_000));
+        assert!(
+            m.total().latency.quantile(0.99) <= 100 * MS,
+            "phase p99 within the SLO"
+        );
+        let v = Validity::judge(&ValidityInput {
+            windows: &m.windows.windows,
+            busy: Some(0.2),
+            lag_p99: Duration::ZERO,
+            max_lag: 5 * MS,
+            drop_rate: 0.02,
+            max_drop_rate: 0.01,
+            slo_latency: 100 * MS,
+            latency_p99: m.total().latency.quantile(0.99),
+        });
+        assert!(v.is_valid(), "{v:?}");
+        assert_eq!(v.service_drops, Some(0.02));
     }
 
     #[test]
     fn drops_while_the_service_answers_in_time_mean_the_cap_is_too_low() {
-        let m = with_drops(5 * MS, Some(0.3));
+        let m = with_drops(5 * MS, Some(0.3), Duration::ZERO);
         assert!(matches!(
             m.validity.reasons[..],
             [InvalidReason::Drops {

@@ -201,9 +201,23 @@ impl StepRecord {
     }
 
     /// Whether the step must be measured again before it counts: it broke (a break becomes the
-    /// knee only when confirmed), or the generator was starved (the machine, not the load).
+    /// knee only when confirmed), the generator reached its limit (a limit bounds the knee only
+    /// when confirmed too), or the generator was starved (the machine, not the load).
     pub fn needs_confirmation(&self) -> bool {
-        self.kind != StepKind::Confirm && (self.broke() || self.status() == StepStatus::Invalid)
+        self.kind != StepKind::Confirm
+            && matches!(
+                self.status(),
+                StepStatus::Broke
+                    | StepStatus::Aborted
+                    | StepStatus::GeneratorLimit
+                    | StepStatus::Invalid
+            )
+    }
+
+    /// Whether the step broke as measured, before any re-measurement made it a transient.
+    pub fn broke_as_measured(&self) -> bool {
+        self.valid
+            && (self.aborted.is_some() || (!self.held.holds && !self.held.too_few_requests()))
     }
 }
 
@@ -286,12 +300,34 @@ pub struct RampOutcome {
 }
 
 impl RampOutcome {
+    /// Whether the invalid phase `phase` is excused: a step of a valid ramp that the generator's
+    /// limit stopped (it bounds the knee from below) or that was measured again (a transient).
+    /// Its invalidity voids nothing; reporters say so instead of calling it an invalid run.
+    pub fn excuses(&self, phase: &str) -> bool {
+        self.valid
+            && self.steps.iter().any(|s| {
+                s.phase == phase
+                    && matches!(
+                        s.status(),
+                        StepStatus::GeneratorLimit | StepStatus::Transient
+                    )
+            })
+    }
+
     /// The outcome of `steps` (in the order they ran): the knee, the breaks, the sentence.
     pub fn conclude(steps: Vec<StepRecord>, failing_from_first_step: Vec<String>) -> Self {
         let valid = steps.iter().all(|s| s.status() != StepStatus::Invalid);
+        // A re-measurement of a configured step counts as that step.
+        let origin = |s: &StepRecord| match (&s.kind, &s.confirms) {
+            (StepKind::Confirm, Some(phase)) => steps
+                .iter()
+                .find(|o| &o.phase == phase)
+                .map_or(s.kind, |o| o.kind),
+            _ => s.kind,
+        };
         let first_break = steps
             .iter()
-            .find(|s| s.kind == StepKind::Step && s.broke())
+            .find(|s| origin(s) == StepKind::Step && s.broke())
             .map(BreakPoint::of);
         let generator_limit = steps
             .iter()
@@ -364,7 +400,7 @@ pub fn sentence(outcome: &RampOutcome) -> String {
                 b.reasons.join("; ")
             ),
             (Some(held), None, Some(limit)) => format!(
-                "{held}, where the generator reached its limit on this machine: capacity ≥ {} (at {}: {})",
+                "{held}, where the generator reached its limit: capacity ≥ {} (at {}: {})",
                 req_s(outcome.knee_rate_per_sec.unwrap_or_default()),
                 req_s(limit.offered_rate_per_sec),
                 limit.reasons.join("; ")
@@ -378,7 +414,7 @@ pub fn sentence(outcome: &RampOutcome) -> String {
                 b.reasons.join("; ")
             ),
             (None, None, Some(limit)) => format!(
-                "the generator reached its limit at the first step it ran, {}: {}",
+                "the generator reached its limit before any step held, at {}: {}",
                 req_s(limit.offered_rate_per_sec),
                 limit.reasons.join("; ")
             ),

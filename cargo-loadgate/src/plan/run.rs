@@ -268,8 +268,8 @@ impl<R: PhaseRunner> Driver<'_, R> {
                 )
                 .await?;
             chain.push(self.steps.len() - 1);
-            // A re-measurement the machine starved too decides nothing: once more.
-            if last.status() != StepStatus::Invalid {
+            let records: Vec<&StepRecord> = chain.iter().map(|&i| &self.steps[i]).collect();
+            if settled(&records) {
                 break;
             }
         }
@@ -290,7 +290,9 @@ impl<R: PhaseRunner> Driver<'_, R> {
         let spec = self.spec(name, sessions_per_sec, self.config.ramp.hold);
         let (run, schedule_hash) = self.run(spec).await?;
         let m = run.measurement;
-        if self.steps.is_empty() && m.validity.is_valid() {
+        // The first step the generator kept (a starved one is measured again) finds the classes
+        // failing from the first step.
+        if m.validity.is_valid() && self.steps.iter().all(|s| !s.valid) {
             self.failing = first_step_failures(&m, &self.config.slo);
         }
         let judgement = judge_step(&m, &self.config.slo, &self.failing);
@@ -303,7 +305,13 @@ impl<R: PhaseRunner> Driver<'_, R> {
             for &i in confirms {
                 if let Some(earlier) = self.steps.get_mut(i) {
                     let replaced = earlier.status() == StepStatus::Invalid
-                        || (earlier.broke() && record.holds());
+                        || (record.holds()
+                            && matches!(
+                                earlier.status(),
+                                StepStatus::Broke
+                                    | StepStatus::Aborted
+                                    | StepStatus::GeneratorLimit
+                            ));
                     if replaced && earlier.transient.is_none() {
                         earlier.transient = Some(transient_note(earlier));
                     }
@@ -413,17 +421,22 @@ impl<R: PhaseRunner> Driver<'_, R> {
             }
         };
         let planned = soak.at * capacity;
-        // Where the generator reached its limit, the soak stays at a load it kept: the highest
-        // step that held below the limit.
+        // Where the generator reached its limit below the planned load, the soak runs at `soak.at`
+        // of the highest step that held: a load the generator kept, with the same margin a soak
+        // keeps below a knee.
         let (at, lowered) = match (&ramp.generator_limit, ramp.knee_sessions_per_sec) {
-            (Some(limit), Some(kept)) if planned > kept => (
-                kept,
-                Some(format!(
-                    "lowered from {planned:.3} to {kept:.3} sessions/s, the highest step that held \
-                     below the generator's limit on this machine (`{}`, {:.3} sessions/s)",
-                    limit.phase, limit.sessions_per_sec
-                )),
-            ),
+            (Some(limit), Some(kept)) if planned > kept => {
+                let at = soak.at * kept;
+                (
+                    at,
+                    Some(format!(
+                        "lowered from {planned:.3} to {at:.3} sessions/s ({:.0}% of {kept:.3}, the \
+                         highest step that held below the generator's limit at `{}`)",
+                        soak.at * 100.0,
+                        limit.phase
+                    )),
+                )
+            }
             (Some(limit), None) => {
                 return Ok(Err(format!(
                     "the generator reached its limit at `{}` before any step held: no load it can \
@@ -471,7 +484,10 @@ impl<R: PhaseRunner> Driver<'_, R> {
 /// `ramp.refine` bisection points between the last step that held and the first that broke
 /// (between zero and the first step when even it broke, halving further until something holds
 /// or a step would be too small to judge); then the soak at `soak.at` × capacity (the baseline's
-/// knee when given, else this run's). An invalid phase stops the ramp and skips the soak.
+/// knee when given, else this run's). A step that breaks, reaches the generator's limit or is
+/// starved is measured again before it counts (at most [`MAX_REMEASUREMENTS`] times). A step the
+/// generator could not keep stops the ramp; the soak still runs when there is a load to soak at
+/// (no higher than `soak.at` of the highest step that held below a generator limit).
 ///
 /// Every phase gets the abort watch of `[abort]`. `observer` hears of every phase as it starts
 /// and ends. A phase the runner cannot run ends the plan with [`PlanError::Phase`], carrying the
@@ -559,6 +575,27 @@ fn transient_note(earlier: &StepRecord) -> String {
             "was starved once ({}): measured again, the re-measurement counts",
             earlier.invalid_reasons.join("; ")
         )
+    }
+}
+
+/// Whether the measurements of one rate (the first one first) settle it: the last held (the others
+/// were transients), or a break or a generator limit was measured twice. A starved measurement
+/// settles nothing.
+fn settled(records: &[&StepRecord]) -> bool {
+    let Some(last) = records.last() else {
+        return false;
+    };
+    let outcome = |r: &StepRecord| (r.valid, r.generator_limit, r.broke_as_measured());
+    match last.status() {
+        StepStatus::Held | StepStatus::TooFewRequests => true,
+        StepStatus::Invalid => false,
+        _ => {
+            records
+                .iter()
+                .filter(|r| outcome(r) == outcome(last))
+                .count()
+                >= 2
+        }
     }
 }
 
@@ -985,13 +1022,18 @@ mod tests {
         let phases: Vec<&str> = ramp.steps.iter().map(|s| s.phase.as_str()).collect();
         assert_eq!(
             phases,
-            ["ramp-25%", "ramp-50%", "ramp-100%", "ramp-150%"],
-            "the generator's limit is not measured again"
+            [
+                "ramp-25%",
+                "ramp-50%",
+                "ramp-100%",
+                "ramp-150%",
+                "ramp-150%-confirm"
+            ],
+            "the generator's limit is confirmed like a break"
         );
-        assert_eq!(
-            ramp.steps[3].status(),
-            super::super::StepStatus::GeneratorLimit
-        );
+        for step in &ramp.steps[3..] {
+            assert_eq!(step.status(), super::super::StepStatus::GeneratorLimit);
+        }
         assert_eq!(
             ramp.generator_limit.as_ref().map(|b| b.phase.as_str()),
             Some("ramp-150%")
@@ -1000,7 +1042,7 @@ mod tests {
             (ramp.knee_rate_per_sec, ramp.lowest_break.as_ref()),
             (Some(150.0), None)
         );
-        insta::assert_snapshot!(ramp.sentence, @"held through 150 req/s, where the generator reached its limit on this machine: capacity ≥ 150 req/s (at 225 req/s: pacing lag p99 50.015 ms exceeds the limit of 10.000 ms: the generator was saturated (its loop used 97% of its core))");
+        insta::assert_snapshot!(ramp.sentence, @"held through 150 req/s, where the generator reached its limit: capacity ≥ 150 req/s (at 225 req/s: pacing lag p99 50.015 ms exceeds the limit of 10.000 ms: the generator was saturated (its loop used 97% of its core))");
         let soak = outcome.soak.as_ref().expect("the soak runs");
         assert!(soak.valid && soak.lowered.is_none());
         assert_eq!(soak.at_sessions_per_sec, 60.0);
@@ -1023,8 +1065,8 @@ mod tests {
             .expect("runs")
             .soak
             .expect("the soak runs");
-        assert_eq!(soak.at_sessions_per_sec, 100.0);
-        insta::assert_snapshot!(soak.lowered.unwrap_or_default(), @"lowered from 120.000 to 100.000 sessions/s, the highest step that held below the generator's limit on this machine (`ramp-150%`, 150.000 sessions/s)");
+        assert_eq!(soak.at_sessions_per_sec, 60.0);
+        insta::assert_snapshot!(soak.lowered.unwrap_or_default(), @"lowered from 120.000 to 60.000 sessions/s (60% of 100.000, the highest step that held below the generator's limit at `ramp-150%`)");
     }
 
     #[test]
@@ -1076,6 +1118,29 @@ mod tests {
             at("ramp-150%-confirm-2").confirms.as_deref(),
             Some("ramp-150%")
         );
+    }
+
+    /// Regression (review): a starved step whose re-measurement broke took that single break as
+    /// the knee's upper bound; a break counts only when measured twice.
+    #[test]
+    fn a_starved_step_that_then_breaks_is_measured_until_the_break_is_confirmed() {
+        let mut starved = FakeService::new(200.0);
+        starved.starve_once = Some("ramp-150%".to_owned());
+        let (outcome, _) = plan(&config(""), &mut starved, &PlanOptions::default());
+        let ramp = outcome.expect("runs").ramp;
+        let phases: Vec<&str> = ramp.steps.iter().map(|s| s.phase.as_str()).collect();
+        assert_eq!(
+            &phases[3..6],
+            ["ramp-150%", "ramp-150%-confirm", "ramp-150%-confirm-2"]
+        );
+        assert_eq!(
+            ramp.first_break.as_ref().map(|b| b.phase.as_str()),
+            Some("ramp-150%-confirm"),
+            "a re-measurement of a configured step is that step's break"
+        );
+        let (clean, _) = knee_of(200.0);
+        assert_eq!(ramp.knee_rate_per_sec, clean.ramp.knee_rate_per_sec);
+        assert!(ramp.valid);
     }
 
     #[test]

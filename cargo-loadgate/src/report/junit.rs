@@ -23,8 +23,24 @@ pub fn junit_report(result: &RunResult) -> Report {
     for phase in &result.phases {
         let m = &phase.measurement;
         let name = format!("{} kept its schedule", m.name);
+        let step = result
+            .ramp
+            .as_ref()
+            .filter(|ramp| ramp.excuses(&m.name))
+            .and_then(|ramp| ramp.steps.iter().find(|s| s.phase == m.name));
         let case = if m.validity.is_valid() {
             TestCase::new(name, TestCaseStatus::success())
+        } else if let Some(step) = step {
+            // Excused: the generator's limit bounds the knee, or a re-measurement replaced it.
+            let why = step.transient.clone().unwrap_or_else(|| {
+                format!(
+                    "the generator reached its limit here ({}): the capacity is a lower bound",
+                    step.invalid_reasons.join("; ")
+                )
+            });
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(why).set_type("not-kept-excused");
+            TestCase::new(name, status)
         } else {
             let reasons: Vec<String> = m.validity.reasons.iter().map(ToString::to_string).collect();
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
@@ -243,6 +259,91 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644 & !umask);
         assert!(std::fs::read_to_string(&path).unwrap().starts_with("<?xml"));
+    }
+
+    /// A generator-bound ramp step is excused (skipped, with why) and a phase the generator
+    /// failed in otherwise is an error: JUnit must not show red beside a run whose verdict a
+    /// generator limit did not touch.
+    #[test]
+    fn a_step_at_the_generators_limit_is_skipped_and_a_starved_phase_is_an_error() {
+        use crate::measure::{FinishInfo, InvalidReason, LagCause, PhaseRecorder};
+        use crate::plan::{RampOutcome, StepJudgement, StepKind, StepRecord};
+        use crate::result::PhaseRecord;
+        use std::time::Duration;
+        let phase = |name: &str, cause: Option<LagCause>| {
+            let mut m = PhaseRecorder::new(
+                &["a".to_owned()],
+                Duration::ZERO,
+                Duration::from_millis(100),
+                Duration::from_secs(1),
+            )
+            .finish(FinishInfo {
+                name: name.to_owned(),
+                seed: 1,
+                sessions_per_sec: 10.0,
+                arrivals_end: Duration::from_secs(2),
+                end: Duration::from_secs(2),
+                max_lag: Duration::from_millis(10),
+                max_drop_rate: 0.01,
+                generator_cpu: None,
+                generator_core: None,
+                stopped: None,
+            });
+            if let Some(cause) = cause {
+                m.validity.reasons.push(InvalidReason::Lag {
+                    p99: Duration::from_millis(40),
+                    limit: Duration::from_millis(10),
+                    cause,
+                    busy: Some(0.95),
+                });
+            }
+            m
+        };
+        let held = StepJudgement {
+            holds: true,
+            ..StepJudgement::default()
+        };
+        let steps = [("ramp-50%", None), ("ramp-100%", Some(LagCause::Saturated))];
+        let mut result = empty_result();
+        let mut records = Vec::new();
+        for (name, cause) in steps {
+            let m = phase(name, cause);
+            records.push(StepRecord::new(StepKind::Step, 0.5, 1.0, &m, held.clone()));
+            result.phases.push(PhaseRecord {
+                schedule_hash: String::new(),
+                measurement: m,
+            });
+        }
+        result.ramp = Some(RampOutcome::conclude(records, Vec::new()));
+        result.phases.push(PhaseRecord {
+            schedule_hash: String::new(),
+            measurement: phase("soak", Some(LagCause::Starved)),
+        });
+        let report = junit_report(&result);
+        let case = |name: &str| {
+            report
+                .test_suites
+                .iter()
+                .flat_map(|s| s.test_cases.iter())
+                .find(|c| c.name.as_str() == name)
+                .unwrap_or_else(|| panic!("{name}"))
+                .clone()
+        };
+        assert!(matches!(
+            case("ramp-50% kept its schedule").status,
+            TestCaseStatus::Success { .. }
+        ));
+        assert!(matches!(
+            case("ramp-100% kept its schedule").status,
+            TestCaseStatus::Skipped { .. }
+        ));
+        assert!(matches!(
+            case("soak kept its schedule").status,
+            TestCaseStatus::NonSuccess {
+                kind: NonSuccessKind::Error,
+                ..
+            }
+        ));
     }
 
     /// A run whose soak leaked and whose verdict holds `leak`.

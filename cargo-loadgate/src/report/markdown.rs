@@ -31,10 +31,20 @@ pub fn markdown_summary(result: &RunResult) -> String {
     if let Some(verdict) = &result.verdict {
         let _ = writeln!(md, "{}\n", escape(&verdict.rule_fired));
     }
-    if result.valid == Some(false) {
+    let unkept: Vec<String> = result
+        .phases
+        .iter()
+        .map(|p| &p.measurement)
+        .filter(|m| !m.validity.is_valid())
+        .filter(|m| !result.ramp.as_ref().is_some_and(|r| r.excuses(&m.name)))
+        .map(|m| format!("`{}`", m.name))
+        .collect();
+    if !unkept.is_empty() {
         let _ = writeln!(
             md,
-            "**Invalid run:** the generator could not keep its schedule, so nothing here is a pass.\n"
+            "**Not kept:** the generator could not keep its schedule in {}: the metrics measured \
+             there are inconclusive, never a pass.\n",
+            unkept.join(", ")
         );
     }
     if let Some(comparison) = &result.comparison {
@@ -180,6 +190,9 @@ fn soak_section(md: &mut String, soak: &SoakOutcome, verdict: Option<&Verdict>) 
         "**Soak:** {:.1} req/s offered for {} windows; slopes with 95% intervals:\n",
         soak.offered_rate_per_sec, soak.windows
     );
+    if let Some(lowered) = &soak.lowered {
+        let _ = writeln!(md, "The soak's load was {}.\n", escape(lowered));
+    }
     for (name, value, f) in soak.slopes.named() {
         md.push_str(&match value {
             Some(v) => format!(

@@ -124,10 +124,6 @@ pub fn compare_with(
                 // load the baseline took whole: far beyond any latency or error threshold, even
                 // when too few windows remain to draw an interval.
                 let (bt, ht) = (bp.total(), hp.total());
-                let error_rate = |m: &crate::measure::OperationMeasurement| {
-                    let due = m.counters.requests();
-                    (due > 0).then(|| m.counters.errors() as f64 / due as f64)
-                };
                 // Only the metrics the abort limits named: p99 for a p99 limit, the error rate
                 // for an error-rate limit.
                 let named = |m: Metric| match m {
@@ -144,7 +140,7 @@ pub fn compare_with(
                             Some(bt.latency.quantile(0.99).as_secs_f64() * 1e3),
                             Some(ht.latency.quantile(0.99).as_secs_f64() * 1e3),
                         ),
-                        _ => (error_rate(&bt), error_rate(&ht)),
+                        _ => (bt.counters.error_rate(), ht.counters.error_rate()),
                     };
                     d.base = d.base.or(b);
                     d.head = d.head.or(h);

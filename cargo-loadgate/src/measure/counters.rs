@@ -148,6 +148,13 @@ impl OperationCounters {
         self.sent + self.dropped
     }
 
+    /// The error rate: requests without a correct answer (drops included) over the requests that
+    /// came due; `None` when none came due.
+    pub fn error_rate(&self) -> Option<f64> {
+        let due = self.requests();
+        (due > 0).then(|| self.errors() as f64 / due as f64)
+    }
+
     /// Sent requests with an outcome (sent ones may still be outstanding while a phase runs).
     pub fn completed(&self) -> u64 {
         self.ok + self.answered_errors()

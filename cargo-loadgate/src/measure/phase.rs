@@ -744,21 +744,8 @@ impl PhaseRecorder {
             Some(cpu) if !info.end.is_zero() => Some(cpu.as_secs_f64() / info.end.as_secs_f64()),
             _ => None,
         };
-        let mut total = OperationMeasurement::new("total");
-        for op in &self.operations {
-            total.merge(op);
-        }
-        let validity = Validity::judge(&ValidityInput {
-            windows: &self.windows.windows,
-            busy,
-            lag_p99: self.lag.quantile(0.99),
-            max_lag: info.max_lag,
-            drop_rate: self.counters.drop_rate(),
-            max_drop_rate: info.max_drop_rate,
-            slo_latency: self.slo_latency,
-            latency_p99: total.latency.quantile(0.99),
-        });
-        PhaseMeasurement {
+        let slo_latency = self.slo_latency;
+        let mut m = PhaseMeasurement {
             name: info.name,
             seed: info.seed,
             sessions_per_sec: info.sessions_per_sec,
@@ -772,8 +759,19 @@ impl PhaseRecorder {
             generator_cpu: info.generator_cpu,
             generator_core: info.generator_core,
             stopped: info.stopped,
-            validity,
-        }
+            validity: Validity::default(),
+        };
+        m.validity = Validity::judge(&ValidityInput {
+            windows: &m.windows.windows,
+            busy,
+            lag_p99: m.lag.quantile(0.99),
+            max_lag: info.max_lag,
+            drop_rate: m.counters.drop_rate(),
+            max_drop_rate: info.max_drop_rate,
+            slo_latency,
+            latency_p99: m.total().latency.quantile(0.99),
+        });
+        m
     }
 }
 

@@ -87,12 +87,7 @@ pub fn format_rate(rate: f64) -> String {
 /// The error rate of a class: requests without a correct answer (wrong answers and drops at the
 /// in-flight cap included) over requests that came due.
 fn error_rate(op: &OperationMeasurement) -> f64 {
-    let due = op.counters.requests();
-    if due == 0 {
-        0.0
-    } else {
-        op.counters.errors() as f64 / due as f64
-    }
+    op.counters.error_rate().unwrap_or(0.0)
 }
 
 /// How a class is named in a reason: "`login`".

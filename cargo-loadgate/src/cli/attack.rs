@@ -399,6 +399,7 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         expect: Expect::default(),
         capture: Vec::new(),
         next: Vec::new(),
+        gate: false,
     };
     Ok(Plan {
         base_url: format!("{scheme}://{authority}"),

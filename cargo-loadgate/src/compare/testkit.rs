@@ -18,6 +18,8 @@ pub(super) fn gate() -> GateConfig {
         capacity_loss: 0.10,
         error_rate_increase: 0.005,
         rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
+        p50_floor: Duration::ZERO,
+        p99_floor: Duration::ZERO,
     }
 }
 

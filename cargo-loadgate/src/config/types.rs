@@ -30,6 +30,8 @@ pub struct LoadgateConfig {
     pub abort: AbortConfig,
     /// The smallest change that matters, per metric.
     pub gate: GateConfig,
+    /// How base and head are compared: paired blocks in one job, or a stored baseline.
+    pub paired: PairedConfig,
 }
 
 /// Where a configuration was read from.
@@ -193,6 +195,11 @@ pub struct OperationConfig {
     pub capture: Vec<Capture>,
     /// Where a session goes next; the probabilities sum to at most 1 and the rest ends the session.
     pub next: Vec<Transition>,
+    /// Whether this operation's p50 and p99 are primary metrics that decide the verdict
+    /// (`gate = true`); per-operation latencies only warn otherwise. A judgement, not part of the
+    /// measurement: the config hash leaves it out.
+    #[serde(skip)]
+    pub gate: bool,
 }
 
 /// A request with `{{name}}` placeholders: `session`, `seq`, `rand`, and captured variables.
@@ -350,6 +357,80 @@ pub struct GateConfig {
     pub error_rate_increase: f64,
     /// RSS growth in bytes per second that counts as a leak.
     pub rss_slope_bytes_per_sec: f64,
+    /// The absolute floor of a p50 change (`gate.p50-floor`): a change smaller than this is never
+    /// a regression, whatever its relative size.
+    #[serde(rename = "p50_floor")]
+    pub p50_floor: Duration,
+    /// The absolute floor of a p99 change (`gate.p99-floor`).
+    #[serde(rename = "p99_floor")]
+    pub p99_floor: Duration,
+}
+
+impl GateConfig {
+    /// The relative change of a latency percentile that matters when the base's figure is
+    /// `base_ms`: the relative threshold `relative`, raised to the absolute `floor` where the
+    /// floor is the larger change (criterion's noise threshold applied to time).
+    pub fn floored(relative: f64, floor: Duration, base_ms: f64) -> f64 {
+        let floor_ms = floor.as_secs_f64() * 1e3;
+        if floor_ms > 0.0 && base_ms > 0.0 && base_ms.is_finite() {
+            relative.max(floor_ms / base_ms)
+        } else {
+            relative
+        }
+    }
+
+    /// The relative change of p50 that matters at a base p50 of `base_ms`.
+    pub fn p50_delta(&self, base_ms: f64) -> f64 {
+        Self::floored(self.p50_change, self.p50_floor, base_ms)
+    }
+
+    /// The relative change of p99 that matters at a base p99 of `base_ms`.
+    pub fn p99_delta(&self, base_ms: f64) -> f64 {
+        Self::floored(self.p99_change, self.p99_floor, base_ms)
+    }
+}
+
+/// `[paired] mode`: how the head is compared with its base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComparisonMode {
+    /// Paired when the base can be built or a stored build of it exists, stored otherwise.
+    Auto,
+    /// Base and head booted side by side and measured in alternating blocks in one job.
+    Paired,
+    /// The head alone, compared with a baseline stored by an earlier run.
+    Stored,
+}
+
+impl ComparisonMode {
+    /// The mode as the config and the command line write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Paired => "paired",
+            Self::Stored => "stored",
+        }
+    }
+}
+
+/// `[paired]`: the design of a paired comparison.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairedConfig {
+    /// `[paired] mode`.
+    pub mode: ComparisonMode,
+    /// `[paired] pairs`: the number of block pairs (the most, with `adaptive`).
+    pub pairs: usize,
+    /// `[paired] block`: the measured length of one block.
+    pub block: Duration,
+    /// `[paired] warmup`: discarded at the start of each block.
+    pub warmup: Duration,
+    /// `[paired] at`: the blocks' offered load, as a share of the base's capacity.
+    pub at: f64,
+    /// `[paired] budget`: the most wall time the blocks may take; fewer pairs when it is short.
+    pub budget: Option<Duration>,
+    /// `[paired] adaptive`: add pairs, looking every few, until the verdict decides or `pairs`
+    /// (or the budget) is reached; a group-sequential design whose error rate is stated.
+    pub adaptive: bool,
 }
 
 /// For `skip_serializing_if`.

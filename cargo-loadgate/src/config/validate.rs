@@ -9,7 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, gate, generator, profile_keys, ramp, slo, soak, target, top_keys, workload,
+    SECTIONS, abort, gate, generator, paired, profile_keys, ramp, slo, soak, target, top_keys,
+    workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -231,6 +232,7 @@ fn build(
     let soak = soak::build(cx, look);
     let abort = abort::build(cx, look);
     let gate = gate::build(cx, look);
+    let paired = paired::build(cx, look);
     Some(LoadgateConfig {
         source: ConfigSource {
             path: cx.files[0].path.clone(),
@@ -245,6 +247,7 @@ fn build(
         soak: soak?,
         abort: abort?,
         gate: gate?,
+        paired: paired?,
     })
 }
 

@@ -749,6 +749,7 @@ mod tests {
             expect: Expect::default(),
             capture: Vec::new(),
             next: Vec::new(),
+            gate: false,
         }
     }
 

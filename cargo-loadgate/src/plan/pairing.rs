@@ -218,6 +218,7 @@ mod tests {
             expect: Expect::default(),
             capture: Vec::new(),
             next,
+            gate: false,
         };
         WorkloadConfig {
             seed: 7,

@@ -18,6 +18,8 @@ use sha2::{Digest, Sha256};
 pub enum MeasurementMode {
     /// The head is measured alone and compared with a baseline stored by an earlier run.
     Stored,
+    /// Base and head are measured side by side in one job, in alternating blocks.
+    Paired,
 }
 
 /// The parts of a configuration that change what a run measures, as the config hash sees them.
@@ -31,6 +33,9 @@ struct Measured<'a> {
     soak: &'a crate::config::SoakConfig,
     abort: &'a crate::config::AbortConfig,
     slo: &'a crate::config::SloConfig,
+    /// The blocks' design, in paired mode only (so stored runs keep the hash they had).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paired: Option<&'a crate::config::PairedConfig>,
 }
 
 /// sha256 (hex) of what in `config` changes the measurement, with the `mode` of the run: not
@@ -41,6 +46,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         source: _,
         profile: _,
         gate: _,
+        paired,
         target,
         slo,
         workload,
@@ -58,6 +64,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         soak,
         abort,
         slo,
+        paired: (mode == MeasurementMode::Paired).then_some(paired),
     };
     let value = serde_json::to_value(measured).unwrap_or(serde_json::Value::Null);
     hex_sha256(value.to_string().as_bytes())
@@ -69,6 +76,12 @@ pub fn legacy_config_hash(config: &LoadgateConfig) -> String {
     let mut value = serde_json::to_value(config).unwrap_or(serde_json::Value::Null);
     if let Some(map) = value.as_object_mut() {
         map.remove("source");
+        // Added after that rule: a legacy result never had them.
+        map.remove("paired");
+        if let Some(gate) = map.get_mut("gate").and_then(|g| g.as_object_mut()) {
+            gate.remove("p50_floor");
+            gate.remove("p99_floor");
+        }
     }
     hex_sha256(value.to_string().as_bytes())
 }

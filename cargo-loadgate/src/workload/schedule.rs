@@ -475,6 +475,7 @@ pub(crate) mod tests {
             expect: Expect::default(),
             capture: Vec::new(),
             next,
+            gate: false,
         }
     }
 

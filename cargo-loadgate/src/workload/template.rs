@@ -551,6 +551,7 @@ mod tests {
                 })
                 .collect(),
             next: Vec::new(),
+            gate: false,
         }
     }
 

@@ -2,8 +2,9 @@
 
 use super::key::{Key, Section};
 use super::profile::Look;
-use crate::config::source::{Cx, share, size_rate};
+use crate::config::source::{Cx, duration, share, size_rate};
 use crate::config::types::GateConfig;
+use std::time::Duration;
 
 /// `gate.p50`: a relative change.
 pub(crate) const P50: Key<f64> = Key::qualified("p50", "relative change of p50", |cx, v, what| {
@@ -31,10 +32,31 @@ pub(crate) const RSS_SLOPE: Key<f64> = Key::new(
     |cx, v, _| size_rate(cx, v),
 );
 
+/// `gate.p50-floor`: an absolute change of p50 below which no change is a regression.
+pub(crate) const P50_FLOOR: Key<Duration> = Key::qualified(
+    "p50-floor",
+    "absolute change of p50 below which a change is never a regression",
+    |cx, v, _| duration(cx, v),
+);
+/// `gate.p99-floor`.
+pub(crate) const P99_FLOOR: Key<Duration> = Key::qualified(
+    "p99-floor",
+    "absolute change of p99 below which a change is never a regression",
+    |cx, v, _| duration(cx, v),
+);
+
 /// `[gate]`.
 pub(crate) const SECTION: Section = Section {
     name: "gate",
-    keys: &[&P50, &P99, &CAPACITY, &ERROR_RATE, &RSS_SLOPE],
+    keys: &[
+        &P50,
+        &P99,
+        &CAPACITY,
+        &ERROR_RATE,
+        &RSS_SLOPE,
+        &P50_FLOOR,
+        &P99_FLOOR,
+    ],
     check_table: None,
 };
 
@@ -47,6 +69,8 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GateConfig> {
         capacity_loss: look.need(cx, s, &CAPACITY)?,
         error_rate_increase: look.need(cx, s, &ERROR_RATE)?,
         rss_slope_bytes_per_sec: look.need(cx, s, &RSS_SLOPE)?,
+        p50_floor: look.need(cx, s, &P50_FLOOR)?,
+        p99_floor: look.need(cx, s, &P99_FLOOR)?,
     })
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod gate;
 pub(crate) mod generator;
 pub(crate) mod key;
 pub(crate) mod operation;
+pub(crate) mod paired;
 pub(crate) mod profile;
 pub(crate) mod ramp;
 pub(crate) mod slo;
@@ -17,7 +18,7 @@ pub(crate) mod workload;
 use key::Section;
 
 /// Every section, in the order messages list them.
-pub(crate) const SECTIONS: [&Section; 8] = [
+pub(crate) const SECTIONS: [&Section; 9] = [
     &target::SECTION,
     &slo::SECTION,
     &workload::SECTION,
@@ -26,6 +27,7 @@ pub(crate) const SECTIONS: [&Section; 8] = [
     &soak::SECTION,
     &abort::SECTION,
     &gate::SECTION,
+    &paired::SECTION,
 ];
 
 /// The keys of the top level: the sections and the profiles.

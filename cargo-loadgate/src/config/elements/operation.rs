@@ -1034,6 +1034,7 @@ pub(crate) fn resolve(
             expect: op.expect.clone(),
             capture: op.capture.clone(),
             next,
+            gate: false,
         })
         .collect();
     Some((entry, operations))
@@ -1143,6 +1144,7 @@ mod tests {
                     think: ThinkTime::Fixed(Duration::ZERO),
                 })
                 .collect(),
+            gate: false,
         }
     }
 

@@ -363,6 +363,8 @@ pub(crate) mod testing {
             }],
             resources: Vec::new(),
             calibration: None,
+            mode: crate::result::MeasurementMode::Stored,
+            paired: None,
         }
     }
 

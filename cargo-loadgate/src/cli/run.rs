@@ -189,6 +189,8 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         phases: Vec::new(),
         resources: Vec::new(),
         calibration: None,
+        mode: MeasurementMode::Stored,
+        paired: None,
     };
     write_result(&result_path, &result)?;
 
@@ -257,6 +259,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let options = PlanOptions {
         keep_going: opts.keep_going,
         baseline_knee_sessions_per_sec: baseline.knee_sessions_per_sec(),
+        skip_soak: None,
     };
     let mut write_error: Option<RunError> = None;
     let planned = {

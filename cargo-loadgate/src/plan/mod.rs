@@ -9,6 +9,7 @@
 
 mod abort;
 mod judge;
+pub mod paired_run;
 pub mod pairing;
 mod ramp;
 mod run;

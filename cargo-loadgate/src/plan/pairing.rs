@@ -16,7 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
 
 /// Which build a block sends its load to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Side {
     /// The merge-base's build ("A").
     Base,

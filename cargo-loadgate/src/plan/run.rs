@@ -67,6 +67,8 @@ pub struct PlanOptions {
     /// The baseline's knee in sessions per second, when a baseline was found: the soak runs at
     /// `soak.at` of it, so head and base soak at the same offered load.
     pub baseline_knee_sessions_per_sec: Option<f64>,
+    /// Skip the soak, for this reason (a paired run measures its blocks instead).
+    pub skip_soak: Option<String>,
 }
 
 /// What the phases found.
@@ -528,10 +530,15 @@ pub async fn run_plan<R: PhaseRunner>(
     (driver.observer)(PlanEvent::RampDone {
         outcome: Box::new(ramp.clone()),
     });
-    let soak = match driver
-        .soak(&ramp, options.baseline_knee_sessions_per_sec)
-        .await
-    {
+    let soak = match &options.skip_soak {
+        Some(reason) => Ok(Err(reason.clone())),
+        None => {
+            driver
+                .soak(&ramp, options.baseline_knee_sessions_per_sec)
+                .await
+        }
+    };
+    let soak = match soak {
         Ok(soak) => soak,
         Err((phase, source)) => {
             return Err(failed(&driver, phase, source, "the soak could not run"));
@@ -600,7 +607,7 @@ fn settled(records: &[&StepRecord]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::config::parse_config_str;
     use crate::measure::{FinishInfo, Outcome, PhaseRecorder};
@@ -612,7 +619,7 @@ mod tests {
 
     /// Two classes; a session sends `home`, then `login` with probability 0.5: 1.5 requests per
     /// session, so 100 sessions/s offer 150 req/s.
-    const CONFIG: &str = indoc! {r#"
+    pub(in crate::plan) const CONFIG: &str = indoc! {r#"
         [target]
         url = "http://127.0.0.1:9"
 
@@ -645,7 +652,7 @@ mod tests {
         at = "60%"
     "#};
 
-    fn config(extra: &str) -> LoadgateConfig {
+    pub(in crate::plan) fn config(extra: &str) -> LoadgateConfig {
         parse_config_str(
             &format!("{CONFIG}{extra}"),
             Path::new("loadgate.toml"),
@@ -657,7 +664,7 @@ mod tests {
 
     /// A service with capacity `capacity` req/s: below it every request takes 20 ms, above it p99
     /// explodes (a queue that grows for the whole step).
-    struct FakeService {
+    pub(in crate::plan) struct FakeService {
         capacity: f64,
         /// Steps offering more than this many req/s cannot be kept by the generator.
         invalid_above: f64,
@@ -676,13 +683,15 @@ mod tests {
         /// The phase of this name (not its re-measurement) stalls for one window: every answer due
         /// in its second measured second comes 800 ms late.
         stall_once: Option<String>,
-        specs: Vec<PhaseSpec>,
+        pub(in crate::plan) specs: Vec<PhaseSpec>,
         /// The schedule handed over with each of `specs`.
-        schedules: Vec<Schedule>,
+        pub(in crate::plan) schedules: Vec<Schedule>,
+        /// Added to every answer's latency (a slower build at the same load).
+        pub(in crate::plan) extra: Duration,
     }
 
     impl FakeService {
-        fn new(capacity: f64) -> Self {
+        pub(in crate::plan) fn new(capacity: f64) -> Self {
             Self {
                 capacity,
                 invalid_above: f64::INFINITY,
@@ -694,11 +703,12 @@ mod tests {
                 stall_once: None,
                 specs: Vec::new(),
                 schedules: Vec::new(),
+                extra: Duration::ZERO,
             }
         }
 
         fn latency(&self, rate: f64, i: u64) -> Duration {
-            let jitter = Duration::from_micros(i % 10 * 1_000);
+            let jitter = Duration::from_micros(i % 10 * 1_000) + self.extra;
             if rate <= self.capacity {
                 15 * MS + jitter
             } else {
@@ -710,7 +720,7 @@ mod tests {
 
     #[derive(Debug, thiserror::Error)]
     #[error("the fake refused phase `{0}`")]
-    struct FakeError(String);
+    pub(in crate::plan) struct FakeError(String);
 
     impl PhaseRunner for FakeService {
         type Error = FakeError;

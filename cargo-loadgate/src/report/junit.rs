@@ -238,6 +238,8 @@ mod tests {
             phases: Vec::new(),
             resources: Vec::new(),
             calibration: None,
+            mode: crate::result::MeasurementMode::Stored,
+            paired: None,
         }
     }
 

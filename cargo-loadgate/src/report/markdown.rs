@@ -368,6 +368,8 @@ mod tests {
             resources: part(&value["resources"]),
             // The summary does not show the calibration (the verdict's rule does, when it fires).
             calibration: None,
+            mode: crate::result::MeasurementMode::Stored,
+            paired: None,
         }
     }
 

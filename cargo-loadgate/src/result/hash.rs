@@ -13,10 +13,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 /// How head and base are measured, which decides whether two runs' figures may be compared.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MeasurementMode {
     /// The head is measured alone and compared with a baseline stored by an earlier run.
+    #[default]
     Stored,
     /// Base and head are measured side by side in one job, in alternating blocks.
     Paired,

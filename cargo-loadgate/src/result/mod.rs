@@ -8,6 +8,7 @@
 
 mod comparison;
 mod hash;
+mod paired;
 mod read;
 mod run;
 mod write;
@@ -17,6 +18,10 @@ pub use comparison::{
     NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
+pub use paired::{
+    BaseSource, BlockFigures, BlockRecord, PairRecord, PairedBase, PairedDesign, PairedRecord,
+    pair_records,
+};
 pub use read::{ReadError, read_result, result_from_str, result_from_value};
 pub use run::{
     BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,

@@ -3,6 +3,7 @@
 //! It is written to the out-dir after every phase (atomically), so an interrupted run keeps what it
 //! measured. Its schema is checked in at `docs/schema/run-result-v1.json` and validated in tests.
 
+use super::MeasurementMode;
 use super::{Comparison, Verdict};
 use crate::config::SloConfig;
 use crate::measure::PhaseMeasurement;
@@ -74,6 +75,13 @@ pub struct RunResult {
     /// The calibration figure measured before and after the phases; `None` when it could not be.
     #[serde(default)]
     pub calibration: Option<crate::calibrate::Calibration>,
+    /// How head and base were compared: `stored` (the head alone, against a stored baseline) or
+    /// `paired` (both side by side in this job). Results written before paired mode are `stored`.
+    #[serde(default)]
+    pub mode: MeasurementMode,
+    /// A paired run's base, blocks and pairs; absent in a stored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<super::paired::PairedRecord>,
 }
 
 /// The resolved `[slo]` of a run, as the result records it.

@@ -186,38 +186,7 @@ pub fn compare_with(
             soak_blocker = Some(why);
         }
     }
-    if let Some(mut d) = capacity_draft(base.knee.as_ref(), head.knee.as_ref(), gate) {
-        let untrusted: Vec<String> = [("the baseline's", base), ("this run's", head)]
-            .into_iter()
-            .filter_map(|(side, f)| {
-                let knee = f.knee.as_ref()?;
-                knee.invalid
-                    .as_ref()
-                    .map(|why| format!("{side} ramp is invalid: {why}"))
-            })
-            .collect();
-        let bounded: Vec<String> = [("the baseline's", base), ("this run's", head)]
-            .into_iter()
-            .filter_map(|(side, f)| {
-                let knee = f.knee.as_ref()?;
-                knee.generator_limit_sessions_per_sec.map(|limit| {
-                    format!(
-                        "{side} capacity is a lower bound: its generator reached its limit on this \
-                         machine at {limit:.3} sessions/s"
-                    )
-                })
-            })
-            .collect();
-        if !untrusted.is_empty() {
-            d.forced = true;
-            d.note = Some(untrusted.join("; "));
-        } else if !bounded.is_empty() {
-            // A lower bound can prove the other side lost capacity, never that this one kept it.
-            d.no_pass = Some(format!(
-                "{}: it can show a regression, not a pass",
-                bounded.join("; ")
-            ));
-        }
+    if let Some(d) = capacity_with_notes(base, head, gate) {
         drafts.push(d);
     }
     // A stored baseline is another run: its interval carries the run-to-run noise too.
@@ -281,6 +250,68 @@ pub fn compare_with(
         d
     });
 
+    let (metrics, verdict) = judge(drafts, rss, machine, warnings, options);
+    Comparison {
+        base_commit: base.commit.clone(),
+        head_commit: head.commit.clone(),
+        alpha: options.alpha,
+        metrics,
+        verdict,
+        noise: options.noise.as_ref().map(|n| n.summary().clone()),
+    }
+}
+
+/// The capacity draft of `base` and `head`, forced inconclusive by an untrusted ramp and kept from
+/// passing by a generator-bound one; `None` when either side has no ramp.
+pub(super) fn capacity_with_notes(
+    base: &RunFigures,
+    head: &RunFigures,
+    gate: &GateConfig,
+) -> Option<Draft> {
+    let mut d = capacity_draft(base.knee.as_ref(), head.knee.as_ref(), gate)?;
+    let untrusted: Vec<String> = [("the baseline's", base), ("this run's", head)]
+        .into_iter()
+        .filter_map(|(side, f)| {
+            let knee = f.knee.as_ref()?;
+            knee.invalid
+                .as_ref()
+                .map(|why| format!("{side} ramp is invalid: {why}"))
+        })
+        .collect();
+    let bounded: Vec<String> = [("the baseline's", base), ("this run's", head)]
+        .into_iter()
+        .filter_map(|(side, f)| {
+            let knee = f.knee.as_ref()?;
+            knee.generator_limit_sessions_per_sec.map(|limit| {
+                format!(
+                    "{side} capacity is a lower bound: its generator reached its limit on this \
+                         machine at {limit:.3} sessions/s"
+                )
+            })
+        })
+        .collect();
+    if !untrusted.is_empty() {
+        d.forced = true;
+        d.note = Some(untrusted.join("; "));
+    } else if !bounded.is_empty() {
+        // A lower bound can prove the other side lost capacity, never that this one kept it.
+        d.no_pass = Some(format!(
+            "{}: it can show a regression, not a pass",
+            bounded.join("; ")
+        ));
+    }
+    Some(d)
+}
+
+/// Holm over the primary family of `drafts` (in their order), each metric classified by the
+/// interval rule, the secondary ones alone at α; then the verdict.
+pub(super) fn judge(
+    drafts: Vec<Draft>,
+    rss: Option<Draft>,
+    machine: Vec<String>,
+    warnings: Vec<String>,
+    options: &CompareOptions,
+) -> (Vec<MetricComparison>, Verdict) {
     // Holm over the primary family (in the drafts' order); the secondary metrics (per-operation
     // latencies, the RSS slope) are judged alone at α.
     let p: Vec<f64> = drafts
@@ -313,14 +344,7 @@ pub fn compare_with(
         ));
     }
     let verdict = decide(&metrics, machine, warnings);
-    Comparison {
-        base_commit: base.commit.clone(),
-        head_commit: head.commit.clone(),
-        alpha: options.alpha,
-        metrics,
-        verdict,
-        noise: options.noise.as_ref().map(|n| n.summary().clone()),
-    }
+    (metrics, verdict)
 }
 
 /// Classifies one metric by the interval rule. A regression found by Holm is drawn at its Holm `level`; anything else at
@@ -430,6 +454,62 @@ fn classify(
                 detectable,
                 outcome,
             )
+        }
+        Estimate::Paired { ref d } => {
+            let n = d.iter().filter(|x| x.is_finite()).count();
+            let paired = crate::stats::paired::wilcoxon_interval(d, scale, level);
+            let detectable = crate::stats::paired::pair_sd(d).and_then(|sd| {
+                crate::stats::paired::detectable_change(n, sd, detect_level, 0.8, scale, delta).map(
+                    |x| match scale {
+                        Scale::Ratio => x,
+                        Scale::Difference => x,
+                    },
+                )
+            });
+            match paired {
+                Some(p) => {
+                    let (low, high) = (p.low, p.high);
+                    let outcome = if rejected || (!draft.primary && low > threshold) {
+                        MetricOutcome::Regression
+                    } else if low > threshold {
+                        draft.note = Some(format!(
+                            "beyond the threshold at {:.0}% confidence, but not after Holm's \
+                             correction for the number of metrics",
+                            (1.0 - 2.0 * alpha) * 100.0
+                        ));
+                        MetricOutcome::Inconclusive
+                    } else if high < good {
+                        MetricOutcome::Improvement
+                    } else if high < threshold {
+                        MetricOutcome::Pass
+                    } else {
+                        if p.is_unbounded() && draft.note.is_none() {
+                            draft.note = Some(format!(
+                                "{n} pair(s) cannot give an interval at {:.0}% confidence: the \
+                                 exact test needs at least {}",
+                                (1.0 - 2.0 * level) * 100.0,
+                                crate::stats::paired::min_pairs(level)
+                            ));
+                        }
+                        MetricOutcome::Inconclusive
+                    };
+                    let bounded =
+                        |x: f64| finite(x).filter(|v| scale == Scale::Difference || *v > 0.0);
+                    (
+                        Some(p.estimate),
+                        bounded(low),
+                        bounded(high),
+                        detectable.and_then(finite),
+                        outcome,
+                    )
+                }
+                None => {
+                    draft
+                        .note
+                        .get_or_insert_with(|| "no pair measured this metric".to_owned());
+                    (None, None, None, None, MetricOutcome::Inconclusive)
+                }
+            }
         }
         Estimate::Missing => (None, None, None, None, MetricOutcome::Inconclusive),
     };

@@ -24,6 +24,9 @@ pub(super) enum Estimate {
         low: f64,
         high: f64,
     },
+    /// Per-pair differences of a paired run on the test scale (ln ratio, or difference): the
+    /// Hodges–Lehmann estimate with the exact Wilcoxon interval, drawn at the level classified.
+    Paired { d: Vec<f64> },
     /// Not estimable.
     Missing,
 }
@@ -130,6 +133,9 @@ impl Draft {
                 } else {
                     1.0
                 }
+            }
+            Estimate::Paired { d } => {
+                crate::stats::paired::signed_rank_p_value(d, self.test_threshold())
             }
             Estimate::Missing => 1.0,
         }

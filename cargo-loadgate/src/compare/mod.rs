@@ -13,6 +13,7 @@ mod format;
 mod leak;
 mod noise;
 mod options;
+mod paired;
 #[cfg(test)]
 mod testkit;
 
@@ -28,3 +29,4 @@ pub use options::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, DETECTION_POWER, LOAD_TOLERANCE,
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,
 };
+pub use paired::{PairedInputs, compare_paired};

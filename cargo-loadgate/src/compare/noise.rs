@@ -466,6 +466,8 @@ impl NoiseModel {
                     d.spread = spread;
                     d.df = df;
                 }
+                // Pairs measured side by side carry no run-to-run noise: nothing to fold in.
+                Estimate::Paired { .. } => continue,
                 Estimate::Missing => {}
             }
             let mut noise = figure.noise;

@@ -10,6 +10,7 @@ mod clean;
 mod exit;
 mod gate;
 mod opts;
+mod paired;
 mod progress;
 mod qualify;
 mod render;

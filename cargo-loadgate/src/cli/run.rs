@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How often the target's resources are sampled.
-const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+pub(super) const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// How long to wait for the Docker engine to answer before falling back to a process target.
 const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -58,6 +58,18 @@ pub enum RunError {
     /// The baseline could not be searched (with `--require-baseline`) or stored.
     #[error(transparent)]
     Baseline(#[from] BaselineError),
+    /// The base of a paired run could not be resolved or built.
+    #[error(transparent)]
+    Base(#[from] crate::targets::base::BaseError),
+    /// The base of a paired run failed to boot or failed during the run.
+    #[error("{message}")]
+    BaseFailed {
+        /// What failed.
+        message: String,
+        /// Why.
+        #[source]
+        source: Box<RunError>,
+    },
     /// The result could not be written.
     #[error("failed to write the result to {}", path.display())]
     Write {
@@ -76,6 +88,9 @@ impl RunError {
             RunError::Config(_) | RunError::Usage { .. } => ExitCode::USAGE,
             RunError::Target(e) => ExitCode::for_target(e.kind()),
             RunError::Baseline(e) => ExitCode::for_baseline(e.kind()),
+            RunError::Base(e) => ExitCode::for_base(e.kind()),
+            // A base that fails is never a pass.
+            RunError::BaseFailed { .. } => ExitCode::TARGET_FAILED,
             RunError::Engine {
                 source: EngineError::InvalidUrl { .. },
                 ..
@@ -89,6 +104,8 @@ impl RunError {
         match self {
             RunError::Target(e) => e.hint(),
             RunError::Baseline(e) => e.hint(),
+            RunError::Base(e) => e.hint(),
+            RunError::BaseFailed { source, .. } => source.hint(),
             _ => None,
         }
     }
@@ -139,6 +156,14 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         None
     };
 
+    let git_dir = config
+        .source
+        .package
+        .as_ref()
+        .map(|p| p.workspace_root.clone())
+        .unwrap_or_else(|| cwd.clone());
+    let paired_base = super::paired::prepare(opts, &config, kind, &git_dir, &out_dir).await?;
+
     let request = BootRequest {
         kind,
         config: config.target.clone(),
@@ -148,9 +173,10 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         url: opts.url.clone(),
         run_id: run_id.clone(),
         cpuset: target_cpuset.clone(),
+        prebuilt: None,
     };
     let reporter = super::boot_log::BootReporter::new(&out_dir);
-    let target = crate::targets::boot(request, &|event| reporter.event(event)).await?;
+    let target = crate::targets::boot(request.clone(), &|event| reporter.event(event)).await?;
     let info = target.info();
     eprintln!(
         "      Target {} at {}{}",
@@ -159,12 +185,6 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
     );
 
-    let git_dir = config
-        .source
-        .package
-        .as_ref()
-        .map(|p| p.workspace_root.clone())
-        .unwrap_or_else(|| cwd.clone());
     let config_hashes = ConfigHashes::of(&config, MeasurementMode::Stored);
     let mut result = RunResult {
         format_version: RESULT_FORMAT_VERSION,
@@ -193,6 +213,19 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         paired: None,
     };
     write_result(&result_path, &result)?;
+    if let Some(base) = paired_base {
+        let repo = result.git.as_ref().map(|_| git_dir.clone());
+        let setup = super::paired::PairedSetup {
+            opts,
+            config: &config,
+            cwd: &cwd,
+            out_dir: &out_dir,
+            request,
+            head_result: result,
+            repo,
+        };
+        return super::paired::run_paired(setup, base, target).await;
+    }
 
     let gate_options = GateOptions {
         store: opts.baseline_store.clone(),
@@ -477,7 +510,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
 /// Measures the calibration figure on the generator's and the target's cores: the first
 /// measurement of the run when `started` is `None`, else the one after the phases. A failure is a
 /// warning: the comparison then says that no calibration was measured.
-async fn calibrate(
+pub(super) async fn calibrate(
     client_core: Option<usize>,
     server_core: Option<usize>,
     started: Option<Calibration>,
@@ -515,7 +548,7 @@ async fn calibrate(
 /// Writes the SVG charts into the out-dir, the baseline's stored result drawn dashed beside this
 /// run's, and says whether any was written. A chart that fails is a warning, never a failed run:
 /// the result, JUnit and the summary already hold what was measured.
-fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> bool {
+pub(super) fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> bool {
     let base = match baseline {
         Baseline::Found { entry, .. } => match entry.result.get() {
             Ok(base) => Some(base),
@@ -545,7 +578,7 @@ fn write_run_charts(out_dir: &Path, result: &RunResult, baseline: &Baseline) -> 
 }
 
 /// Writes the Markdown summary, and appends it to `$GITHUB_STEP_SUMMARY` when that is set.
-fn write_markdown(path: &Path, result: &RunResult) -> Result<(), RunError> {
+pub(super) fn write_markdown(path: &Path, result: &RunResult) -> Result<(), RunError> {
     let md = crate::report::markdown_summary(result);
     let write_error = |path: &Path| {
         let path = path.to_owned();
@@ -567,13 +600,13 @@ fn write_markdown(path: &Path, result: &RunResult) -> Result<(), RunError> {
 
 /// Runs the plan's phases on the generator thread and hands each the target's resource samples of
 /// its measured part.
-struct GeneratorRunner<'a> {
-    base_url: String,
-    config: &'a LoadgateConfig,
-    core: Option<usize>,
-    sampler: &'a ResourceSampler,
-    sampler_started: Instant,
-    display: &'a RunDisplay,
+pub(super) struct GeneratorRunner<'a> {
+    pub(super) base_url: String,
+    pub(super) config: &'a LoadgateConfig,
+    pub(super) core: Option<usize>,
+    pub(super) sampler: &'a ResourceSampler,
+    pub(super) sampler_started: Instant,
+    pub(super) display: &'a RunDisplay,
 }
 
 impl PhaseRunner for GeneratorRunner<'_> {
@@ -765,7 +798,7 @@ pub(crate) fn out_dir(
     }
 }
 
-fn write_result(path: &Path, result: &RunResult) -> Result<(), RunError> {
+pub(super) fn write_result(path: &Path, result: &RunResult) -> Result<(), RunError> {
     write_json_atomic(path, result).map_err(|source| RunError::Write {
         path: path.to_owned(),
         source,
@@ -868,7 +901,7 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     out
 }
 
-fn kind_name(kind: TargetKind) -> &'static str {
+pub(super) fn kind_name(kind: TargetKind) -> &'static str {
     kind.name()
 }
 

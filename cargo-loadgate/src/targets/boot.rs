@@ -14,6 +14,7 @@ use crate::{
     config::{PackageRef, ReadyConfig, TargetConfig, TargetKind, TargetSource},
     image::{
         BuildMode, ImageRef, Packing, build_dockerfile, cargo_build, inspect_local_image, pack_bin,
+        pack_binary,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,9 @@ pub struct BootRequest {
     pub run_id: String,
     /// Pin the target to these cores (`1`, `0-1`): cpuset for a container, affinity for a process.
     pub cpuset: Option<String>,
+    /// A binary already built for `bin = …` (a paired run's base): run or packed as it is,
+    /// without building the package.
+    pub prebuilt: Option<PathBuf>,
 }
 
 /// What a run records about its target.
@@ -203,22 +207,27 @@ async fn boot_process(
             source_desc: source_desc(&req.config.source),
         });
     };
-    let package = req
-        .package
-        .as_ref()
-        .ok_or_else(|| TargetError::NoPackage { bin: bin.clone() })?;
-    events(BootEvent::Building {
-        what: format!("{bin} (release)"),
-    });
     let on_line = |line: &str| {
         events(BootEvent::BuildOutput {
             line: line.to_owned(),
         })
     };
-    let binary = cargo_build(package, bin, &BuildMode::Host, &on_line).await?;
+    let binary = match &req.prebuilt {
+        Some(binary) => binary.clone(),
+        None => {
+            let package = req
+                .package
+                .as_ref()
+                .ok_or_else(|| TargetError::NoPackage { bin: bin.clone() })?;
+            events(BootEvent::Building {
+                what: format!("{bin} (release)"),
+            });
+            cargo_build(package, bin, &BuildMode::Host, &on_line).await?
+        }
+    };
     events(BootEvent::Built {
         artifact: binary.display().to_string(),
-        reused: false,
+        reused: req.prebuilt.is_some(),
     });
     let port = match port_override(req) {
         Some(port) => port,
@@ -265,11 +274,16 @@ async fn boot_container(
     let docker = connect(CONNECT_TIMEOUT).await?;
     let (image, binary, packing) = match &req.config.source {
         TargetSource::Bin { name } => {
-            let package = req
-                .package
-                .as_ref()
-                .ok_or_else(|| TargetError::NoPackage { bin: name.clone() })?;
-            let packed = pack_bin(&docker, package, name, events).await?;
+            let packed = match &req.prebuilt {
+                Some(binary) => pack_binary(&docker, binary, name, events).await?,
+                None => {
+                    let package = req
+                        .package
+                        .as_ref()
+                        .ok_or_else(|| TargetError::NoPackage { bin: name.clone() })?;
+                    pack_bin(&docker, package, name, events).await?
+                }
+            };
             (packed.image, Some(packed.binary), Some(packed.packing))
         }
         TargetSource::Image { reference } => {
@@ -494,6 +508,7 @@ mod tests {
 
     fn request(kind: TargetKind, source: TargetSource) -> BootRequest {
         BootRequest {
+            prebuilt: None,
             kind,
             config: TargetConfig {
                 source,

@@ -118,6 +118,7 @@ pub fn demo_request(
         url: None,
         run_id: run_id.to_owned(),
         cpuset: None,
+        prebuilt: None,
     }
 }
 

@@ -1,0 +1,883 @@
+//! `cargo loadgate run` in paired mode (issue 13): the base is built (or taken from a store, or
+//! named with `--base-binary`, `--base-image`, `--base-url`), base and head are booted side by
+//! side with identical limits on the same cores, their ramps alternate step by step, then the
+//! load alternates between them in blocks of the same schedule slice, and the per-pair
+//! differences decide the verdict. Both targets and the base's worktree are removed on every
+//! path.
+
+use super::boot_log::BootReporter;
+use super::progress::{self, OutputMode, RunDisplay};
+use super::run::{GeneratorRunner, RunError, calibrate, kind_name, write_result};
+use super::{ExitCode, RunOpts, gate};
+use crate::baseline::{StoreSpec, find_build, short};
+use crate::compare::{CompareOptions, PairedInputs, compare_paired};
+use crate::config::{ComparisonMode, LoadgateConfig, TargetKind, TargetSource};
+use crate::image::BuildMode;
+use crate::plan::paired_run::{
+    BlockEvent, BlockPlan, block_phase_name, run_blocks, run_paired_ramps,
+};
+use crate::plan::pairing::{Side, order_letters, pairing_order};
+use crate::plan::{PlanError, PlanEvent, PlanOutcome, RampOutcome};
+use crate::result::{
+    BaseSource, BlockRecord, ConfigHashes, GitInfo, MeasurementMode, PairedBase, PairedDesign,
+    PairedRecord, PhaseRecord, RunResult, RunStatus, pair_records,
+};
+use crate::stats::sequential::SequentialDesign;
+use crate::targets::base::{BaseWorktree, ResolvedBase, build_base, resolve_base};
+use crate::targets::{BootRequest, RunningTarget};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The base of a paired run, ready to boot.
+#[derive(Clone, Debug)]
+pub(super) struct PreparedBase {
+    /// How the base's boot request differs from the head's.
+    pub what: BaseBoot,
+    /// Where it came from.
+    pub source: BaseSource,
+    /// The merge-base, when the base is one.
+    pub resolved: Option<ResolvedBase>,
+}
+
+/// How the base boots.
+#[derive(Clone, Debug)]
+pub(super) enum BaseBoot {
+    /// The head's `bin` target, from this binary.
+    Binary(PathBuf),
+    /// This local image instead of the head's.
+    Image(String),
+    /// The service at this URL.
+    Url(String),
+}
+
+impl PreparedBase {
+    /// For people: what is compared with what.
+    pub fn statement(&self) -> String {
+        match (&self.resolved, &self.what) {
+            (Some(r), _) => format!("{} ({})", r.statement(), self.source.describe()),
+            (None, BaseBoot::Binary(p)) => format!("base: {} (--base-binary)", p.display()),
+            (None, BaseBoot::Image(i)) => format!("base: image {i} (--base-image)"),
+            (None, BaseBoot::Url(u)) => format!("base: {u} (--base-url)"),
+        }
+    }
+}
+
+/// Decides the mode and prepares the base: `Ok(None)` runs the stored mode (with the reason
+/// printed when `auto` chose it), `Ok(Some)` the paired one.
+pub(super) async fn prepare(
+    opts: &RunOpts,
+    config: &LoadgateConfig,
+    kind: TargetKind,
+    repo: &Path,
+    out_dir: &Path,
+) -> Result<Option<PreparedBase>, RunError> {
+    let mode = opts.comparison_mode(&config.paired);
+    if mode == ComparisonMode::Stored {
+        return Ok(None);
+    }
+    let paired = mode == ComparisonMode::Paired;
+    let stored = |why: String| -> Result<Option<PreparedBase>, RunError> {
+        if paired {
+            Err(RunError::Usage { message: why })
+        } else {
+            eprintln!(
+                "        Mode stored (auto: {})",
+                why.lines().next().unwrap_or("")
+            );
+            Ok(None)
+        }
+    };
+    match (&config.target.source, kind) {
+        (TargetSource::Url { .. }, _) | (_, TargetKind::Url) => match &opts.base_url {
+            Some(url) => Ok(Some(PreparedBase {
+                what: BaseBoot::Url(url.clone()),
+                source: BaseSource::GivenUrl,
+                resolved: None,
+            })),
+            None => stored(
+                "a url target's base is another running service: no --base-url was given\nhint: \
+                 give --base-url http://127.0.0.1:PORT, or --mode stored"
+                    .to_owned(),
+            ),
+        },
+        (TargetSource::Image { .. } | TargetSource::Dockerfile { .. }, _) => {
+            match &opts.base_image {
+                Some(image) => Ok(Some(PreparedBase {
+                    what: BaseBoot::Image(image.clone()),
+                    source: BaseSource::GivenImage,
+                    resolved: None,
+                })),
+                None => stored(
+                    "an image target's base is another image: no --base-image was given\nhint: \
+                     give --base-image IMAGE (a local image of the base), or --mode stored"
+                        .to_owned(),
+                ),
+            }
+        }
+        (TargetSource::Bin { name: bin }, _) => {
+            if let Some(binary) = &opts.base_binary {
+                return Ok(Some(PreparedBase {
+                    what: BaseBoot::Binary(binary.clone()),
+                    source: BaseSource::GivenBinary,
+                    resolved: None,
+                }));
+            }
+            let Some(package) = config.source.package.as_ref() else {
+                return stored(
+                    "the base of a `bin` target is built from its package, and the config is not \
+                     in one\nhint: give --base-binary PATH, or --mode stored"
+                        .to_owned(),
+                );
+            };
+            if GitInfo::of(repo).is_none() {
+                return stored(
+                    "the base is built from the merge-base, and the package is not in a git \
+                     repository with a commit\nhint: give --base-binary PATH, or --mode stored"
+                        .to_owned(),
+                );
+            }
+            let resolved = resolve_base(repo, opts.base_ref.as_deref())?;
+            if !paired && resolved.commit == resolved.head && !resolved.head_dirty {
+                return stored(format!(
+                    "HEAD {} is its own merge-base with {}: nothing to pair it with",
+                    short(&resolved.head),
+                    resolved.base_ref
+                ));
+            }
+            eprintln!("      Paired {}", resolved.statement());
+            // A directory store may keep the base's build (`--save-baseline` with `dir:`).
+            if let Ok(StoreSpec::Dir { path }) = StoreSpec::parse(&opts.baseline_store)
+                && let Ok(Some(build)) = find_build(&path, &resolved.commit, bin)
+            {
+                eprintln!(
+                    "        Base {} from the stored build in {}",
+                    short(&resolved.commit),
+                    path.display()
+                );
+                return Ok(Some(PreparedBase {
+                    what: BaseBoot::Binary(build.path),
+                    source: BaseSource::StoredBuild,
+                    resolved: Some(resolved),
+                }));
+            }
+            let mode = match kind {
+                TargetKind::Container => BuildMode::Static {
+                    triple: crate::image::host_triple().await?,
+                },
+                _ => BuildMode::Host,
+            };
+            let reporter = BootReporter::new(&out_dir.join("base"));
+            let started = Instant::now();
+            let worktree =
+                BaseWorktree::checkout(repo, &package.target_directory, &resolved.commit)?;
+            let built = build_base(&worktree, package, bin, &mode, &|e| reporter.event(e)).await;
+            // The worktree is only needed for the build; the binary was copied out of it.
+            let removed = worktree.remove();
+            let build = built?;
+            removed?;
+            eprintln!(
+                "        Base {} built in {:.0} s",
+                short(&resolved.commit),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(Some(PreparedBase {
+                what: BaseBoot::Binary(build.binary),
+                source: BaseSource::Built,
+                resolved: Some(resolved),
+            }))
+        }
+    }
+}
+
+/// The base's boot request: the head's, with the base's binary, image or URL.
+fn base_request(head: &BootRequest, base: &PreparedBase) -> BootRequest {
+    let mut req = head.clone();
+    req.run_id = format!("{}-base", head.run_id);
+    match &base.what {
+        BaseBoot::Binary(path) => req.prebuilt = Some(path.clone()),
+        BaseBoot::Image(image) => {
+            req.config.source = TargetSource::Image {
+                reference: image.clone(),
+            }
+        }
+        BaseBoot::Url(url) => {
+            req.kind = TargetKind::Url;
+            req.url = Some(url.clone());
+        }
+    }
+    req
+}
+
+/// Everything the paired run needs from the solo run's setup.
+pub(super) struct PairedSetup<'a> {
+    pub opts: &'a RunOpts,
+    pub config: &'a LoadgateConfig,
+    pub cwd: &'a Path,
+    pub out_dir: &'a Path,
+    pub request: BootRequest,
+    pub head_result: RunResult,
+    pub repo: Option<PathBuf>,
+}
+
+/// Runs the paired mode from the booted head on; returns the exit code.
+pub(super) async fn run_paired(
+    setup: PairedSetup<'_>,
+    base: PreparedBase,
+    head: RunningTarget,
+) -> Result<i32, RunError> {
+    let PairedSetup {
+        opts,
+        config,
+        cwd,
+        out_dir,
+        request,
+        head_result: mut result,
+        repo,
+    } = setup;
+    let result_path = out_dir.join("result.json");
+    let base_path = out_dir.join("base-result.json");
+    let reporter = BootReporter::new(&out_dir.join("base"));
+    let base_target =
+        match crate::targets::boot(base_request(&request, &base), &|e| reporter.event(e)).await {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = head.shutdown().await;
+                return Err(RunError::BaseFailed {
+                    message: format!("the base ({}) could not be booted: {e}", base.statement()),
+                    source: Box::new(e.into()),
+                });
+            }
+        };
+    eprintln!(
+        "        Base {} at {}{}",
+        kind_name(base_target.info().kind),
+        base_target.info().base_url,
+        base_target
+            .info()
+            .pid
+            .map(|p| format!(" (pid {p})"))
+            .unwrap_or_default()
+    );
+    let outcome = run_both(
+        opts,
+        config,
+        cwd,
+        out_dir,
+        &base,
+        &head,
+        &base_target,
+        &mut result,
+        &repo,
+    )
+    .await;
+    let base_alive = base_target.check_alive().await;
+    let head_alive = head.check_alive().await;
+    let base_exit = base_target.shutdown().await;
+    let head_exit = head.shutdown().await;
+    if let Ok(exit) = head_exit {
+        result.target_exit = Some(exit);
+    }
+    let mut outcome = outcome?;
+    if let Ok(exit) = base_exit {
+        outcome.base_result.target_exit = Some(exit);
+    }
+    if let Err(crash) = head_alive {
+        result.status = RunStatus::TargetFailed;
+        write_result(&result_path, &result)?;
+        return Err(crash.into());
+    }
+    if let Err(crash) = base_alive {
+        outcome.base_result.status = RunStatus::TargetFailed;
+        write_result(&base_path, &outcome.base_result)?;
+        return Err(RunError::BaseFailed {
+            message: format!("the base ({}) failed during the run", base.statement()),
+            source: Box::new(crash.into()),
+        });
+    }
+    finish(opts, config, cwd, out_dir, result, outcome, &repo)
+}
+
+/// What both sides measured.
+struct BothMeasured {
+    base_result: RunResult,
+    head_ramp: Option<PlanOutcome>,
+    inputs: PairedInputs,
+    adaptive: Option<SequentialDesign>,
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the run's parts; a struct would only rename them"
+)]
+async fn run_both(
+    opts: &RunOpts,
+    config: &LoadgateConfig,
+    _cwd: &Path,
+    out_dir: &Path,
+    base: &PreparedBase,
+    head: &RunningTarget,
+    base_target: &RunningTarget,
+    result: &mut RunResult,
+    _repo: &Option<PathBuf>,
+) -> Result<BothMeasured, RunError> {
+    let result_path = out_dir.join("result.json");
+    let base_path = out_dir.join("base-result.json");
+    result.mode = MeasurementMode::Paired;
+    let hashes = ConfigHashes::of(config, MeasurementMode::Paired);
+    result.config_hash = hashes.current.clone();
+    let mut base_result = result.clone();
+    base_result.target = Some(base_target.info().clone());
+    base_result.git = base.resolved.as_ref().map(|r| GitInfo {
+        commit: r.commit.clone(),
+        dirty: false,
+    });
+    base_result.paired = None;
+    let generator_core = crate::engine::generator_core();
+    let server_core = crate::engine::target_cores().first().copied();
+    result.calibration = calibrate(generator_core, server_core, None).await;
+    base_result.calibration = result.calibration.clone();
+    let statement = base.statement();
+    result.paired = Some(PairedRecord {
+        base: PairedBase {
+            commit: base.resolved.as_ref().map(|r| r.commit.clone()),
+            source: base.source,
+            target: Some(base_target.info().clone()),
+            statement: statement.clone(),
+        },
+        design: PairedDesign {
+            pairs_planned: 0,
+            block_s: config.paired.block.as_secs_f64(),
+            warmup_s: config.paired.warmup.as_secs_f64(),
+            sessions_per_sec: 0.0,
+            at: config.paired.at,
+            base_capacity_sessions_per_sec: 0.0,
+            capacity_note: None,
+            adaptive: config.paired.adaptive,
+            looks: Vec::new(),
+            stopped_early: None,
+            order: String::new(),
+        },
+        base_ramp: None,
+        blocks: Vec::new(),
+        pairs: Vec::new(),
+    });
+    write_result(&result_path, result)?;
+
+    let head_sampler = head.start_sampler(super::run::SAMPLE_EVERY);
+    let base_sampler = base_target.start_sampler(super::run::SAMPLE_EVERY);
+    let started = Instant::now();
+    let display = RunDisplay::new(
+        OutputMode::stderr(),
+        2 * config.ramp.steps.len(),
+        2 * config.ramp.refine,
+    );
+    let mut head_runner = GeneratorRunner {
+        base_url: head.base_url().to_owned(),
+        config,
+        core: generator_core,
+        sampler: &head_sampler,
+        sampler_started: started,
+        display: &display,
+    };
+    let mut base_runner = GeneratorRunner {
+        base_url: base_target.base_url().to_owned(),
+        config,
+        core: generator_core,
+        sampler: &base_sampler,
+        sampler_started: started,
+        display: &display,
+    };
+    let first = crate::plan::pairing::pairing_order(
+        1,
+        config.workload.seed,
+        config.paired.warmup,
+        config.paired.block,
+    )
+    .first()
+    .map_or(Side::Base, |b| b.side);
+    let sides = RefCell::new((&mut base_result, &mut *result));
+    let mut write_error: Option<RunError> = None;
+    let ramps = {
+        let mut observe = |side: Side, event: PlanEvent| {
+            let mut sides = sides.borrow_mut();
+            let (b, h) = &mut *sides;
+            let (r, path, name): (&mut RunResult, &Path, &str) = match side {
+                Side::Base => (b, &base_path, "base"),
+                Side::Head => (h, &result_path, "head"),
+            };
+            let mut announce = None;
+            match event {
+                PlanEvent::PhaseStarting {
+                    spec,
+                    offered_rate_per_sec,
+                } => display.phase_starting(&spec, offered_rate_per_sec),
+                PlanEvent::StepDone {
+                    record,
+                    measurement,
+                    schedule_hash,
+                    ramp,
+                } => {
+                    announce = Some(format!(
+                        "        {name} {}",
+                        progress::step_line(&record, display.colour())
+                    ));
+                    r.ramp = Some(*ramp);
+                    r.phases.push(PhaseRecord {
+                        schedule_hash,
+                        measurement: *measurement,
+                    });
+                }
+                PlanEvent::RampDone { outcome } => {
+                    announce = Some(format!("        Ramp ({name}) {}", outcome.sentence));
+                    r.ramp = Some(*outcome);
+                }
+                PlanEvent::SoakDone { .. } => {}
+                PlanEvent::SoakSkipped { reason } => r.soak_skipped = Some(reason),
+            }
+            if let Err(e) = write_result(path, r) {
+                write_error.get_or_insert(e);
+            }
+            if let Some(line) = announce {
+                display.line(&line);
+            }
+        };
+        run_paired_ramps(
+            config,
+            &mut base_runner,
+            &mut head_runner,
+            first,
+            opts.keep_going,
+            &mut observe,
+        )
+        .await
+    };
+    let _ = sides.into_inner();
+    if let Some(e) = write_error.take() {
+        return Err(e);
+    }
+    let base_ramp = match ramps.base {
+        Ok(o) => o,
+        Err(PlanError::Model(e)) => {
+            return Err(RunError::Usage {
+                message: format!("the workload model is unusable: {e}"),
+            });
+        }
+        Err(PlanError::Phase { source, .. }) => {
+            return Err(RunError::BaseFailed {
+                message: format!("the base ({statement}) could not run its ramp"),
+                source: Box::new(source),
+            });
+        }
+    };
+    let head_ramp = match ramps.head {
+        Ok(o) => o,
+        Err(PlanError::Model(e)) => {
+            return Err(RunError::Usage {
+                message: format!("the workload model is unusable: {e}"),
+            });
+        }
+        Err(PlanError::Phase {
+            partial, source, ..
+        }) => {
+            result.ramp = Some(partial.ramp);
+            result.status = RunStatus::TargetFailed;
+            write_result(&result_path, result)?;
+            return Err(source);
+        }
+    };
+    result.ramp = Some(head_ramp.ramp.clone());
+    base_result.ramp = Some(base_ramp.ramp.clone());
+    result.valid = Some(head_ramp.valid);
+    base_result.valid = Some(base_ramp.valid);
+
+    // The blocks' load: `[paired] at` of the base's capacity (of the highest step it held below
+    // a generator limit).
+    let (capacity, note) = blocks_capacity(&base_ramp.ramp);
+    let paired_cfg = &config.paired;
+    let one_pair = 2 * (paired_cfg.block + paired_cfg.warmup);
+    let pairs = match paired_cfg.budget {
+        Some(budget) => paired_cfg
+            .pairs
+            .min((budget.as_secs_f64() / one_pair.as_secs_f64()).floor() as usize),
+        None => paired_cfg.pairs,
+    };
+    let adaptive = if paired_cfg.adaptive {
+        let every = crate::stats::paired::min_pairs(crate::compare::DEFAULT_ALPHA / 4.0)
+            .min(pairs)
+            .max(2)
+            / 2;
+        SequentialDesign::new(every.max(1), pairs, crate::compare::DEFAULT_ALPHA).ok()
+    } else {
+        None
+    };
+    let blocks = pairing_order(
+        pairs,
+        config.workload.seed,
+        paired_cfg.warmup,
+        paired_cfg.block,
+    );
+    {
+        let record = result.paired.as_mut().expect("set above");
+        record.base_ramp = Some(base_ramp.ramp.clone());
+        record.design.pairs_planned = pairs;
+        record.design.base_capacity_sessions_per_sec = capacity.unwrap_or(0.0);
+        record.design.sessions_per_sec = capacity.map_or(0.0, |c| c * paired_cfg.at);
+        record.design.capacity_note = note.clone();
+        record.design.looks = adaptive
+            .as_ref()
+            .map(|d| d.looks().to_vec())
+            .unwrap_or_default();
+    }
+    write_result(&result_path, result)?;
+    let blocks_started = started.elapsed().as_secs_f64();
+    let Some(capacity) = capacity else {
+        let why = note.unwrap_or_else(|| "the base held no step".to_owned());
+        result
+            .paired
+            .as_mut()
+            .expect("set above")
+            .design
+            .stopped_early = Some(format!("no blocks: {why}"));
+        display.line(&format!("        Blocks skipped: {why}"));
+        return Ok(BothMeasured {
+            base_result,
+            head_ramp: Some(head_ramp),
+            inputs: PairedInputs {
+                gated_operations: gated(config),
+                ..PairedInputs::default()
+            },
+            adaptive,
+        });
+    };
+    let rate = capacity * paired_cfg.at;
+    display.line(&format!(
+        "        Blocks {pairs} pairs of {} + {} warm-up at {rate:.3} sessions/s ({:.0}% of the base's capacity): {}",
+        crate::config::format_duration(paired_cfg.block),
+        crate::config::format_duration(paired_cfg.warmup),
+        paired_cfg.at * 100.0,
+        order_letters(&blocks)
+    ));
+    let plan = BlockPlan {
+        blocks,
+        sessions_per_sec: rate,
+        // After every session either ramp numbered.
+        first_session: 1 << 40,
+    };
+    let gated_ops = gated(config);
+    let sides = RefCell::new((&mut base_result, &mut *result));
+    let mut write_error: Option<RunError> = None;
+    let mut looked: Option<String> = None;
+    let blocks = {
+        let mut observe = |event: BlockEvent<'_>| match event {
+            BlockEvent::Starting { spec, .. } => {
+                display.phase_starting(spec, 0.0);
+            }
+            BlockEvent::Done {
+                record,
+                measurement,
+            } => {
+                let mut sides = sides.borrow_mut();
+                let (b, h) = &mut *sides;
+                let phase = PhaseRecord {
+                    schedule_hash: record.schedule_hash.clone(),
+                    measurement: measurement.clone(),
+                };
+                match record.side {
+                    Side::Base => b.phases.push(phase),
+                    Side::Head => h.phases.push(phase),
+                }
+                let paired = h.paired.as_mut().expect("set above");
+                paired.blocks.push(record.clone());
+                paired.pairs = pair_records(&paired.blocks);
+                display.line(&format!("        {}", block_line(record)));
+                for (r, p) in [(&**b, &base_path), (&**h, &result_path)] {
+                    if let Err(e) = write_result(p, r) {
+                        write_error.get_or_insert(e);
+                    }
+                }
+            }
+        };
+        let mut stop = |done: &[BlockRecord]| -> bool {
+            let Some(design) = &adaptive else {
+                return false;
+            };
+            let pairs_done = done.len() / 2;
+            if !design.looks().contains(&pairs_done) {
+                return false;
+            }
+            let sides = sides.borrow();
+            let (b, h) = &*sides;
+            let (_, verdict) = compare_paired(
+                b,
+                h,
+                &config.gate,
+                &PairedInputs {
+                    gated_operations: gated_ops.clone(),
+                    ..PairedInputs::default()
+                },
+                &CompareOptions {
+                    alpha: design.nominal_alpha(),
+                    ..CompareOptions::default()
+                },
+            );
+            let decided = matches!(
+                verdict.outcome,
+                crate::result::VerdictOutcome::Pass | crate::result::VerdictOutcome::Regression
+            );
+            if decided {
+                looked = Some(format!(
+                    "adaptive: the verdict decided at the look after {pairs_done} pairs"
+                ));
+            }
+            decided
+        };
+        run_blocks(
+            config,
+            &plan,
+            &mut base_runner,
+            &mut head_runner,
+            &mut observe,
+            &mut stop,
+        )
+        .await
+    };
+    let _ = sides.into_inner();
+    display.clear();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    let blocks_ended = started.elapsed().as_secs_f64();
+    let rss_of = |samples: Vec<crate::targets::ResourceSample>| -> Vec<(f64, f64)> {
+        samples
+            .into_iter()
+            .filter(|s| s.elapsed_s >= blocks_started && s.elapsed_s <= blocks_ended)
+            .map(|s| (s.elapsed_s, s.rss_bytes as f64))
+            .collect()
+    };
+    let head_samples = head_sampler.stop().await;
+    let base_samples = base_sampler.stop().await;
+    let inputs = PairedInputs {
+        gated_operations: gated_ops,
+        base_rss: rss_of(base_samples.clone()),
+        head_rss: rss_of(head_samples.clone()),
+    };
+    result.resources = head_samples;
+    base_result.resources = base_samples;
+    match blocks {
+        Ok(_) => {}
+        Err(e) => {
+            let failed_side = e.side;
+            let source = e.source;
+            return match failed_side {
+                Side::Head => {
+                    result.status = RunStatus::TargetFailed;
+                    write_result(&result_path, result)?;
+                    Err(source)
+                }
+                Side::Base => Err(RunError::BaseFailed {
+                    message: format!("the base ({statement}) could not run block `{}`", e.phase),
+                    source: Box::new(source),
+                }),
+            };
+        }
+    }
+    if let Some(record) = result.paired.as_mut() {
+        record.design.stopped_early = looked;
+        record.design.order = order_letters(
+            &record
+                .blocks
+                .iter()
+                .map(|b| crate::plan::pairing::Block {
+                    pair: b.pair,
+                    side: b.side,
+                    slice: b.pair,
+                    warmup: paired_cfg.warmup,
+                    length: paired_cfg.block,
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    let _ = block_phase_name;
+    result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
+    Ok(BothMeasured {
+        base_result,
+        head_ramp: Some(head_ramp),
+        inputs,
+        adaptive,
+    })
+}
+
+/// The operations marked `gate = true`.
+fn gated(config: &LoadgateConfig) -> Vec<String> {
+    config
+        .workload
+        .operations
+        .iter()
+        .filter(|o| o.gate)
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// The capacity the blocks' load is a share of: the base's knee, or the highest step it held
+/// below its generator's limit; `None` with the reason when it held nothing.
+fn blocks_capacity(ramp: &RampOutcome) -> (Option<f64>, Option<String>) {
+    match (ramp.knee_sessions_per_sec, &ramp.generator_limit) {
+        (Some(k), Some(limit)) => (
+            Some(k),
+            Some(format!(
+                "the base's generator reached its limit at `{}`: the highest step it held below \
+                 it ({k:.3} sessions/s) stands for its capacity",
+                limit.phase
+            )),
+        ),
+        (Some(k), None) => (Some(k), None),
+        (None, _) => (
+            None,
+            Some("the base's ramp held no step: no load to pair at".to_owned()),
+        ),
+    }
+}
+
+/// One block's line: `pair-3-head   p50 1.02 ms  p99 3.10 ms  errors 0.00%`.
+fn block_line(record: &BlockRecord) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3} ms"));
+    let mut line = format!(
+        "{:<14} p50 {:>10}  p99 {:>10}  errors {:.2}%",
+        record.phase,
+        ms(record.total.p50_ms),
+        ms(record.total.p99_ms),
+        record.total.error_rate.unwrap_or(0.0) * 100.0
+    );
+    if !record.valid {
+        line.push_str(&format!(
+            "  (generator could not keep its schedule: {})",
+            record.invalid_reasons.join("; ")
+        ));
+    }
+    if let Some(stopped) = &record.stopped {
+        line.push_str(&format!("  (stopped: {stopped})"));
+    }
+    line
+}
+
+/// Decides, writes the documents and prints the verdict.
+fn finish(
+    opts: &RunOpts,
+    config: &LoadgateConfig,
+    cwd: &Path,
+    out_dir: &Path,
+    mut result: RunResult,
+    both: BothMeasured,
+    repo: &Option<PathBuf>,
+) -> Result<i32, RunError> {
+    let BothMeasured {
+        mut base_result,
+        head_ramp,
+        inputs,
+        adaptive,
+    } = both;
+    let result_path = out_dir.join("result.json");
+    let base_path = out_dir.join("base-result.json");
+    let options = CompareOptions {
+        alpha: adaptive.as_ref().map_or(
+            crate::compare::DEFAULT_ALPHA,
+            SequentialDesign::nominal_alpha,
+        ),
+        ..CompareOptions::default()
+    };
+    let (comparison, mut verdict) =
+        compare_paired(&base_result, &result, &config.gate, &inputs, &options);
+    let used = result.paired.as_ref().map_or(0, |p| p.used_pairs().count());
+    verdict.rule_fired = format!(
+        "{} [paired: {used} pair(s) of base and head in this job]",
+        verdict.rule_fired
+    );
+    result.status = RunStatus::Complete;
+    base_result.status = RunStatus::Complete;
+    result.comparison = Some(comparison);
+    result.verdict = Some(verdict.clone());
+    write_result(&base_path, &base_result)?;
+    write_result(&result_path, &result)?;
+
+    let junit_path = opts
+        .junit
+        .as_ref()
+        .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p));
+    crate::report::write_junit(&junit_path, &result).map_err(|source| RunError::Write {
+        path: junit_path.clone(),
+        source,
+    })?;
+    let markdown_path = opts
+        .markdown
+        .as_ref()
+        .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p));
+    super::run::write_markdown(&markdown_path, &result)?;
+    let charts = super::run::write_run_charts(
+        out_dir,
+        &result,
+        &gate::Baseline::Missing {
+            explanations: Vec::new(),
+        },
+    );
+    if let Some(outcome) = &head_ramp {
+        print!("{}", super::run::render_summary(&result, outcome));
+    }
+    let base_line = result
+        .paired
+        .as_ref()
+        .map(|p| format!("paired: {}", p.base.statement))
+        .into_iter()
+        .collect::<Vec<_>>();
+    print!(
+        "{}",
+        progress::paint_verdict(
+            &gate::render_verdict(&base_line, result.comparison.as_ref(), &verdict),
+            &verdict,
+            OutputMode::stdout().colour
+        )
+    );
+    println!("result: {}", result_path.display());
+    println!("base result: {}", base_path.display());
+    println!("junit: {}", junit_path.display());
+    println!("summary: {}", markdown_path.display());
+    if charts {
+        println!("charts: {}", out_dir.display());
+    }
+    if opts.save_baseline {
+        match repo {
+            Some(repo) => {
+                let gate_options = gate::GateOptions {
+                    store: opts.baseline_store.clone(),
+                    base_ref: opts.base_ref.clone(),
+                    allow_dirty: opts.allow_dirty,
+                    require_baseline: false,
+                };
+                let saved = gate::save(repo, &gate_options, &result)?;
+                eprintln!("       Saved the paired result in {saved}");
+            }
+            None => {
+                return Err(RunError::Usage {
+                    message: "--save-baseline needs a git repository with a commit\nhint: commit \
+                              the package first"
+                        .to_owned(),
+                });
+            }
+        }
+    }
+    let used_any = result
+        .paired
+        .as_ref()
+        .is_some_and(|p| p.used_pairs().next().is_some());
+    if !used_any && !result.valid.unwrap_or(false) {
+        eprintln!(
+            "error: invalid run: no pair of blocks kept its schedule and the head's ramp is invalid"
+        );
+        return Ok(ExitCode::INVALID_RUN);
+    }
+    Ok(ExitCode::for_verdict(
+        verdict.outcome,
+        opts.fail_on_inconclusive,
+        false,
+    ))
+}

@@ -699,4 +699,56 @@ mod tests {
             );
         }
     }
+
+    /// The keys of paired mode go round too: a gated operation, the gate's floors and a
+    /// profile's `[paired]` (with a budget, which the listing shows only when set).
+    #[test]
+    fn the_listing_reads_back_with_a_gated_operation_floors_and_paired_values() {
+        let text = indoc! {r#"
+            [workload]
+            sessions-per-sec = 10
+            [[workload.operation]]
+            name = "home"
+            request = { path = "/" }
+            next = [{ to = "buy", p = 0.5 }]
+            [[workload.operation]]
+            name = "buy"
+            request = { method = "POST", path = "/buy" }
+            gate = true
+            [gate]
+            p50-floor = "50us"
+            p99-floor = "1.5ms"
+            [profile.ci.paired]
+            mode = "paired"
+            pairs = 16
+            block = "4s"
+            warmup = "500ms"
+            at = "40%"
+            budget = "3m"
+            adaptive = true
+        "#};
+        let path = Path::new("loadgate.toml");
+        let cfg = parse_config_str(text, path, None, "ci").unwrap();
+        assert!(cfg.workload.operations[1].gate);
+        assert_eq!(cfg.paired.budget, Some(Duration::from_secs(180)));
+        let listing = crate::config::render_resolved(&cfg);
+        for line in [
+            "gate = true\n",
+            "p50-floor = \"50us\"\n",
+            "p99-floor = \"1500us\"\n",
+            "\n[paired]\nmode = \"paired\"\npairs = 16\nblock = \"4s\"\nwarmup = \"500ms\"\n\
+             at = \"40%\"\nbudget = \"3m\"\nadaptive = true\n",
+        ] {
+            assert!(listing.contains(line), "{line:?} in\n{listing}");
+        }
+        let again = parse_config_str(&listing, path, None, "default")
+            .unwrap_or_else(|e| panic!("{listing}\n{e}"));
+        assert_eq!(
+            LoadgateConfig {
+                profile: "ci".to_owned(),
+                ..again
+            },
+            cfg
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! Command-line options (clap). Names here are a contract: the README, `ci/` and users' scripts use them.
 
+use crate::config::{ComparisonMode, PairedConfig};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -212,6 +213,25 @@ pub struct RunOpts {
     /// [default: origin/HEAD, else main].
     #[arg(long, value_name = "REF")]
     pub base_ref: Option<String>,
+    /// How the head is compared with its base [default: `[paired] mode` of the config, which
+    /// defaults to auto].
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<ComparisonModeArg>,
+    /// Shorthand for `--mode paired`.
+    #[arg(long, conflicts_with = "mode")]
+    pub paired: bool,
+    /// The base of a paired run with an `image` or `dockerfile` target: an image in the local
+    /// Docker engine (never pulled).
+    #[arg(long, value_name = "IMAGE", conflicts_with_all = ["base_url", "base_binary"])]
+    pub base_image: Option<String>,
+    /// The base of a paired run with a `url` target: the base URL of the base's running service
+    /// (loopback unless `--allow-remote`).
+    #[arg(long, value_name = "URL", conflicts_with = "base_binary")]
+    pub base_url: Option<String>,
+    /// The base of a paired run with a `bin` target: a binary already built from the base, run
+    /// instead of building the merge-base.
+    #[arg(long, value_name = "PATH")]
+    pub base_binary: Option<PathBuf>,
     /// Store this run as the baseline of HEAD (on release branches).
     #[arg(long)]
     pub save_baseline: bool,
@@ -231,6 +251,40 @@ pub struct RunOpts {
     /// appended to `$GITHUB_STEP_SUMMARY` when that is set.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+}
+
+impl RunOpts {
+    /// The comparison mode of this run: `--paired` or `--mode` when given, else the config's
+    /// `[paired] mode`.
+    pub fn comparison_mode(&self, config: &PairedConfig) -> ComparisonMode {
+        if self.paired {
+            ComparisonMode::Paired
+        } else {
+            self.mode.map_or(config.mode, ComparisonMode::from)
+        }
+    }
+}
+
+/// The comparison modes on the command line (`--mode`); `[paired] mode` in the config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ComparisonModeArg {
+    /// Paired when the base can be had (built from the merge-base, stored, or given with a
+    /// `--base-*` flag), stored otherwise.
+    Auto,
+    /// Base and head side by side in one job, measured in alternating blocks.
+    Paired,
+    /// The head alone, compared with a baseline stored by an earlier run.
+    Stored,
+}
+
+impl From<ComparisonModeArg> for ComparisonMode {
+    fn from(arg: ComparisonModeArg) -> Self {
+        match arg {
+            ComparisonModeArg::Auto => ComparisonMode::Auto,
+            ComparisonModeArg::Paired => ComparisonMode::Paired,
+            ComparisonModeArg::Stored => ComparisonMode::Stored,
+        }
+    }
 }
 
 /// `cargo loadgate check`.
@@ -302,4 +356,68 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
 
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::config::parse_duration(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::parse_args;
+    use clap::error::ErrorKind;
+    use std::time::Duration;
+
+    fn run(args: &[&str]) -> Result<RunOpts, clap::Error> {
+        let argv = ["cargo-loadgate", "run"].iter().chain(args);
+        let CargoOpts::Loadgate(opts) = parse_args(argv)?;
+        match opts.command {
+            Command::Run(run) => Ok(*run),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    fn paired(mode: ComparisonMode) -> PairedConfig {
+        PairedConfig {
+            mode,
+            pairs: 12,
+            block: Duration::from_secs(6),
+            warmup: Duration::from_secs(1),
+            at: 0.6,
+            budget: None,
+            adaptive: false,
+        }
+    }
+
+    #[test_case::test_case(&[], ComparisonMode::Stored, ComparisonMode::Stored; "the config when no flag")]
+    #[test_case::test_case(&[], ComparisonMode::Auto, ComparisonMode::Auto; "auto from the config")]
+    #[test_case::test_case(&["--mode", "stored"], ComparisonMode::Paired, ComparisonMode::Stored; "mode wins over the config")]
+    #[test_case::test_case(&["--mode", "auto"], ComparisonMode::Stored, ComparisonMode::Auto; "mode auto wins too")]
+    #[test_case::test_case(&["--paired"], ComparisonMode::Stored, ComparisonMode::Paired; "paired is mode paired")]
+    fn the_flag_wins_over_the_config(
+        args: &[&str],
+        config: ComparisonMode,
+        expected: ComparisonMode,
+    ) {
+        let opts = run(args).unwrap();
+        assert_eq!(opts.comparison_mode(&paired(config)), expected);
+    }
+
+    #[test]
+    fn the_base_flags_are_read() {
+        let opts = run(&["--paired", "--base-binary", "/tmp/base/demo"]).unwrap();
+        assert_eq!(opts.base_binary, Some(PathBuf::from("/tmp/base/demo")));
+        let opts = run(&["--base-image", "demo:base"]).unwrap();
+        assert_eq!(opts.base_image.as_deref(), Some("demo:base"));
+        let opts = run(&["--mode", "paired", "--base-url", "http://127.0.0.1:9000"]).unwrap();
+        assert_eq!(opts.base_url.as_deref(), Some("http://127.0.0.1:9000"));
+    }
+
+    #[test_case::test_case(&["--paired", "--mode", "stored"], ErrorKind::ArgumentConflict; "paired and mode")]
+    #[test_case::test_case(&["--base-image", "a:b", "--base-url", "http://127.0.0.1:1"], ErrorKind::ArgumentConflict; "image and url")]
+    #[test_case::test_case(&["--base-image", "a:b", "--base-binary", "x"], ErrorKind::ArgumentConflict; "image and binary")]
+    #[test_case::test_case(&["--base-url", "http://127.0.0.1:1", "--base-binary", "x"], ErrorKind::ArgumentConflict; "url and binary")]
+    #[test_case::test_case(&["--mode", "pared"], ErrorKind::InvalidValue; "unknown mode")]
+    fn conflicting_or_unknown_flags_are_usage_errors(args: &[&str], kind: ErrorKind) {
+        let err = run(args).expect_err("refused");
+        assert_eq!(err.kind(), kind, "{err}");
+        assert!(err.use_stderr(), "{err}");
+    }
 }

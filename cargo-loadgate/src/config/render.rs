@@ -3,7 +3,7 @@
 
 use super::elements::key::Section;
 use super::elements::operation::{expected_requests_per_session, keys as op};
-use super::elements::{abort, gate, generator, ramp, slo, soak, target, workload};
+use super::elements::{abort, gate, generator, paired, ramp, slo, soak, target, workload};
 use super::error::{Diagnostic, Sources};
 use super::types::*;
 use super::units::{format_duration, format_number, format_percent, format_size, format_size_rate};
@@ -248,6 +248,10 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
             }
             let _ = writeln!(out, "]  # p {} ends the session", float(rest.max(0.0)));
         }
+        // Shown only when set: an operation is secondary unless gated.
+        if operation.gate {
+            kv(&mut out, op::GATE, "true");
+        }
     }
 
     let g = &cfg.generator;
@@ -330,6 +334,20 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         gate::RSS_SLOPE.name,
         &string(&format_size_rate(g.rss_slope_bytes_per_sec)),
     );
+    kv(&mut out, gate::P50_FLOOR.name, &duration(g.p50_floor));
+    kv(&mut out, gate::P99_FLOOR.name, &duration(g.p99_floor));
+
+    let p = &cfg.paired;
+    section(&mut out, &paired::SECTION);
+    kv(&mut out, paired::MODE.name, &string(p.mode.as_str()));
+    kv(&mut out, paired::PAIRS.name, &p.pairs.to_string());
+    kv(&mut out, paired::BLOCK.name, &duration(p.block));
+    kv(&mut out, paired::WARMUP.name, &duration(p.warmup));
+    kv(&mut out, paired::AT.name, &string(&format_percent(p.at)));
+    if let Some(budget) = p.budget {
+        kv(&mut out, paired::BUDGET.name, &duration(budget));
+    }
+    kv(&mut out, paired::ADAPTIVE.name, &p.adaptive.to_string());
     out
 }
 

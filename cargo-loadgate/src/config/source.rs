@@ -307,6 +307,17 @@ pub(crate) fn string<'a>(cx: &Cx<'_>, v: Val<'a>, expected: &str) -> Option<&'a 
     }
 }
 
+/// `true` or `false`, reporting anything else (a string `"yes"` included).
+pub(crate) fn boolean(cx: &Cx<'_>, v: Val<'_>) -> Option<bool> {
+    match v.get() {
+        DeValue::Boolean(b) => Some(*b),
+        _ => {
+            wrong_type(cx, v, "true or false");
+            None
+        }
+    }
+}
+
 pub(crate) fn integer(cx: &Cx<'_>, v: Val<'_>, expected: &str) -> Option<i64> {
     match v.get() {
         DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {

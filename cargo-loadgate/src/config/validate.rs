@@ -611,31 +611,66 @@ mod tests {
         insta::assert_snapshot!(crate::config::render_resolved(&cfg));
     }
 
-    /// The config hash of every stored baseline is taken over this serialized form, so a
+    /// The serialized config is what the config hashes are taken over (`result/hash.rs`: the
+    /// measured sections for the current hash, the whole config for the legacy one), so a
     /// refactoring of `config/` must leave it byte for byte as it was: the demo config and the
     /// built-in defaults, in every built-in profile, pinned by the sha256 of their JSON.
+    ///
+    /// A new key changes it on purpose; the pin is then updated, and the form without the keys
+    /// added since is pinned too, to show that nothing else moved. `[paired]` and
+    /// `gate.p50-floor`/`p99-floor` were added so (the operation's `gate` flag is not
+    /// serialized); the config hashes of stored runs stay pinned in `result/hash.rs`.
     #[test]
     fn the_serialized_config_does_not_change() {
         let demo = demo_config();
         let demo_path = Path::new("fixtures/demo-service/loadgate.toml");
-        let hash = |cfg: &LoadgateConfig| {
-            let json = serde_json::to_value(cfg).expect("the config serializes");
-            crate::result::hex_sha256(json.to_string().as_bytes())
-        };
-        let mut got = Vec::new();
+        let json = |cfg: &LoadgateConfig| serde_json::to_value(cfg).expect("the config serializes");
+        let mut configs = Vec::new();
         for profile in BUILTIN_PROFILES {
             let cfg = parse_config_str(&demo, demo_path, Some(demo_package()), profile).unwrap();
-            got.push(format!("demo {profile} {}", hash(&cfg)));
+            configs.push((format!("demo {profile}"), json(&cfg)));
         }
         for profile in BUILTIN_PROFILES {
             let cfg =
                 parse_config_str(WORKLOAD, Path::new("loadgate.toml"), None, profile).unwrap();
-            got.push(format!("defaults {profile} {}", hash(&cfg)));
+            configs.push((format!("defaults {profile}"), json(&cfg)));
+        }
+        let hash =
+            |json: &serde_json::Value| crate::result::hex_sha256(json.to_string().as_bytes());
+        let mut got = Vec::new();
+        let mut before_paired = Vec::new();
+        for (name, mut json) in configs {
+            got.push(format!("{name} {}", hash(&json)));
+            let map = json.as_object_mut().expect("an object");
+            map.remove("paired");
+            let gate = map.get_mut("gate").and_then(|g| g.as_object_mut());
+            let gate = gate.expect("[gate] is an object");
+            gate.remove("p50_floor");
+            gate.remove("p99_floor");
+            before_paired.push(format!("{name} {}", hash(&json)));
         }
         assert_eq!(got, PINNED_SERIALIZED_CONFIG, "{}", got.join("\n"));
+        assert_eq!(
+            before_paired,
+            PINNED_BEFORE_PAIRED,
+            "{}",
+            before_paired.join("\n")
+        );
     }
 
     const PINNED_SERIALIZED_CONFIG: &[&str] = &[
+        "demo default 7f860a7915569933baf2fa28e0d4badf707c71225c58838d7525a4955fc214b9",
+        "demo quick 5cd46ab488347c8ee7d88120002440df8800b9529f78b1dc3abc816e4d07452e",
+        "demo ci 56066b5257d398fc845f4297b5e94624c6773933436b5478e832b6705e9e339c",
+        "demo full a57c5521638702a7e9cb488cbe76816262123f299273497950416a74d79773e6",
+        "defaults default c90ac07276176779d829c0a8db5a93aa2db65ad291e8d7c3bc1bd1d7eb962a94",
+        "defaults quick c03859734164e842e778501723852c84d9b0c019e22550938f0230a62ba27824",
+        "defaults ci f792f8662afccc5c4c7aa6daedaef0826044dec4a0a73504bb7855a7c4ea95d6",
+        "defaults full b11097e6d8c523165e9e6ca463b865b091a1e0bc8eebcdeaad60e4d982ecbe0b",
+    ];
+
+    /// The pins before `[paired]` and the gate's floors were added.
+    const PINNED_BEFORE_PAIRED: &[&str] = &[
         "demo default 1eac79e59f153c67cd5a2da3dd6d663e4c7e4839771df90901eac4dcc5ae2ebf",
         "demo quick ae801f860132285b4837474c54f5c462814416d36006a0470dd85e293c75e503",
         "demo ci f23182b56f71cce22da94ebe18df71da1608eec9b11aa60a7e8d749aae308a26",
@@ -663,5 +698,57 @@ mod tests {
                 cfg
             );
         }
+    }
+
+    /// The keys of paired mode go round too: a gated operation, the gate's floors and a
+    /// profile's `[paired]` (with a budget, which the listing shows only when set).
+    #[test]
+    fn the_listing_reads_back_with_a_gated_operation_floors_and_paired_values() {
+        let text = indoc! {r#"
+            [workload]
+            sessions-per-sec = 10
+            [[workload.operation]]
+            name = "home"
+            request = { path = "/" }
+            next = [{ to = "buy", p = 0.5 }]
+            [[workload.operation]]
+            name = "buy"
+            request = { method = "POST", path = "/buy" }
+            gate = true
+            [gate]
+            p50-floor = "50us"
+            p99-floor = "1.5ms"
+            [profile.ci.paired]
+            mode = "paired"
+            pairs = 16
+            block = "4s"
+            warmup = "500ms"
+            at = "40%"
+            budget = "3m"
+            adaptive = true
+        "#};
+        let path = Path::new("loadgate.toml");
+        let cfg = parse_config_str(text, path, None, "ci").unwrap();
+        assert!(cfg.workload.operations[1].gate);
+        assert_eq!(cfg.paired.budget, Some(Duration::from_secs(180)));
+        let listing = crate::config::render_resolved(&cfg);
+        for line in [
+            "gate = true\n",
+            "p50-floor = \"50us\"\n",
+            "p99-floor = \"1500us\"\n",
+            "\n[paired]\nmode = \"paired\"\npairs = 16\nblock = \"4s\"\nwarmup = \"500ms\"\n\
+             at = \"40%\"\nbudget = \"3m\"\nadaptive = true\n",
+        ] {
+            assert!(listing.contains(line), "{line:?} in\n{listing}");
+        }
+        let again = parse_config_str(&listing, path, None, "default")
+            .unwrap_or_else(|e| panic!("{listing}\n{e}"));
+        assert_eq!(
+            LoadgateConfig {
+                profile: "ci".to_owned(),
+                ..again
+            },
+            cfg
+        );
     }
 }

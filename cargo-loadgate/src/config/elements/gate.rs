@@ -81,6 +81,8 @@ mod tests {
 
     // Each case is one mistake in `[gate]`; exactly one problem must be reported, at the given place.
     #[test_case("[gate]\nrss-slope = \"2MiB\"\n", 7, 13, "`2MiB` is not a rate", Some("write e.g. \"2MiB/min\""); "rss slope without time")]
+    #[test_case("[gate]\np50-floor = \"50\"\n", 7, 13, "`50` has no unit", Some("write e.g. \"50s\" or \"50ms\""); "floor without a unit")]
+    #[test_case("[gate]\np99-floor = 0.5\n", 7, 13, "expected a duration like \"30s\", found float 0.5", None; "floor as a number")]
     fn one_problem_is_reported(
         text: &str,
         line: usize,
@@ -89,5 +91,21 @@ mod tests {
         help: Option<&str>,
     ) {
         one_problem(text, line, col, message, help);
+    }
+
+    #[test]
+    fn the_floors_are_read_and_default_to_none() {
+        use crate::config::validate::testing::{parse, with_workload};
+        use std::time::Duration;
+        let cfg = parse(&with_workload(""), "default").unwrap();
+        assert_eq!(cfg.gate.p50_floor, Duration::ZERO);
+        assert_eq!(cfg.gate.p99_floor, Duration::ZERO);
+        let text = with_workload("[gate]\np50-floor = \"50us\"\np99-floor = \"2ms\"\n");
+        let cfg = parse(&text, "default").unwrap();
+        assert_eq!(cfg.gate.p50_floor, Duration::from_micros(50));
+        assert_eq!(cfg.gate.p99_floor, Duration::from_millis(2));
+        // 50 µs over a 400 µs p50 is 12.5%, above the 5% relative threshold.
+        assert!((cfg.gate.p50_delta(0.4) - 0.125).abs() < 1e-12);
+        assert_eq!(cfg.gate.p50_delta(2.0), 0.05);
     }
 }

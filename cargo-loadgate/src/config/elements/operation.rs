@@ -3,7 +3,8 @@
 //! operation is reachable, sessions can end, every template variable is captured on some path).
 
 use crate::config::source::{
-    Cx, StringEntry, Tbl, Val, array, integer_in, number, string, string_map, suggest, wrong_type,
+    Cx, StringEntry, Tbl, Val, array, boolean, integer_in, number, string, string_map, suggest,
+    wrong_type,
 };
 use crate::config::types::{
     BodyTemplate, Capture, EntryPoint, Expect, OperationConfig, RequestTemplate, ThinkTime,
@@ -33,6 +34,8 @@ pub(crate) mod keys {
     pub(crate) const CAPTURE: &str = "capture";
     /// `next`.
     pub(crate) const NEXT: &str = "next";
+    /// `gate`.
+    pub(crate) const GATE: &str = "gate";
     /// `method`.
     pub(crate) const METHOD: &str = "method";
     /// `path`.
@@ -71,6 +74,7 @@ const OPERATION_KEYS: &[&str] = &[
     keys::EXPECT,
     keys::CAPTURE,
     keys::NEXT,
+    keys::GATE,
 ];
 const REQUEST_KEYS: &[&str] = &[
     keys::METHOD,
@@ -153,6 +157,8 @@ pub(crate) struct RawOp {
     pub next_span: Option<Range<usize>>,
     /// Template variables used by the request, with the span of the string using each.
     pub uses: Vec<(String, Range<usize>)>,
+    /// `gate = true`: the operation's latencies are primary metrics.
+    pub gate: bool,
 }
 
 /// A transition as written.
@@ -240,6 +246,10 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         .get(keys::NEXT)
         .map(|n| transitions(cx, n, &label))
         .unwrap_or_default();
+    let gate = table
+        .get(keys::GATE)
+        .and_then(|g| boolean(cx, g))
+        .unwrap_or(false);
     Some(RawOp {
         file: table.file,
         name,
@@ -255,6 +265,7 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         next,
         next_span: table.get(keys::NEXT).map(|n| n.span()),
         uses,
+        gate,
     })
 }
 
@@ -1034,7 +1045,7 @@ pub(crate) fn resolve(
             expect: op.expect.clone(),
             capture: op.capture.clone(),
             next,
-            gate: false,
+            gate: op.gate,
         })
         .collect();
     Some((entry, operations))
@@ -1348,6 +1359,22 @@ mod tests {
         name = "home"
         reqest = { path = "/" }
     "#}, 5, 1, "unknown key `reqest` in operation `home`", Some("did you mean `request`?"); "typo in an operation key")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        gate = "yes"
+    "#}, 6, 8, "expected true or false, found string \"yes\"", None; "gate as a string")]
+    #[test_case(indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "home"
+        request = { path = "/" }
+        gates = true
+    "#}, 6, 1, "unknown key `gates` in operation `home`", Some("did you mean `gate`?"); "typo of gate")]
     fn one_problem_is_reported(
         text: &str,
         line: usize,
@@ -1441,5 +1468,35 @@ mod tests {
             b.next[0].think,
             ThinkTime::Uniform(Duration::from_secs(1), Duration::from_secs(3))
         );
+    }
+
+    #[test]
+    fn gate_marks_an_operation_and_leaves_the_config_hash_alone() {
+        use crate::result::{MeasurementMode, config_hash};
+        let text = |gate: &str| {
+            format!(
+                "[workload]\nsessions-per-sec = 10\n\
+                 [[workload.operation]]\nname = \"home\"\nrequest = {{ path = \"/\" }}\n\
+                 next = [{{ to = \"buy\", p = 0.5 }}]\n\
+                 [[workload.operation]]\nname = \"buy\"\nrequest = {{ path = \"/buy\" }}\n{gate}"
+            )
+        };
+        let parse = |t: &str| parse_config_str(t, Path::new("loadgate.toml"), None, "default");
+        let plain = parse(&text("")).unwrap();
+        let off = parse(&text("gate = false\n")).unwrap();
+        let gated = parse(&text("gate = true\n")).unwrap();
+        let flags = |c: &crate::config::LoadgateConfig| {
+            c.workload
+                .operations
+                .iter()
+                .map(|o| o.gate)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flags(&plain), [false, false]);
+        assert_eq!(flags(&off), [false, false]);
+        assert_eq!(flags(&gated), [false, true]);
+        for mode in [MeasurementMode::Stored, MeasurementMode::Paired] {
+            assert_eq!(config_hash(&plain, mode), config_hash(&gated, mode));
+        }
     }
 }

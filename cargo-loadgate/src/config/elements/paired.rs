@@ -5,7 +5,7 @@ use super::key::{Key, Section};
 use super::profile::Look;
 use crate::config::source::duration;
 use crate::config::source::{
-    Cx, Val, integer_in, positive_duration, positive_share, string, suggest,
+    Cx, Val, boolean, integer_in, positive_duration, positive_share, string, suggest,
 };
 use crate::config::types::{ComparisonMode, PairedConfig};
 use crate::config::units::format_duration;
@@ -55,7 +55,7 @@ pub(crate) const BUDGET: Key<Duration> = Key::qualified(
 pub(crate) const ADAPTIVE: Key<bool> = Key::qualified(
     "adaptive",
     "add pairs until the verdict decides or `pairs` is reached (a sequential design)",
-    boolean,
+    |cx, v, _| boolean(cx, v),
 );
 
 /// `[paired]`.
@@ -79,19 +79,9 @@ fn mode(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<ComparisonMode> {
             cx.error(
                 v.file,
                 v.span(),
-                format!("unknown {what} `{other}`"),
+                format!("unknown mode `{other}` in {what}"),
                 Some(help),
             );
-            None
-        }
-    }
-}
-
-fn boolean(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<bool> {
-    match v.get() {
-        toml::de::DeValue::Boolean(b) => Some(*b),
-        _ => {
-            crate::config::source::wrong_type(cx, v, "true or false");
             None
         }
     }
@@ -139,4 +129,73 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<PairedConfig> {
         budget,
         adaptive: adaptive?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::types::ComparisonMode;
+    use crate::config::validate::testing::{one_problem, parse, with_workload};
+    use crate::result::{MeasurementMode, config_hash};
+    use std::time::Duration;
+    use test_case::test_case;
+
+    // Each case is one mistake in `[paired]`; exactly one problem must be reported, at the given
+    // place.
+    #[test_case("[paired]\nmode = \"pared\"\n", 7, 8, "unknown mode `pared` in `paired.mode`", Some("did you mean `paired`?"); "unknown mode with suggestion")]
+    #[test_case("[paired]\nmode = \"both\"\n", 7, 8, "unknown mode `both` in `paired.mode`", Some("one of `auto`, `paired`, `stored`"); "unknown mode without suggestion")]
+    #[test_case("[paired]\nmode = true\n", 7, 8, "expected one of \"auto\", \"paired\", \"stored\", found boolean true", None; "mode not a string")]
+    #[test_case("[paired]\npairs = 1\n", 7, 9, "`paired.pairs` must be between 2 and 1000, found 1", None; "one pair")]
+    #[test_case("[paired]\nbudget = \"20s\"\n", 7, 10, "`paired.budget` of 20s leaves fewer than 2 pairs of blocks (14s each)", Some("raise the budget, or shorten `paired.block` and `paired.warmup`"); "budget below two pairs")]
+    #[test_case("[paired]\nblock = \"2s\"\nwarmup = \"500ms\"\nbudget = \"9s\"\n", 9, 10, "`paired.budget` of 9s leaves fewer than 2 pairs of blocks (5s each)", Some("raise the budget, or shorten `paired.block` and `paired.warmup`"); "budget below two pairs of short blocks")]
+    #[test_case("[paired]\nadaptive = \"yes\"\n", 7, 12, "expected true or false, found string \"yes\"", None; "adaptive as a string")]
+    #[test_case("[paired]\nblock = \"0s\"\n", 7, 9, "`paired.block` must be longer than zero", None; "empty block")]
+    #[test_case("[paired]\nat = \"0%\"\n", 7, 6, "`paired.at` must be more than 0%", None; "no load")]
+    fn one_problem_is_reported(
+        text: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem(text, line, col, message, help);
+    }
+
+    #[test]
+    fn the_defaults_and_a_profiles_values_are_read() {
+        let cfg = parse(&with_workload(""), "default").unwrap();
+        let p = &cfg.paired;
+        assert_eq!(p.mode, ComparisonMode::Auto);
+        assert_eq!(
+            (p.pairs, p.block, p.warmup),
+            (12, Duration::from_secs(6), Duration::from_secs(1))
+        );
+        assert_eq!((p.at, p.budget, p.adaptive), (0.6, None, false));
+        let text = with_workload(
+            "[profile.ci.paired]\nmode = \"paired\"\npairs = 20\nbudget = \"28s\"\nadaptive = true\n",
+        );
+        let ci = parse(&text, "ci").unwrap();
+        assert_eq!(ci.paired.mode, ComparisonMode::Paired);
+        assert_eq!(ci.paired.pairs, 20);
+        // Exactly 2 pairs of 2 × (6s + 1s) fit.
+        assert_eq!(ci.paired.budget, Some(Duration::from_secs(28)));
+        assert!(ci.paired.adaptive);
+        assert_eq!(parse(&text, "default").unwrap().paired, cfg.paired);
+    }
+
+    /// `[paired]` designs the blocks of a paired run only: a stored run's config hash, and so
+    /// every stored baseline, ignores it.
+    #[test]
+    fn paired_values_change_only_the_paired_config_hash() {
+        let plain = parse(&with_workload(""), "default").unwrap();
+        let changed = parse(
+            &with_workload("[paired]\nmode = \"stored\"\npairs = 30\nblock = \"3s\"\n"),
+            "default",
+        )
+        .unwrap();
+        assert_ne!(plain.paired, changed.paired);
+        let (stored, paired) = (MeasurementMode::Stored, MeasurementMode::Paired);
+        assert_eq!(config_hash(&plain, stored), config_hash(&changed, stored));
+        assert_ne!(config_hash(&plain, paired), config_hash(&changed, paired));
+        assert_ne!(config_hash(&plain, stored), config_hash(&plain, paired));
+    }
 }

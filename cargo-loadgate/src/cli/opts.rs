@@ -232,6 +232,14 @@ pub struct RunOpts {
     /// instead of building the merge-base.
     #[arg(long, value_name = "PATH")]
     pub base_binary: Option<PathBuf>,
+    /// Paired mode: boot the base from the head's own build (or image), an A/A run that measures
+    /// what pairing sees when nothing changed (`qualify --paired` uses it).
+    #[arg(long, conflicts_with_all = ["base_image", "base_url", "base_binary"])]
+    pub base_same_as_head: bool,
+    /// Environment for the head side only, KEY=VALUE (repeatable), after `--env`: in paired mode
+    /// the base does not get it (`qualify --paired --inject` uses it).
+    #[arg(long = "head-env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub head_env: Vec<(String, String)>,
     /// Store this run as the baseline of HEAD (on release branches).
     #[arg(long)]
     pub save_baseline: bool,

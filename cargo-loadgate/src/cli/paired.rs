@@ -49,6 +49,8 @@ pub(super) enum BaseBoot {
     Image(String),
     /// The service at this URL.
     Url(String),
+    /// The head's own build or image, booted a second time.
+    SameAsHead,
 }
 
 impl PreparedBase {
@@ -59,6 +61,10 @@ impl PreparedBase {
             (None, BaseBoot::Binary(p)) => format!("base: {} (--base-binary)", p.display()),
             (None, BaseBoot::Image(i)) => format!("base: image {i} (--base-image)"),
             (None, BaseBoot::Url(u)) => format!("base: {u} (--base-url)"),
+            (None, BaseBoot::SameAsHead) => {
+                "base: the head's own build, booted again (--base-same-as-head: an A/A run)"
+                    .to_owned()
+            }
         }
     }
 }
@@ -77,6 +83,20 @@ pub(super) async fn prepare(
         return Ok(None);
     }
     let paired = mode == ComparisonMode::Paired;
+    if opts.base_same_as_head {
+        if kind == TargetKind::Url && opts.base_url.is_none() {
+            return Err(RunError::Usage {
+                message: "--base-same-as-head cannot boot a url target a second time
+hint: start                           a second copy and give it with --base-url"
+                    .to_owned(),
+            });
+        }
+        return Ok(Some(PreparedBase {
+            what: BaseBoot::SameAsHead,
+            source: BaseSource::SameAsHead,
+            resolved: None,
+        }));
+    }
     let stored = |why: String| -> Result<Option<PreparedBase>, RunError> {
         if paired {
             Err(RunError::Usage { message: why })
@@ -190,11 +210,27 @@ pub(super) async fn prepare(
     }
 }
 
-/// The base's boot request: the head's, with the base's binary, image or URL.
-fn base_request(head: &BootRequest, base: &PreparedBase) -> BootRequest {
+/// The base's boot request: the head's, with the base's binary, image or URL, and the common
+/// `--env` only (`--head-env` is the head's alone).
+fn base_request(
+    head: &BootRequest,
+    head_info: &crate::targets::TargetInfo,
+    base: &PreparedBase,
+    env: &[(String, String)],
+) -> BootRequest {
     let mut req = head.clone();
     req.run_id = format!("{}-base", head.run_id);
+    req.extra_env = env.to_vec();
     match &base.what {
+        BaseBoot::SameAsHead => match (&head_info.image, &head_info.binary) {
+            (_, Some(binary)) => req.prebuilt = Some(binary.clone()),
+            (Some(image), None) => {
+                req.config.source = TargetSource::Image {
+                    reference: image.id.clone(),
+                }
+            }
+            (None, None) => {}
+        },
         BaseBoot::Binary(path) => req.prebuilt = Some(path.clone()),
         BaseBoot::Image(image) => {
             req.config.source = TargetSource::Image {
@@ -238,17 +274,17 @@ pub(super) async fn run_paired(
     let result_path = out_dir.join("result.json");
     let base_path = out_dir.join("base-result.json");
     let reporter = BootReporter::new(&out_dir.join("base"));
-    let base_target =
-        match crate::targets::boot(base_request(&request, &base), &|e| reporter.event(e)).await {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = head.shutdown().await;
-                return Err(RunError::BaseFailed {
-                    message: format!("the base ({}) could not be booted: {e}", base.statement()),
-                    source: Box::new(e.into()),
-                });
-            }
-        };
+    let base_req = base_request(&request, &head.info(), &base, &opts.env);
+    let base_target = match crate::targets::boot(base_req, &|e| reporter.event(e)).await {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = head.shutdown().await;
+            return Err(RunError::BaseFailed {
+                message: format!("the base ({}) could not be booted: {e}", base.statement()),
+                source: Box::new(e.into()),
+            });
+        }
+    };
     eprintln!(
         "        Base {} at {}{}",
         kind_name(base_target.info().kind),

@@ -168,7 +168,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         kind,
         config: config.target.clone(),
         package: config.source.package.clone(),
-        extra_env: opts.env.clone(),
+        extra_env: opts.env.iter().chain(&opts.head_env).cloned().collect(),
         allow_remote: opts.allow_remote,
         url: opts.url.clone(),
         run_id: run_id.clone(),

@@ -22,6 +22,8 @@ pub enum BaseSource {
     GivenImage,
     /// A running service given with `--base-url`.
     GivenUrl,
+    /// The head's own build, booted a second time (`--base-same-as-head`): an A/A run.
+    SameAsHead,
 }
 
 impl BaseSource {
@@ -33,6 +35,7 @@ impl BaseSource {
             Self::GivenBinary => "--base-binary",
             Self::GivenImage => "--base-image",
             Self::GivenUrl => "--base-url",
+            Self::SameAsHead => "the head's own build (--base-same-as-head)",
         }
     }
 }

@@ -144,20 +144,30 @@ pub fn compare_files(opts: &CompareOpts) -> i32 {
             return ExitCode::USAGE;
         }
     };
-    let (text, outcome) = render_comparison((&opts.base, &base), (&opts.head, &head), &config.gate);
+    let options = CompareOptions {
+        gated_operations: config.workload.gated_operations(),
+        ..CompareOptions::default()
+    };
+    let (text, outcome) = render_comparison(
+        (&opts.base, &base),
+        (&opts.head, &head),
+        &config.gate,
+        &options,
+    );
     print!("{text}");
     ExitCode::for_verdict(outcome, opts.fail_on_inconclusive, false)
 }
 
 /// What `compare` prints for the head result judged against the base result (each with the
 /// path it was read from), and the verdict's outcome. The verdict is the `run` gate's
-/// ([`compare_results`]), its leak finding included.
+/// ([`compare_results`]), its leak finding included; `options` name the gated operations.
 fn render_comparison(
     (base_path, base): (&Path, &RunResult),
     (head_path, head): (&Path, &RunResult),
     gate: &GateConfig,
+    options: &CompareOptions,
 ) -> (String, VerdictOutcome) {
-    let (comparison, verdict) = compare_results(base, head, gate, &CompareOptions::default());
+    let (comparison, verdict) = compare_results(base, head, gate, options);
     let about = vec![format!(
         "base: {} ({}), head: {} ({})",
         base_path.display(),
@@ -222,6 +232,7 @@ mod tests {
             (Path::new("base.json"), &base),
             (Path::new("head.json"), head),
             &gate(),
+            &CompareOptions::default(),
         );
         text
     }

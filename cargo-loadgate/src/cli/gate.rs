@@ -132,11 +132,24 @@ pub fn find(
 }
 
 /// Compares the finished run with the baseline and returns the comparison (when there was one to
-/// make) and the verdict.
+/// make) and the verdict, with every per-operation latency secondary: [`decide_with`] with no
+/// gated operations.
 pub fn decide(
     baseline: &Baseline,
     head: &RunResult,
     gate: &GateConfig,
+) -> (Option<Comparison>, Verdict) {
+    decide_with(baseline, head, gate, &[])
+}
+
+/// Compares the finished run with the baseline and returns the comparison (when there was one to
+/// make) and the verdict; the p50 and p99 of `gated_operations` (the config's
+/// [`crate::config::WorkloadConfig::gated_operations`]) are primary metrics.
+pub fn decide_with(
+    baseline: &Baseline,
+    head: &RunResult,
+    gate: &GateConfig,
+    gated_operations: &[String],
 ) -> (Option<Comparison>, Verdict) {
     let leak = head_leak(head, gate);
     let leak = leak.as_deref();
@@ -160,6 +173,7 @@ pub fn decide(
                     &noise_runs(RunFigures::from_result(base, None), entry, history),
                     &CompareOptions::default(),
                 )),
+                gated_operations: gated_operations.to_vec(),
                 ..CompareOptions::default()
             };
             let (comparison, verdict) = compare_results(base, head, gate, &options);
@@ -284,12 +298,18 @@ pub fn render_verdict(
 }
 
 /// The number of primary metrics a run of `config` compares (Holm's family): p50 and p99 of all
-/// operations and of each operation class when there are two or more, the error rate, and the
-/// capacity when the profile has a ramp.
+/// operations, the error rate, the capacity when the profile has a ramp, and p50 and p99 of each
+/// operation written with `gate = true` when there are two or more operations (with one, its
+/// figures are the overall ones).
 pub fn primary_family(config: &LoadgateConfig) -> usize {
-    // p50 and p99 of all operations and the error rate, and the capacity with a ramp; the
-    // per-operation latencies are secondary (they warn).
-    3 + usize::from(!config.ramp.steps.is_empty())
+    // The other operations' latencies are secondary (they warn).
+    let workload = &config.workload;
+    let gated = if workload.operations.len() >= 2 {
+        workload.gated_operations().len()
+    } else {
+        0
+    };
+    3 + usize::from(!config.ramp.steps.is_empty()) + 2 * gated
 }
 
 /// The thresholds a profile can reach on this machine, for people (`check`, `qualify`): per
@@ -363,4 +383,33 @@ pub fn render_reachable(reachable: &[Reachable], alpha: f64, family: usize) -> S
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse_config_str;
+    use std::path::Path;
+
+    fn config(operations: &str, profile: &str) -> LoadgateConfig {
+        let text = format!("[workload]\nsessions-per-sec = 10\n{operations}");
+        parse_config_str(&text, Path::new("loadgate.toml"), None, profile).expect("config")
+    }
+
+    const TWO: &str = "[[workload.operation]]\nname = \"home\"\nrequest = { path = \"/\" }\n\
+        next = [{ to = \"buy\", p = 0.5 }]\n\
+        [[workload.operation]]\nname = \"buy\"\nrequest = { path = \"/buy\" }\n";
+
+    #[test]
+    fn the_family_counts_the_latencies_of_each_gated_operation() {
+        // p50, p99, the error rate and the capacity (the default profile ramps).
+        assert_eq!(primary_family(&config(TWO, "default")), 4);
+        let gated = config(&format!("{TWO}gate = true\n"), "default");
+        assert_eq!(gated.workload.gated_operations(), ["buy"]);
+        assert_eq!(primary_family(&gated), 6);
+        // One operation: its latencies are the overall ones, counted once.
+        let one =
+            "[[workload.operation]]\nname = \"home\"\nrequest = { path = \"/\" }\ngate = true\n";
+        assert_eq!(primary_family(&config(one, "default")), 4);
+    }
 }

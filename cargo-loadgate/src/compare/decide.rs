@@ -7,13 +7,17 @@
 //! rule of `STATISTICS.md`: **Regression** when the whole interval lies beyond the metric's
 //! threshold, **Pass** when it lies within, **Improvement** when it lies beyond the threshold on
 //! the good side, **Inconclusive** otherwise. The primary metrics (p50 and p99 of all operations
-//! and of each operation class, the error rate, the capacity) form one family tested with Holm's
-//! procedure at α = 0.01; the RSS slope is secondary: it warns when inconclusive and fails the
-//! gate only when its interval at α lies wholly beyond the threshold. The verdict names the rule
+//! and of each operation written with `gate = true`, the error rate, the capacity) form one
+//! family tested with Holm's procedure at α = 0.01; the other operations' latencies are secondary
+//! and only warn; the RSS slope is secondary too: it warns when inconclusive and fails the gate
+//! only when its interval at α lies wholly beyond the threshold. A latency's threshold is the
+//! relative `[gate]` change raised, where it is larger, to the absolute floor over the base's
+//! figure (`GateConfig::p50_delta`). The verdict names the rule
 //! that fired and the numbers behind it; see `docs/statistics.md` for the derivations.
 
 use super::estimate::{
-    Draft, Estimate, capacity_draft, error_rate_draft, finite, latency_drafts, rss_draft,
+    Draft, Estimate, FLOOR_RAISED, capacity_draft, error_rate_draft, finite, latency_drafts,
+    rss_draft,
 };
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
@@ -558,11 +562,17 @@ fn widen_for_machine(d: &mut Draft, slack: f64) {
     } else {
         widened
     };
-    if d.note.is_none() {
-        d.note = Some(format!(
-            "threshold widened by the {:.1}% calibration difference",
-            slack * 100.0
-        ));
+    let widened = format!(
+        "threshold widened by the {:.1}% calibration difference",
+        slack * 100.0
+    );
+    match &mut d.note {
+        None => d.note = Some(widened),
+        // The floor raised it first: say both.
+        Some(note) if note.starts_with(FLOOR_RAISED) => {
+            note.push_str(&format!(", then {}", widened.replace("threshold ", "")));
+        }
+        Some(_) => {}
     }
 }
 
@@ -1033,6 +1043,144 @@ mod tests {
         );
         assert_eq!(v.outcome, VerdictOutcome::Regression);
         assert_eq!(v.metrics, vec![0]);
+    }
+
+    /// 18,000 requests a side, for figures whose intervals are narrow.
+    const MEDIUM: Shape = Shape {
+        windows: 60,
+        per_window: 300,
+        ..SHAPE
+    };
+
+    /// A 15% slower service is a regression of p50 (about +0.4 ms on 2.5 ms) and p99 under the
+    /// relative thresholds alone; floors of 1 ms and 10 ms raise them above the change, which
+    /// then passes.
+    #[test]
+    fn a_floor_turns_a_tiny_absolute_change_into_a_pass() {
+        let base = figures(soak(1, MEDIUM));
+        let head = figures(soak(
+            2,
+            Shape {
+                scale: 1.15,
+                ..MEDIUM
+            },
+        ));
+        let plain = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(plain.verdict.outcome, VerdictOutcome::Regression);
+        assert_eq!(
+            outcome_of(&plain, Metric::P50, None),
+            MetricOutcome::Regression
+        );
+        let floored = GateConfig {
+            p50_floor: std::time::Duration::from_millis(1),
+            p99_floor: std::time::Duration::from_millis(10),
+            ..gate()
+        };
+        let c = compare_with(&base, &head, &floored, &fast_options());
+        assert_eq!(
+            c.verdict.outcome,
+            VerdictOutcome::Pass,
+            "{}",
+            c.verdict.rule_fired
+        );
+        let p50 = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::P50 && m.operation.is_none())
+            .expect("p50 compared");
+        let base_p50 = p50.base.expect("a base figure");
+        assert!((2.0..3.0).contains(&base_p50), "{p50:?}");
+        // 1 ms over the base's p50, far above 5%.
+        assert!(
+            (p50.threshold - (1.0 + 1.0 / base_p50)).abs() < 1e-9,
+            "{p50:?}"
+        );
+        let note = p50.note.as_deref().unwrap_or_default();
+        let expected = format!(
+            "threshold raised to {:.1}% by the 1ms floor (`gate.p50-floor`)",
+            100.0 / base_p50
+        );
+        assert_eq!(note, expected);
+        // A floor below the relative threshold changes nothing and says nothing.
+        let low = GateConfig {
+            p50_floor: std::time::Duration::from_micros(10),
+            ..gate()
+        };
+        let c = compare_with(&base, &head, &low, &fast_options());
+        let p50 = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::P50)
+            .expect("p50");
+        assert_eq!((p50.threshold, p50.note.as_deref()), (1.05, None));
+        assert_eq!(p50.outcome, MetricOutcome::Regression);
+    }
+
+    /// The `slow` operation's body is 60% slower; the overall p50 and p99 move a few percent. Ungated,
+    /// its regression warns and the run passes; with `gate = true` it fails the verdict.
+    #[test]
+    fn a_gated_operations_regression_fails_and_an_ungated_one_warns() {
+        // Wide enough that the overall figures pass (they move up to 5%), far below +60%.
+        let g = GateConfig {
+            p50_change: 0.25,
+            p99_change: 0.25,
+            ..gate()
+        };
+        let base = figures(soak(5, MEDIUM));
+        let head = figures(soak(
+            6,
+            Shape {
+                slow_op: 1.6,
+                ..MEDIUM
+            },
+        ));
+        let ungated = compare_with(&base, &head, &g, &fast_options());
+        assert_eq!(
+            ungated.verdict.outcome,
+            VerdictOutcome::Pass,
+            "{}",
+            ungated.verdict.rule_fired
+        );
+        assert_eq!(
+            outcome_of(&ungated, Metric::P50, Some("slow")),
+            MetricOutcome::Regression
+        );
+        assert!(
+            ungated
+                .verdict
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("p50 of `slow` regressed: ")),
+            "{:?}",
+            ungated.verdict.warnings
+        );
+        let options = CompareOptions {
+            gated_operations: vec!["slow".to_owned()],
+            ..fast_options()
+        };
+        let gated = compare_with(&base, &head, &g, &options);
+        assert_eq!(gated.verdict.outcome, VerdictOutcome::Regression);
+        let first = &gated.metrics[gated.verdict.metrics[0]];
+        assert_eq!(
+            (first.metric, first.operation.as_deref(), first.primary),
+            (Metric::P50, Some("slow"), true)
+        );
+        assert!(
+            gated
+                .verdict
+                .rule_fired
+                .starts_with("regression: p50 of `slow`"),
+            "{}",
+            gated.verdict.rule_fired
+        );
+        // Only the gated operation joins the family: 3 overall metrics and its p50 and p99.
+        assert_eq!(gated.metrics.iter().filter(|m| m.primary).count(), 5);
+        let fast = gated
+            .metrics
+            .iter()
+            .find(|m| m.operation.as_deref() == Some("fast"))
+            .expect("fast compared");
+        assert!(!fast.primary);
     }
 
     fn saturated_soak(mut f: RunFigures) -> RunFigures {

@@ -66,7 +66,8 @@ impl Draft {
     pub(super) fn new(metric: Metric, operation: Option<String>, delta: f64) -> Self {
         // Per-operation latencies are secondary: they warn, the overall figures decide (issue
         // 13, "the same applies in stored mode"). Measured here: an operation's p99 moved ×4
-        // and more between A/A runs of the demo's `ci` profile.
+        // and more between A/A runs of the demo's `ci` profile. An operation written with
+        // `gate = true` is made primary by `latency_drafts`.
         let primary = metric != Metric::RssSlope && operation.is_none();
         Self {
             metric,
@@ -222,13 +223,16 @@ pub(super) fn latency_drafts(
         }
     }
     let mut drafts = Vec::new();
-    for (metric, q, delta) in [
-        (Metric::P50, 0.5_f64, gate.p50_change),
-        (Metric::P99, 0.99, gate.p99_change),
+    for (metric, q, relative, floor) in [
+        (Metric::P50, 0.5_f64, gate.p50_change, gate.p50_floor),
+        (Metric::P99, 0.99, gate.p99_change, gate.p99_floor),
     ] {
         let label = metric.label();
         for (operation, head_hist, base_hist) in &classes {
-            let d = Draft::new(metric, operation.clone(), delta);
+            let mut d = Draft::new(metric, operation.clone(), relative);
+            if let Some(name) = operation {
+                d.primary = options.gated_operations.contains(name);
+            }
             let Some(base_hist) = base_hist else {
                 drafts.push(d.missing("the baseline did not run this operation".to_owned()));
                 continue;
@@ -254,6 +258,12 @@ pub(super) fn latency_drafts(
             let os_b = quantile_log_se(base_hist, q).unwrap_or(0.0);
             let os_h = quantile_log_se(head_hist, q).unwrap_or(0.0);
             let se = (os_b.powi(2) + level_b.powi(2) + os_h.powi(2) + level_h.powi(2)).sqrt();
+            // The absolute floor, as a relative change of the base's figure, where it is larger.
+            let delta = match metric {
+                Metric::P50 => gate.p50_delta(vb),
+                _ => gate.p99_delta(vb),
+            };
+            let note = (delta > relative).then(|| floor_note(delta, floor, label));
             drafts.push(Draft {
                 base: Some(vb),
                 head: Some(vh),
@@ -262,11 +272,25 @@ pub(super) fn latency_drafts(
                     est: (vh / vb).ln(),
                     se: se.max(1e-3),
                 },
+                delta,
+                note,
                 ..d
             });
         }
     }
     drafts
+}
+
+/// How the note of a latency whose threshold a floor raised begins.
+pub(super) const FLOOR_RAISED: &str = "threshold raised to";
+
+/// The note of a latency metric whose relative threshold the absolute `floor` raised to `delta`.
+fn floor_note(delta: f64, floor: std::time::Duration, label: &str) -> String {
+    format!(
+        "{FLOOR_RAISED} {:.1}% by the {} floor (`gate.{label}-floor`)",
+        delta * 100.0,
+        crate::config::format_duration(floor)
+    )
 }
 
 /// Whether a phase counted its drops at the in-flight cap window by window. Results written

@@ -39,6 +39,10 @@ pub struct CompareOptions {
     /// The run-to-run noise of a comparison with a stored baseline (`compare::noise_model`);
     /// `None` compares the two runs' own intervals only.
     pub noise: Option<NoiseModel>,
+    /// The operations whose p50 and p99 are primary metrics (`gate = true` in
+    /// `[[workload.operation]]`, [`crate::config::WorkloadConfig::gated_operations`]): they join
+    /// Holm's family and decide the verdict; every other operation's latencies only warn.
+    pub gated_operations: Vec<String>,
 }
 
 impl Default for CompareOptions {
@@ -50,6 +54,7 @@ impl Default for CompareOptions {
             calibration_tolerance: CALIBRATION_TOLERANCE,
             load_tolerance: LOAD_TOLERANCE,
             noise: None,
+            gated_operations: Vec::new(),
         }
     }
 }

@@ -34,6 +34,8 @@ pub(super) struct Shape {
     pub(super) scale: f64,
     /// The slow path (3% of requests, which makes p99) is multiplied by this too.
     pub(super) tail: f64,
+    /// The body of the `slow` operation (a third of the requests) is multiplied by this too.
+    pub(super) slow_op: f64,
     /// Standard deviation of the log of a window's slowdown (AR(1), φ = 0.7).
     pub(super) drift: f64,
     /// The share of requests answered wrongly.
@@ -48,6 +50,7 @@ pub(super) const SHAPE: Shape = Shape {
     per_window: 150,
     scale: 1.0,
     tail: 1.0,
+    slow_op: 1.0,
     drift: 0.02,
     errors: 0.0,
     sessions_per_sec: 50.0,
@@ -77,7 +80,7 @@ pub(super) fn soak(seed: u64, s: Shape) -> PhaseMeasurement {
             let intended =
                 Duration::from_secs(u64::from(w)) + Duration::from_secs(1) * j / s.per_window;
             let op = usize::from(j % 3 == 0);
-            let body = if op == 0 { 2.0 } else { 4.0 } * (0.3 * normal(&mut rng)).exp();
+            let body = if op == 0 { 2.0 } else { 4.0 * s.slow_op } * (0.3 * normal(&mut rng)).exp();
             let slow = if rng.random::<f64>() < 0.03 {
                 20.0 * (0.2 * normal(&mut rng)).exp() * s.tail
             } else {

@@ -173,6 +173,18 @@ pub struct WorkloadConfig {
     pub operations: Vec<OperationConfig>,
 }
 
+impl WorkloadConfig {
+    /// The names of the operations written with `gate = true`, in order: their p50 and p99 are
+    /// primary metrics of a comparison (`compare::CompareOptions::gated_operations`).
+    pub fn gated_operations(&self) -> Vec<String> {
+        self.operations
+            .iter()
+            .filter(|o| o.gate)
+            .map(|o| o.name.clone())
+            .collect()
+    }
+}
+
 /// One weighted entry into the user model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EntryPoint {

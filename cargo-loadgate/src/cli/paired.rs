@@ -580,7 +580,7 @@ async fn run_both(
             base_result,
             head_ramp: Some(head_ramp),
             inputs: PairedInputs {
-                gated_operations: gated(config),
+                gated_operations: config.workload.gated_operations(),
                 ..PairedInputs::default()
             },
             adaptive,
@@ -600,7 +600,7 @@ async fn run_both(
         // After every session either ramp numbered.
         first_session: 1 << 40,
     };
-    let gated_ops = gated(config);
+    let gated_ops = config.workload.gated_operations();
     let sides = RefCell::new((&mut base_result, &mut *result));
     let mut write_error: Option<RunError> = None;
     let mut looked: Option<String> = None;
@@ -742,17 +742,6 @@ async fn run_both(
         inputs,
         adaptive,
     })
-}
-
-/// The operations marked `gate = true`.
-fn gated(config: &LoadgateConfig) -> Vec<String> {
-    config
-        .workload
-        .operations
-        .iter()
-        .filter(|o| o.gate)
-        .map(|o| o.name.clone())
-        .collect()
 }
 
 /// The capacity the blocks' load is a share of: the base's knee, or the highest step it held

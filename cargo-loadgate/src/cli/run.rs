@@ -392,7 +392,12 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         return Err(crash.into());
     }
     result.status = RunStatus::Complete;
-    let (comparison, verdict) = gate::decide(&baseline, &result, &config.gate);
+    let (comparison, verdict) = gate::decide_with(
+        &baseline,
+        &result,
+        &config.gate,
+        &config.workload.gated_operations(),
+    );
     result.comparison = comparison;
     result.verdict = Some(verdict.clone());
     write_result(&result_path, &result)?;

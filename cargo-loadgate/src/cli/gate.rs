@@ -132,17 +132,6 @@ pub fn find(
 }
 
 /// Compares the finished run with the baseline and returns the comparison (when there was one to
-/// make) and the verdict, with every per-operation latency secondary: [`decide_with`] with no
-/// gated operations.
-pub fn decide(
-    baseline: &Baseline,
-    head: &RunResult,
-    gate: &GateConfig,
-) -> (Option<Comparison>, Verdict) {
-    decide_with(baseline, head, gate, &[])
-}
-
-/// Compares the finished run with the baseline and returns the comparison (when there was one to
 /// make) and the verdict; the p50 and p99 of `gated_operations` (the config's
 /// [`crate::config::WorkloadConfig::gated_operations`]) are primary metrics.
 pub fn decide_with(

@@ -601,13 +601,15 @@ async fn run_both(
         first_session: 1 << 40,
     };
     let gated_ops = config.workload.gated_operations();
+    let requests_per_session = crate::workload::analyze(&config.workload)
+        .map_or(1.0, |a| a.requests_per_session);
     let sides = RefCell::new((&mut base_result, &mut *result));
     let mut write_error: Option<RunError> = None;
     let mut looked: Option<String> = None;
     let blocks = {
         let mut observe = |event: BlockEvent<'_>| match event {
             BlockEvent::Starting { spec, .. } => {
-                display.phase_starting(spec, 0.0);
+                display.phase_starting(spec, spec.sessions_per_sec * requests_per_session);
             }
             BlockEvent::Done {
                 record,

@@ -32,7 +32,7 @@ max-lag = "250ms"
 min-requests = 10
 
 [paired]
-pairs = 8
+pairs = 10
 block = "1500ms"
 warmup = "250ms"
 "#;
@@ -80,8 +80,8 @@ fn paired_blocks_pass_a_a_and_name_a_slower_head() {
     let paired = &result["paired"];
     assert_eq!(paired["base"]["source"], "given-url");
     let blocks = paired["blocks"].as_array().unwrap();
-    assert_eq!(blocks.len(), 16, "8 pairs of 2 blocks");
-    for pair in 0..8 {
+    assert_eq!(blocks.len(), 20, "10 pairs of 2 blocks");
+    for pair in 0..10 {
         let of: Vec<&serde_json::Value> = blocks
             .iter()
             .filter(|b| b["pair"] == pair)
@@ -93,9 +93,9 @@ fn paired_blocks_pass_a_a_and_name_a_slower_head() {
             "both blocks of pair {pair} send the same slice"
         );
     }
-    assert_eq!(paired["pairs"].as_array().unwrap().len(), 8);
+    assert_eq!(paired["pairs"].as_array().unwrap().len(), 10);
     let order = paired["design"]["order"].as_str().unwrap();
-    assert_eq!(order.replace(' ', "").len(), 16, "{order}");
+    assert_eq!(order.replace(' ', "").len(), 20, "{order}");
     assert!(result["paired"]["base_ramp"]["steps"].is_array());
     assert!(dir.path().join("out/base-result.json").is_file());
     let p50 = result["comparison"]["metrics"]

@@ -317,22 +317,36 @@ pub(super) fn judge(
     options: &CompareOptions,
 ) -> (Vec<MetricComparison>, Verdict) {
     // Holm over the primary family (in the drafts' order); the secondary metrics (per-operation
-    // latencies, the RSS slope) are judged alone at α.
+    // latencies, the RSS slope) are judged alone at α. A primary metric with nothing to test (no
+    // estimate, or one its phase's precondition voided) is no hypothesis of the family: it is
+    // inconclusive whatever the others show, and it does not make them clear a stricter level.
+    let tested = |d: &Draft| {
+        d.primary
+            && !d.forced
+            && (d.aborted.is_some() || !matches!(d.estimate, Estimate::Missing))
+    };
     let p: Vec<f64> = drafts
         .iter()
-        .filter(|d| d.primary)
+        .filter(|d| tested(d))
         .map(Draft::p_value)
         .collect();
     let family = p.len().max(1) as f64;
     let mut steps = holm(&p, options.alpha).into_iter();
     let mut metrics: Vec<MetricComparison> = drafts
         .into_iter()
-        .map(|d| match d.primary.then(|| steps.next()).flatten() {
+        .map(|d| match tested(&d).then(|| steps.next()).flatten() {
             Some(s) => classify(
                 d,
                 options.alpha,
                 s.level,
                 s.rejected,
+                options.alpha / family,
+            ),
+            None if d.primary => classify(
+                d,
+                options.alpha,
+                options.alpha,
+                false,
                 options.alpha / family,
             ),
             None => classify(d, options.alpha, options.alpha, false, options.alpha),
@@ -646,6 +660,9 @@ fn decide(
         let precondition = m.p_value.is_none() && m.note.is_some();
         let mut rule = match &m.note {
             Some(note) if precondition => format!("inconclusive: {}: {note}", metric_name(m)),
+            Some(note) if note.contains("Holm") => {
+                format!("inconclusive: {}; {note}", describe(m))
+            }
             _ => format!(
                 "inconclusive: {}; the interval straddles the threshold",
                 describe(m)

@@ -414,22 +414,14 @@ fn a_comparisons_noise_matches_the_schema() {
     assert!(!schema_errors(&comparison_schema, &value).is_empty());
 }
 
-/// A paired result's `mode` and `paired` (issue 13, added within format version 1) are in the
-/// schema: a paired result built from the types validates, and mistyped parts do not.
-#[test]
-fn a_paired_result_matches_the_schema() {
+/// The after fixture as a paired run (issue 13) would write it, built from the types: two pairs,
+/// the second left out because its base block could not keep its schedule.
+fn paired_result() -> cargo_loadgate::result::RunResult {
     use cargo_loadgate::plan::pairing::Side;
     use cargo_loadgate::result::{
         BaseSource, BlockFigures, BlockRecord, MeasurementMode, PairedBase, PairedDesign,
         PairedRecord, pair_records, result_from_str,
     };
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
     let mut result = result_from_str(
         &std::fs::read_to_string(
             loadgate_tests::workspace_root().join("tests/fixtures/report/after.json"),
@@ -504,6 +496,21 @@ fn a_paired_result_matches_the_schema() {
         pairs: pair_records(&blocks),
         blocks,
     });
+    result
+}
+
+/// A paired result's `mode` and `paired` (issue 13, added within format version 1) are in the
+/// schema: a paired result built from the types validates, and mistyped parts do not.
+#[test]
+fn a_paired_result_matches_the_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let result = paired_result();
     let value = serde_json::to_value(&result).unwrap();
     assert_eq!(schema_errors(&schema, &value), Vec::<String>::new());
     assert_eq!(value["mode"], "paired");
@@ -525,6 +532,39 @@ fn a_paired_result_matches_the_schema() {
     let mut unknown = value.clone();
     unknown["paired"]["pairs"][0]["ratio"] = serde_json::json!(1.0);
     assert!(!schema_errors(&schema, &unknown).is_empty());
+}
+
+/// A paired run's JUnit, parsed back by an independent parser: every suite records the mode,
+/// the base and the pairs used, and the per-metric testcases keep their names.
+#[test]
+fn a_paired_results_junit_parses_with_its_mode_base_and_pairs() {
+    let xml = cargo_loadgate::report::junit_report(&paired_result())
+        .to_string()
+        .unwrap();
+    let suites = junit_parser::from_reader(std::io::Cursor::new(xml)).expect("the XML parses");
+    assert!(!suites.suites.is_empty());
+    for suite in &suites.suites {
+        let property = |name: &str| suite.properties.hashmap.get(name).map(String::as_str);
+        assert_eq!(property("mode"), Some("paired"), "suite {}", suite.name);
+        assert_eq!(property("base"), Some("HEAD against 6ae2571"));
+        assert_eq!(property("base_source"), Some("built"));
+        assert_eq!(property("pairs_used"), Some("1"));
+        assert_eq!(property("pairs"), Some("2"));
+    }
+    let names: Vec<&str> = suites
+        .suites
+        .iter()
+        .flat_map(|s| s.cases.iter())
+        .map(|c| c.original_name.as_str())
+        .collect();
+    for name in [
+        "p50 (all operations)",
+        "p99 (all operations)",
+        "error rate",
+        "capacity",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
 }
 
 #[test]

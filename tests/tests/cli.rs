@@ -414,6 +414,159 @@ fn a_comparisons_noise_matches_the_schema() {
     assert!(!schema_errors(&comparison_schema, &value).is_empty());
 }
 
+/// The after fixture as a paired run (issue 13) would write it, built from the types: two pairs,
+/// the second left out because its base block could not keep its schedule.
+fn paired_result() -> cargo_loadgate::result::RunResult {
+    use cargo_loadgate::plan::pairing::Side;
+    use cargo_loadgate::result::{
+        BaseSource, BlockFigures, BlockRecord, MeasurementMode, PairedBase, PairedDesign,
+        PairedRecord, pair_records, result_from_str,
+    };
+    let mut result = result_from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("tests/fixtures/report/after.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    // The fixture predates the recorded SLO; a run writes it.
+    result.slo = Some(cargo_loadgate::result::SloSummary {
+        latency: Vec::new(),
+        error_rate: 0.01,
+        min_requests: 100,
+    });
+    let block = |pair: usize, side: Side, p50: f64, valid: bool| {
+        let total = BlockFigures {
+            operation: None,
+            requests: 1_000,
+            p50_ms: Some(p50),
+            p99_ms: Some(p50 * 4.0),
+            error_rate: Some(0.0),
+        };
+        BlockRecord {
+            pair,
+            side,
+            phase: format!(
+                "pair-{pair}-{}",
+                if side == Side::Base { "base" } else { "head" }
+            ),
+            schedule_hash: "ab".repeat(32),
+            valid,
+            invalid_reasons: if valid {
+                Vec::new()
+            } else {
+                vec!["lag".to_owned()]
+            },
+            stopped: None,
+            operations: vec![BlockFigures {
+                operation: Some("get".to_owned()),
+                ..total.clone()
+            }],
+            total,
+        }
+    };
+    let blocks = vec![
+        block(0, Side::Base, 2.0, true),
+        block(0, Side::Head, 2.2, true),
+        block(1, Side::Head, 2.1, true),
+        block(1, Side::Base, 2.0, false),
+    ];
+    result.mode = MeasurementMode::Paired;
+    result.paired = Some(PairedRecord {
+        base: PairedBase {
+            commit: Some("6ae25712e4ad8bd64feb28a0a20893a52f7a842a".to_owned()),
+            source: BaseSource::Built,
+            target: result.target.clone(),
+            statement: "HEAD against 6ae2571".to_owned(),
+        },
+        design: PairedDesign {
+            pairs_planned: 2,
+            block_s: 10.0,
+            warmup_s: 2.0,
+            sessions_per_sec: 120.0,
+            at: 0.6,
+            base_capacity_sessions_per_sec: 200.0,
+            capacity_note: Some("paired ramp".to_owned()),
+            adaptive: true,
+            looks: vec![2],
+            stopped_early: None,
+            order: "AB BA".to_owned(),
+        },
+        base_ramp: result.ramp.clone(),
+        pairs: pair_records(&blocks),
+        blocks,
+    });
+    result
+}
+
+/// A paired result's `mode` and `paired` (issue 13, added within format version 1) are in the
+/// schema: a paired result built from the types validates, and mistyped parts do not.
+#[test]
+fn a_paired_result_matches_the_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let result = paired_result();
+    let value = serde_json::to_value(&result).unwrap();
+    assert_eq!(schema_errors(&schema, &value), Vec::<String>::new());
+    assert_eq!(value["mode"], "paired");
+    for (pointer, wrong) in [
+        ("/mode", serde_json::json!("interleaved")),
+        ("/paired/base/source", serde_json::json!("downloaded")),
+        ("/paired/blocks/0/side", serde_json::json!("left")),
+        ("/paired/blocks/0/total/p50_ms", serde_json::json!("fast")),
+        ("/paired/pairs/1/used", serde_json::json!("no")),
+        ("/paired/design/order", serde_json::json!("ABC")),
+    ] {
+        let mut mistyped = value.clone();
+        *mistyped.pointer_mut(pointer).unwrap() = wrong;
+        assert!(
+            !schema_errors(&schema, &mistyped).is_empty(),
+            "{pointer} mistyped still validates"
+        );
+    }
+    let mut unknown = value.clone();
+    unknown["paired"]["pairs"][0]["ratio"] = serde_json::json!(1.0);
+    assert!(!schema_errors(&schema, &unknown).is_empty());
+}
+
+/// A paired run's JUnit, parsed back by an independent parser: every suite records the mode,
+/// the base and the pairs used, and the per-metric testcases keep their names.
+#[test]
+fn a_paired_results_junit_parses_with_its_mode_base_and_pairs() {
+    let xml = cargo_loadgate::report::junit_report(&paired_result())
+        .to_string()
+        .unwrap();
+    let suites = junit_parser::from_reader(std::io::Cursor::new(xml)).expect("the XML parses");
+    assert!(!suites.suites.is_empty());
+    for suite in &suites.suites {
+        let property = |name: &str| suite.properties.hashmap.get(name).map(String::as_str);
+        assert_eq!(property("mode"), Some("paired"), "suite {}", suite.name);
+        assert_eq!(property("base"), Some("HEAD against 6ae2571"));
+        assert_eq!(property("base_source"), Some("built"));
+        assert_eq!(property("pairs_used"), Some("1"));
+        assert_eq!(property("pairs"), Some("2"));
+    }
+    let names: Vec<&str> = suites
+        .suites
+        .iter()
+        .flat_map(|s| s.cases.iter())
+        .map(|c| c.original_name.as_str())
+        .collect();
+    for name in [
+        "p50 (all operations)",
+        "p99 (all operations)",
+        "error rate",
+        "capacity",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+}
+
 #[test]
 fn the_result_schema_is_not_vacuous() {
     let schema: serde_json::Value = serde_json::from_str(

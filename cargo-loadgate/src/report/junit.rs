@@ -4,11 +4,12 @@
 //! inconclusive check is `skipped` with the reason; a phase that could not keep its schedule is an
 //! `error`. A leak finding fails only when the verdict counts it (`verdict.leak`), else it is
 //! `skipped` with why not: JUnit decides nothing of its own. Properties hold the commits, the
-//! profile and the environment. The XML is written with nextest's `quick-junit`, which escapes
+//! profile, the environment and the measurement mode (`stored` or `paired`; a paired run adds its
+//! base and the pairs it used). The XML is written with nextest's `quick-junit`, which escapes
 //! markup and drops characters XML cannot carry.
 
 use crate::compare::{format_change, format_threshold, metric_name};
-use crate::result::RunResult;
+use crate::result::{BaseSource, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
@@ -182,6 +183,35 @@ fn properties(result: &RunResult) -> Vec<Property> {
     if let Some(base) = &result.baseline {
         props.push(Property::new("base_commit", base.commit.clone()));
     }
+    props.push(Property::new(
+        "mode",
+        match result.mode {
+            MeasurementMode::Stored => "stored",
+            MeasurementMode::Paired => "paired",
+        },
+    ));
+    if let Some(paired) = &result.paired {
+        if let (None, Some(commit)) = (&result.baseline, &paired.base.commit) {
+            props.push(Property::new("base_commit", commit.clone()));
+        }
+        props.push(Property::new(
+            "base_source",
+            match paired.base.source {
+                BaseSource::Built => "built",
+                BaseSource::StoredBuild => "stored-build",
+                BaseSource::GivenBinary => "given-binary",
+                BaseSource::GivenImage => "given-image",
+                BaseSource::GivenUrl => "given-url",
+            },
+        ));
+        props.push(Property::new("base", paired.base.statement.clone()));
+        props.push(Property::new(
+            "pairs_used",
+            paired.used_pairs().count().to_string(),
+        ));
+        props.push(Property::new("pairs", paired.pairs.len().to_string()));
+        props.push(Property::new("paired", paired.describe()));
+    }
     if let Some(noise) = result.comparison.as_ref().and_then(|c| c.noise.as_ref()) {
         props.push(Property::new("noise_source", noise.source.word()));
         props.push(Property::new(
@@ -346,6 +376,48 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    fn property<'a>(suite: &'a TestSuite, name: &str) -> Option<&'a str> {
+        suite
+            .properties
+            .iter()
+            .find(|p| p.name.as_str() == name)
+            .map(|p| p.value.as_str())
+    }
+
+    #[test]
+    fn every_suite_records_the_mode_and_a_paired_run_its_base_and_pairs() {
+        let stored = junit_report(&empty_result());
+        for suite in &stored.test_suites {
+            assert_eq!(property(suite, "mode"), Some("stored"));
+            assert_eq!(property(suite, "pairs_used"), None);
+        }
+        let paired = crate::result::testing::paired();
+        let report = junit_report(&paired);
+        for suite in &report.test_suites {
+            assert_eq!(property(suite, "mode"), Some("paired"));
+            assert_eq!(
+                property(suite, "base"),
+                Some("the work tree (uncommitted changes) against 6ae2571")
+            );
+            assert_eq!(property(suite, "base_source"), Some("built"));
+            assert_eq!(
+                property(suite, "base_commit"),
+                Some("6ae25712e4ad8bd64feb28a0a20893a52f7a842a")
+            );
+            assert_eq!(property(suite, "pairs_used"), Some("3"));
+            assert_eq!(property(suite, "pairs"), Some("4"));
+        }
+        // The per-metric testcases keep the names a stored run gives them.
+        let names: Vec<&str> = report
+            .test_suites
+            .iter()
+            .flat_map(|s| s.test_cases.iter())
+            .map(|c| c.name.as_str())
+            .collect();
+        assert!(names.contains(&"p50 (all operations)"), "{names:?}");
+        assert!(names.contains(&"capacity"), "{names:?}");
     }
 
     /// A run whose soak leaked and whose verdict holds `leak`.

@@ -6,8 +6,9 @@
 use super::table::{Cell, Table};
 use crate::compare::{format_change, format_threshold, metric_name};
 use crate::config::format_millis;
+use crate::plan::pairing::Side;
 use crate::plan::{SoakOutcome, format_latency, format_rate};
-use crate::result::RunResult;
+use crate::result::{MeasurementMode, PairedRecord, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, Verdict, VerdictOutcome};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -30,6 +31,9 @@ pub fn markdown_summary(result: &RunResult) -> String {
     let _ = writeln!(md, "## {icon} cargo-loadgate: {word}{unfinished}\n");
     if let Some(verdict) = &result.verdict {
         let _ = writeln!(md, "{}\n", escape(&verdict.rule_fired));
+    }
+    if result.mode == MeasurementMode::Paired {
+        paired_header(&mut md, result.paired.as_ref());
     }
     let unkept: Vec<String> = result
         .phases
@@ -84,6 +88,9 @@ pub fn markdown_summary(result: &RunResult) -> String {
         if let Some(noise) = &comparison.noise {
             let _ = writeln!(md, "{}\n", escape(&noise.describe()));
         }
+    }
+    if let Some(record) = &result.paired {
+        pairs_section(&mut md, record);
     }
     if let Some(ramp) = &result.ramp {
         let _ = writeln!(md, "**Ramp:** {}\n", escape(&ramp.sentence));
@@ -182,6 +189,82 @@ fn format_figure(m: &MetricComparison, value: f64) -> String {
         Metric::Capacity => format!("{} sessions/s", format_rate(value)),
         Metric::RssSlope => format!("{:.2} MiB/min", value * 60.0 / (1024.0 * 1024.0)),
     }
+}
+
+/// The paired run's line under the verdict: how it was decided, and what was compared.
+fn paired_header(md: &mut String, record: Option<&PairedRecord>) {
+    let Some(record) = record else {
+        let _ = writeln!(
+            md,
+            "**Paired:** decided by paired blocks; none were recorded.\n"
+        );
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "**Paired:** {}. Compared: {}.\n",
+        escape(&record.describe()),
+        escape(&record.base.statement)
+    );
+    if let Some(note) = &record.design.capacity_note {
+        let _ = writeln!(
+            md,
+            "The base's capacity: {} sessions/s ({}).\n",
+            format_rate(record.design.base_capacity_sessions_per_sec),
+            escape(note)
+        );
+    }
+}
+
+/// The per-pair table: each pair's head / base ratios and error-rate difference, and whether the
+/// comparison uses it (the checks above are estimated from the pairs it uses).
+fn pairs_section(md: &mut String, record: &PairedRecord) {
+    if record.pairs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "**Pairs** (head / base; the checks' changes are the Hodges–Lehmann estimates over the \
+         pairs used):\n"
+    );
+    let ratio = |r: Option<f64>| {
+        r.map_or_else(
+            || "–".to_owned(),
+            |r| format!("{r:.3} ({:+.1}%)", (r - 1.0) * 100.0),
+        )
+    };
+    let pairs = Table::new(&[
+        "pair",
+        "first",
+        "p50 ratio",
+        "p99 ratio",
+        "error-rate difference",
+        "used",
+    ])
+    .left(&[1, 5])
+    .tight_rule()
+    .rows(record.pairs.iter().map(|p| {
+        [
+            Cell::text(p.pair.to_string()),
+            Cell::text(match p.first {
+                Side::Base => "base (A)",
+                Side::Head => "head (B)",
+            }),
+            Cell::text(ratio(p.p50_ratio)),
+            Cell::text(ratio(p.p99_ratio)),
+            Cell::text(
+                p.error_rate_difference
+                    .map_or_else(|| "–".to_owned(), |d| format!("{:+.2} pp", d * 100.0)),
+            ),
+            match (&p.excluded, p.used) {
+                (_, true) => Cell::text("yes"),
+                (Some(why), false) => Cell::strong("no").then(Cell::text(format!(": {why}"))),
+                (None, false) => Cell::strong("no"),
+            },
+        ]
+    }));
+    md.push_str(&pairs.markdown());
+    md.push('\n');
 }
 
 fn soak_section(md: &mut String, soak: &SoakOutcome, verdict: Option<&Verdict>) {
@@ -385,5 +468,23 @@ mod tests {
         ]}, {
             insta::assert_snapshot!(md);
         });
+    }
+
+    #[test]
+    fn the_summary_of_a_paired_run_says_how_it_was_decided_and_shows_each_pair() {
+        let md = markdown_summary(&crate::result::testing::paired());
+        insta::with_settings!({filters => vec![
+            (r"`[0-9a-f]{12}`", "`[hash]`"),
+            (r"cargo-loadgate \d+\.\d+\.\d+\S*", "cargo-loadgate [version]"),
+        ]}, {
+            insta::assert_snapshot!(md);
+        });
+    }
+
+    #[test]
+    fn a_stored_run_has_no_paired_section() {
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        let md = markdown_summary(&typed(&value));
+        assert!(!md.contains("**Paired:**") && !md.contains("**Pairs**"));
     }
 }

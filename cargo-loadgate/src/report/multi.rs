@@ -15,7 +15,9 @@ use crate::baseline::short;
 use crate::config::{format_millis, format_size};
 use crate::measure::{OperationSummary, PhaseSummary};
 use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, StepStatus, format_rate};
-use crate::result::{RESULT_FORMAT_VERSION, ReadError, RunResult, RunStatus, Verdict, read_result};
+use crate::result::{
+    MeasurementMode, RESULT_FORMAT_VERSION, ReadError, RunResult, RunStatus, Verdict, read_result,
+};
 use crate::stats::SlopeEstimate;
 use crate::targets::TargetInfo;
 use std::collections::HashSet;
@@ -143,6 +145,9 @@ pub struct ReportRun {
     soak_skipped: Option<String>,
     health: Health,
     verdict: Option<Verdict>,
+    /// A paired run's mode line ([`PairedRecord::describe`](crate::result::PairedRecord::describe));
+    /// `None` for a stored run.
+    paired: Option<String>,
 }
 
 /// The soak of a run: its outcome and, when its phase is in the result, the phase's figures.
@@ -221,6 +226,12 @@ impl ReportRun {
             soak_skipped: result.soak_skipped.clone(),
             health,
             verdict: result.verdict.clone(),
+            paired: (result.mode == MeasurementMode::Paired).then(|| {
+                result
+                    .paired
+                    .as_ref()
+                    .map_or_else(|| "no blocks recorded".to_owned(), |p| p.describe())
+            }),
         })
     }
 }
@@ -604,6 +615,22 @@ fn header(out: &mut String, runs: &[ReportRun], style: Style) {
     out.push('\n');
     // Text columns, all of them.
     out.push_str(&style.table(Table::new(&columns).left(&[1, 2, 3, 4, 5, 6]).rows(rows)));
+    // A paired run's verdict rests on its own base, measured beside it: one line says so.
+    let paired: Vec<String> = runs
+        .iter()
+        .filter_map(|run| {
+            let line = run.paired.as_ref()?;
+            Some(format!(
+                "{}: paired mode, {}",
+                style.name(&run.label),
+                style.text(line)
+            ))
+        })
+        .collect();
+    if !paired.is_empty() {
+        style.gap(out);
+        style.list(out, &paired);
+    }
 }
 
 /// What a reader must know before comparing the numbers: loads that are not the same, another
@@ -1020,6 +1047,34 @@ mod tests {
             "before_and_after_markdown",
             render_markdown(&before_and_after())
         );
+    }
+
+    #[test]
+    fn a_paired_run_reads_renders_and_shows_its_mode() {
+        let paired = crate::result::testing::paired();
+        let text = serde_json::to_string(&paired).unwrap();
+        let path = PathBuf::from("runs/paired/result.json");
+        let runs = vec![
+            run("before", &value(BEFORE)),
+            read_text("paired", &path, &text).unwrap(),
+        ];
+        let terminal = render_terminal(&runs);
+        assert!(
+            terminal.contains(
+                "  paired: paired mode, decided by paired blocks: base `6ae25712e4ad` (built \
+                 from the merge-base), 3 of 4 pair(s) used"
+            ),
+            "{terminal}"
+        );
+        let markdown = render_markdown(&runs);
+        assert!(
+            markdown.contains(
+                "- **paired**: paired mode, decided by paired blocks: base `6ae25712e4ad`"
+            ),
+            "{markdown}"
+        );
+        // Stored runs have no mode line.
+        assert!(!render_markdown(&before_and_after()).contains("paired mode"));
     }
 
     #[test]

@@ -190,6 +190,47 @@ impl PairedRecord {
         self.pairs.iter().filter(|p| p.used)
     }
 
+    /// How the run was decided, in one line for people: `decided by paired blocks: base
+    /// `6ae25712e4ad` (built from the merge-base), 3 of 4 pairs used, order AB BA BA AB, at 120
+    /// sessions/s = 60% of the base's capacity`. Reporters show it beside the verdict.
+    pub fn describe(&self) -> String {
+        let base = match (&self.base.commit, &self.base.target) {
+            (Some(commit), _) => format!("`{}` ", &commit[..commit.len().min(12)]),
+            (None, Some(target)) => format!("`{}` ", target.base_url),
+            (None, None) => String::new(),
+        };
+        let design = &self.design;
+        let mut planned = String::new();
+        if design.pairs_planned != self.pairs.len() {
+            planned = format!(" ({} planned)", design.pairs_planned);
+        }
+        let mut line = format!(
+            "decided by paired blocks: base {base}({}), {} of {} pair(s) used{planned}, order {}, \
+             at {} sessions/s = {:.0}% of the base's capacity",
+            self.base.source.describe(),
+            self.used_pairs().count(),
+            self.pairs.len(),
+            if design.order.is_empty() {
+                "–"
+            } else {
+                &design.order
+            },
+            crate::plan::format_rate(design.sessions_per_sec),
+            design.at * 100.0,
+        );
+        if design.adaptive && !design.looks.is_empty() {
+            let looks: Vec<String> = design.looks.iter().map(usize::to_string).collect();
+            line.push_str(&format!(
+                ", adaptive (looked at {} pair(s))",
+                looks.join(", ")
+            ));
+        }
+        if let Some(why) = &design.stopped_early {
+            line.push_str(&format!(", stopped early: {why}"));
+        }
+        line
+    }
+
     /// The blocks of `side` in pair order, for the pairs the comparison uses.
     pub fn used_blocks(&self, side: Side) -> Vec<&BlockRecord> {
         let mut out: Vec<&BlockRecord> = self
@@ -337,5 +378,26 @@ mod tests {
             pairs,
         };
         assert_eq!(record.used_blocks(Side::Head).len(), 1);
+        assert_eq!(
+            record.describe(),
+            "decided by paired blocks: base (--base-url), 1 of 3 pair(s) used, order AB BA A, \
+             at 1.00 sessions/s = 60% of the base's capacity"
+        );
+    }
+
+    #[test]
+    fn the_description_names_the_base_commit_and_what_was_planned() {
+        let mut record = crate::result::testing::paired().paired.unwrap();
+        assert_eq!(
+            record.describe(),
+            "decided by paired blocks: base `6ae25712e4ad` (built from the merge-base), 3 of 4 \
+             pair(s) used, order AB BA BA AB, at 120 sessions/s = 60% of the base's capacity"
+        );
+        record.design.pairs_planned = 6;
+        record.design.stopped_early = Some("the budget ran out".to_owned());
+        assert!(record.describe().contains(
+            "3 of 4 pair(s) used (6 planned), order AB BA BA AB, at 120 sessions/s = 60% of the \
+             base's capacity, stopped early: the budget ran out"
+        ));
     }
 }

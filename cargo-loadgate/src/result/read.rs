@@ -175,6 +175,115 @@ pub(crate) mod testing {
     pub fn before() -> RunResult {
         result_from_str(BEFORE).expect("the fixture reads")
     }
+
+    /// `AFTER` as a paired run would have written it (issue 13): four pairs in the order
+    /// `AB BA BA AB`, the third left out because the generator fell behind in its base block,
+    /// the p50 and p99 metrics estimated from the pairs, no stored baseline and no noise.
+    pub fn paired() -> RunResult {
+        use crate::plan::pairing::Side;
+        use crate::result::{
+            BaseSource, BlockFigures, BlockRecord, MeasurementMode, Metric, MetricOutcome,
+            PairedBase, PairedDesign, PairedRecord, pair_records,
+        };
+        let mut r = result_from_str(AFTER).expect("the fixture reads");
+        r.mode = MeasurementMode::Paired;
+        r.baseline = None;
+        // (pair, side, p50 ms, p99 ms, error rate, valid), in the order the blocks ran.
+        let figures = [
+            (0, Side::Base, 2.00, 8.0, 0.0, true),
+            (0, Side::Head, 2.16, 8.4, 0.001, true),
+            (1, Side::Head, 2.20, 8.8, 0.0, true),
+            (1, Side::Base, 2.00, 8.0, 0.0, true),
+            (2, Side::Head, 2.40, 9.6, 0.0, true),
+            (2, Side::Base, 2.10, 8.4, 0.0, false),
+            (3, Side::Base, 1.90, 7.6, 0.0, true),
+            (3, Side::Head, 2.09, 8.36, 0.0, true),
+        ];
+        let blocks: Vec<BlockRecord> = figures
+            .iter()
+            .map(|&(pair, side, p50, p99, errors, valid)| {
+                let side_name = match side {
+                    Side::Base => "base",
+                    Side::Head => "head",
+                };
+                let total = BlockFigures {
+                    operation: None,
+                    requests: 2_000,
+                    p50_ms: Some(p50),
+                    p99_ms: Some(p99),
+                    error_rate: Some(errors),
+                };
+                BlockRecord {
+                    pair,
+                    side,
+                    phase: format!("pair-{pair}-{side_name}"),
+                    schedule_hash: format!("{pair:064x}"),
+                    valid,
+                    invalid_reasons: if valid {
+                        Vec::new()
+                    } else {
+                        vec!["send lag p99 12 ms > 5 ms".to_owned()]
+                    },
+                    stopped: None,
+                    operations: vec![BlockFigures {
+                        operation: Some("get".to_owned()),
+                        ..total.clone()
+                    }],
+                    total,
+                }
+            })
+            .collect();
+        let pairs = pair_records(&blocks);
+        r.paired = Some(PairedRecord {
+            base: PairedBase {
+                commit: Some("6ae25712e4ad8bd64feb28a0a20893a52f7a842a".to_owned()),
+                source: BaseSource::Built,
+                target: None,
+                statement: "the work tree (uncommitted changes) against 6ae2571".to_owned(),
+            },
+            design: PairedDesign {
+                pairs_planned: 4,
+                block_s: 10.0,
+                warmup_s: 2.0,
+                sessions_per_sec: 120.0,
+                at: 0.6,
+                base_capacity_sessions_per_sec: 200.0,
+                capacity_note: Some("paired ramp".to_owned()),
+                adaptive: false,
+                looks: Vec::new(),
+                stopped_early: None,
+                order: "AB BA BA AB".to_owned(),
+            },
+            base_ramp: r.ramp.clone(),
+            blocks,
+            pairs,
+        });
+        let comparison = r.comparison.as_mut().expect("the fixture has a comparison");
+        comparison.noise = None;
+        // The overall metrics only, the latencies as the pairs give them (base and head the
+        // medians of their used blocks).
+        comparison.metrics.retain(|m| m.operation.is_none());
+        for m in &mut comparison.metrics {
+            let (base, head, estimate, low, high) = match m.metric {
+                Metric::P50 => (2.0, 2.18, 1.09, 1.08, 1.10),
+                Metric::P99 => (8.0, 8.4, 1.07, 1.05, 1.10),
+                _ => continue,
+            };
+            if m.metric == Metric::P99 {
+                // Its interval reaches the threshold of +10%.
+                m.outcome = MetricOutcome::Inconclusive;
+            }
+            (m.base, m.head) = (Some(base), Some(head));
+            (m.estimate, m.low, m.high) = (Some(estimate), Some(low), Some(high));
+        }
+        let verdict = r.verdict.as_mut().expect("the fixture has a verdict");
+        verdict.rule_fired = format!(
+            "{} [paired: 3 pair(s) of base and head in this job]",
+            verdict.rule_fired
+        );
+        comparison.verdict = verdict.clone();
+        r
+    }
 }
 
 #[cfg(test)]
@@ -255,6 +364,7 @@ mod tests {
     #[test_case("", "soak"; "the soak")]
     #[test_case("", "soak_skipped"; "why the soak was skipped")]
     #[test_case("", "valid"; "the run's validity")]
+    #[test_case("", "mode"; "the measurement mode")]
     fn a_result_written_before_a_field_was_added_still_reads(under: &str, key: &str) {
         let mut v = current();
         let before = v.clone();
@@ -267,6 +377,23 @@ mod tests {
         assert_ne!(v, before, "the fixture has no `{key}` to remove");
         result_from_value(&v).unwrap();
         result_from_str(&v.to_string()).unwrap();
+    }
+
+    #[test]
+    fn a_paired_result_reads_back_equal_and_one_without_its_mode_reads_as_stored() {
+        let paired = super::testing::paired();
+        let value = serde_json::to_value(&paired).unwrap();
+        assert_eq!(value["mode"], "paired");
+        assert_eq!(value["paired"]["pairs"][0]["first"], "base");
+        assert_eq!(result_from_value(&value).unwrap(), paired);
+        let stored = result_from_str(AFTER).unwrap();
+        assert_eq!(stored.mode, super::super::MeasurementMode::Stored);
+        let value = serde_json::to_value(&stored).unwrap();
+        assert_eq!(value["mode"], "stored");
+        assert!(
+            value.get("paired").is_none(),
+            "a stored run writes no `paired`"
+        );
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! SVG charts of a run (issue #6): latency percentiles and throughput against offered load with
-//! the knee marked, and the soak's RSS and p99 series with their Theil–Sen slopes.
+//! the knee marked, the soak's RSS and p99 series with their Theil–Sen slopes, and a paired run's
+//! per-pair ratios head / base (issue 13).
 //!
 //! They read the typed run result ([`RunResult`], as written to the out-dir or read back from a
 //! baseline with `result::read`), through the views of `view.rs`; an older or partial result
-//! draws what it has. `draw.rs` holds the drawing helpers the three charts (`latency.rs`,
-//! `throughput.rs`, `soak.rs`) share. Like the other reporters they compute nothing the run did
+//! draws what it has. `draw.rs` holds the drawing helpers the charts (`latency.rs`,
+//! `throughput.rs`, `soak.rs`, `pairs.rs`) share. Like the other reporters they compute nothing the run did
 //! not measure, except what a chart needs to draw a stored figure: the p90 of each step is read from the step's stored latency
 //! histogram (the step records keep p50, p95, p99 and max), the goodput rate is the phase's
 //! goodput count over its measured time, and a stored slope gets its Theil–Sen intercept (the
@@ -14,11 +15,13 @@
 
 mod draw;
 mod latency;
+mod pairs;
 mod soak;
 mod throughput;
 mod view;
 
 pub use latency::render_latency;
+pub use pairs::render_pairs;
 pub use soak::render_soak;
 pub use throughput::render_throughput;
 
@@ -32,6 +35,8 @@ pub const LATENCY_CHART: &str = "latency.svg";
 pub const THROUGHPUT_CHART: &str = "throughput.svg";
 /// The file name of the soak chart.
 pub const SOAK_CHART: &str = "soak.svg";
+/// The file name of a paired run's chart of the per-pair ratios.
+pub const PAIRS_CHART: &str = "pairs.svg";
 
 /// Why a chart could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
@@ -59,8 +64,8 @@ pub enum ChartError {
 /// Writes the run's charts into `dir` and returns their paths.
 ///
 /// `latency.svg` and `throughput.svg` are written when the run has ramp steps, `soak.svg` when it
-/// has a soak; `base`, the baseline's stored result, is drawn dashed beside the head in the first
-/// two. A chart that has nothing to draw is not written, and one left in `dir` by an earlier run
+/// has a soak, `pairs.svg` when it is a paired run with pairs used; `base`, the baseline's stored
+/// result, is drawn dashed beside the head in the first two. A chart that has nothing to draw is not written, and one left in `dir` by an earlier run
 /// is removed, so the directory never shows another run's chart beside this run's result.
 pub fn write_charts(
     dir: &Path,
@@ -75,6 +80,7 @@ pub fn write_charts(
         (LATENCY_CHART, render_latency(head, base)?),
         (THROUGHPUT_CHART, render_throughput(head, base)?),
         (SOAK_CHART, render_soak(head)?),
+        (PAIRS_CHART, render_pairs(head)?),
     ];
     let mut written = Vec::new();
     for (name, svg) in charts {

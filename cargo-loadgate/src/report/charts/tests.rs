@@ -615,3 +615,67 @@ fn older_results_read_typed_draw_what_they_hold() {
     assert!(throughput.contains("sent (older result)"));
     assert!(render_soak(&before).unwrap().is_some());
 }
+
+#[test]
+fn the_pairs_chart_draws_a_point_per_used_pair_the_threshold_and_the_estimate() {
+    let paired = crate::result::testing::paired();
+    let svg = render_pairs(&paired).unwrap().unwrap();
+    assert!(svg.contains("Per-pair ratios, head / base"), "{svg}");
+    assert!(svg.contains("p50 threshold +5.0%"), "{svg}");
+    assert!(svg.contains("p50 Hodges–Lehmann +9.0%"), "{svg}");
+    assert!(svg.contains("1 pair(s) left out"), "{svg}");
+    assert!(
+        svg.contains("3 of 4 pair(s) used, order AB BA BA AB"),
+        "{svg}"
+    );
+    // Three pairs used: three p50 circles and three p99 triangles (pair 2 is left out).
+    assert_eq!(
+        svg.matches("<circle").count(),
+        3 + 1,
+        "three points and the legend's"
+    );
+    let png = rasterize(&svg);
+    // Measured: about 130 pixels of the p50's colour (four circles, one in the legend) and 820
+    // of the p99's (four triangles and its dashed estimate line).
+    assert!(count(&png, SERIES_COLOR) > 90, "the p50 points are lost");
+    assert!(
+        count(&png, pairs::P99_COLOR) > 500,
+        "the p99 points or estimate are lost"
+    );
+    assert!(count(&png, SLO_COLOR) > 300, "the threshold line is lost");
+    assert!(count(&png, FIT_COLOR) > 300, "the estimate line is lost");
+    assert!(non_white_share(&png) > 0.01);
+}
+
+#[test]
+fn a_stored_run_gets_no_pairs_chart_and_a_paired_one_does() {
+    let stored = result(HEAD, 1.0, true);
+    assert_eq!(render_pairs(&stored).unwrap(), None);
+    let dir = tempfile::tempdir().unwrap();
+    // A pairs chart left by an earlier paired run must not stay beside a stored run's result.
+    std::fs::write(dir.path().join(PAIRS_CHART), "old").unwrap();
+    let written = write_charts(dir.path(), &stored, None).unwrap();
+    assert!(!written.contains(&dir.path().join(PAIRS_CHART)));
+    assert!(!dir.path().join(PAIRS_CHART).exists());
+
+    let paired = crate::result::testing::paired();
+    let written = write_charts(dir.path(), &paired, None).unwrap();
+    assert!(
+        written.contains(&dir.path().join(PAIRS_CHART)),
+        "{written:?}"
+    );
+    let text = std::fs::read_to_string(dir.path().join(PAIRS_CHART)).unwrap();
+    assert!(text.starts_with("<svg"));
+}
+
+#[test]
+fn a_paired_run_without_usable_pairs_gets_no_pairs_chart() {
+    let mut paired = crate::result::testing::paired();
+    let record = paired.paired.as_mut().unwrap();
+    for p in &mut record.pairs {
+        p.used = false;
+    }
+    assert_eq!(render_pairs(&paired).unwrap(), None);
+    paired.paired = None;
+    assert_eq!(render_pairs(&paired).unwrap(), None);
+}

@@ -2,11 +2,13 @@
 //! `cargo loadgate …` command in their scripts parses with the tool's own command line, so a renamed
 //! or removed flag breaks this test instead of the pipelines of the people who copied the templates.
 //! The jobs are then checked for what the gate relies on: full history, fetched notes, the JUnit
-//! report kept on every outcome, `run` on pull requests and `--save-baseline` on release branches.
+//! report kept on every outcome, `run --mode auto` on pull requests (paired when the merge-base
+//! builds) with the build cached, base's target dir included, and `run --mode stored
+//! --save-baseline` on release branches.
 //! The notes push of each template is run for real (bash, git, the built binary) against a local
 //! bare repository with a concurrent push, and must land both jobs' entries.
 
-use cargo_loadgate::cli::{CargoOpts, Command, RunOpts, parse_args};
+use cargo_loadgate::cli::{CargoOpts, Command, ComparisonModeArg, RunOpts, parse_args};
 use loadgate_tests::workspace_root;
 use serde_yaml_ng::Value;
 use std::path::Path;
@@ -149,6 +151,44 @@ fn gitlab_scripts(pipeline: &Value) -> Vec<(String, String)> {
     scripts
 }
 
+/// Where a paired run builds the merge-base (`targets::base::base_target_dir` of `target`).
+const BASE_TARGET: &str = "target/loadgate/base-target";
+
+/// Checks the paths a job caches: the base's target dir when `paired`, some of cargo's own target
+/// dir, and never `target/loadgate/` as a whole (it holds the runs' outputs: a restored
+/// `result.json` would pose as this run's).
+fn assert_caches_the_build(what: &str, paths: &[String], paired: bool) {
+    let paths: Vec<&str> = paths.iter().map(|p| p.trim_end_matches('/')).collect();
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.starts_with("target/") && !p.starts_with("target/loadgate")),
+        "{what} caches the head's build under target/: {paths:?}"
+    );
+    if paired {
+        assert!(
+            paths.contains(&BASE_TARGET),
+            "{what} caches {BASE_TARGET}, where the merge-base is built: {paths:?}"
+        );
+    }
+    for outputs in ["target", "target/loadgate", "target/*", "target/**"] {
+        assert!(
+            !paths.contains(&outputs),
+            "{what} must not cache {outputs}: it holds the runs' outputs; {paths:?}"
+        );
+    }
+}
+
+/// The lines of a GitHub `path:` block.
+fn path_lines(value: &Value) -> Vec<String> {
+    as_str(value, "a cache's `path`")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 fn path_str(path: Option<&Path>, what: &str) -> String {
     path.unwrap_or_else(|| panic!("{what} is not given"))
         .to_str()
@@ -213,8 +253,92 @@ fn github_workflow_commands_parse_and_the_jobs_do_what_the_gate_needs() {
         "the gate names the base branch (--base-ref)"
     );
     assert!(
+        gate.mode == Some(ComparisonModeArg::Auto) && !gate.paired,
+        "the gate says --mode auto: paired when the merge-base builds, whatever the config says"
+    );
+    assert!(
         jobs["gate"]["permissions"]["contents"].as_str() != Some("write"),
         "the gate job cannot write"
+    );
+
+    // The build is cached between runs, the base's target dir with it, keyed on Cargo.lock, and
+    // saved after a failed gate too.
+    let gate_steps = jobs["gate"]["steps"].as_sequence().expect("steps");
+    let uses = |s: &&Value, action: &str| s["uses"].as_str().is_some_and(|u| u.starts_with(action));
+    let restore = gate_steps
+        .iter()
+        .find(|s| uses(s, "actions/cache/restore@"))
+        .expect("the gate job restores a build cache");
+    let restored = path_lines(&restore["with"]["path"]);
+    assert_caches_the_build("the gate job", &restored, true);
+    let key = as_str(&restore["with"]["key"], "the cache key");
+    assert!(
+        key.contains("hashFiles(") && key.contains("Cargo.lock"),
+        "the build cache is keyed on Cargo.lock: {key}"
+    );
+    let id = as_str(&restore["id"], "the restore step's id");
+    let save = gate_steps
+        .iter()
+        .find(|s| uses(s, "actions/cache/save@"))
+        .expect("the gate job saves its build cache");
+    assert_eq!(
+        path_lines(&save["with"]["path"]),
+        restored,
+        "what is saved is what is restored"
+    );
+    assert_eq!(
+        save["with"]["key"].as_str(),
+        Some(format!("${{{{ steps.{id}.outputs.cache-primary-key }}}}").as_str())
+    );
+    let condition = as_str(&save["if"], "the save step's `if`");
+    assert!(
+        condition.contains("!cancelled()") && condition.contains("cache-hit != 'true'"),
+        "the build is saved after a regression too, never over an exact hit: {condition}"
+    );
+    let run_at = |step: &Value| {
+        gate_steps
+            .iter()
+            .position(|s| s == step)
+            .expect("a step of the job")
+    };
+    let run_step = gate_steps
+        .iter()
+        .find(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("loadgate run"))
+        })
+        .expect("the run step");
+    assert!(
+        run_at(restore) < run_at(run_step) && run_at(run_step) < run_at(save),
+        "restored before the run, saved after it"
+    );
+    let baseline_cache = jobs["baseline"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .find(|s| {
+            uses(s, "actions/cache@")
+                && s["with"]["path"]
+                    .as_str()
+                    .is_some_and(|p| p.contains("target/"))
+        })
+        .expect("the baseline job caches its build");
+    assert_caches_the_build(
+        "the baseline job",
+        &path_lines(&baseline_cache["with"]["path"]),
+        false,
+    );
+    assert!(
+        restore["with"]["restore-keys"].as_str().is_some_and(|k| {
+            let prefix = as_str(&baseline_cache["with"]["key"], "the baseline cache key")
+                .split("${{ hashFiles")
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            k.lines().any(|l| l.trim() == prefix)
+        }),
+        "a pull request's first run starts from its base branch's build"
     );
     let uploads: Vec<(String, String)> = jobs["gate"]["steps"]
         .as_sequence()
@@ -257,6 +381,16 @@ fn github_workflow_commands_parse_and_the_jobs_do_what_the_gate_needs() {
             .any(|r| r.save_baseline),
         "the baseline job runs with --save-baseline"
     );
+    for run in found
+        .iter()
+        .filter(|i| i.job == "baseline")
+        .filter_map(Invocation::run)
+    {
+        assert!(
+            run.mode == Some(ComparisonModeArg::Stored),
+            "a baseline is a stored-mode run (--mode stored), whatever the config says"
+        );
+    }
     assert_eq!(
         jobs["baseline"]["permissions"]["contents"].as_str(),
         Some("write"),
@@ -299,6 +433,56 @@ fn gitlab_pipeline_commands_parse_and_the_jobs_do_what_the_gate_needs() {
         "the gate names the target branch (--base-ref)"
     );
     assert!(
+        gate.mode == Some(ComparisonModeArg::Auto) && !gate.paired,
+        "the gate says --mode auto: paired when the merge-base builds, whatever the config says"
+    );
+    // The build is cached between runs, the base's target dir with it, keyed on Cargo.lock, and
+    // saved after a failed gate too.
+    for (job, paired) in [("loadgate:gate", true), ("loadgate:baseline", false)] {
+        let merged = gitlab_job(&pipeline, job);
+        let caches = merged["cache"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("`{job}` has a list of caches"));
+        let build = caches
+            .iter()
+            .find(|c| {
+                c["paths"].as_sequence().is_some_and(|p| {
+                    p.iter()
+                        .any(|p| p.as_str().is_some_and(|p| p.starts_with("target/")))
+                })
+            })
+            .unwrap_or_else(|| panic!("`{job}` caches its build"));
+        let paths: Vec<String> = build["paths"]
+            .as_sequence()
+            .expect("paths")
+            .iter()
+            .map(|p| as_str(p, "a cache path").to_owned())
+            .collect();
+        assert_caches_the_build(job, &paths, paired);
+        assert!(
+            build["key"]["files"]
+                .as_sequence()
+                .is_some_and(|f| f.iter().any(|f| f.as_str() == Some("Cargo.lock"))),
+            "`{job}`'s build cache is keyed on Cargo.lock"
+        );
+        assert_eq!(
+            build["when"].as_str(),
+            Some("always"),
+            "`{job}` saves its build after a failed run too"
+        );
+        assert!(
+            caches
+                .iter()
+                .any(|c| serde_yaml_ng::to_string(c).is_ok_and(|t| t.contains(".cargo-home/bin"))),
+            "`{job}` still caches the cargo-loadgate install"
+        );
+        assert_eq!(
+            merged["variables"]["GIT_DEPTH"].as_str(),
+            Some("0"),
+            "`{job}` fetches the full history"
+        );
+    }
+    assert!(
         serde_yaml_ng::to_string(&gate_job["rules"])
             .expect("rules")
             .contains("merge_request_event"),
@@ -335,6 +519,16 @@ fn gitlab_pipeline_commands_parse_and_the_jobs_do_what_the_gate_needs() {
             .any(|r| r.save_baseline),
         "the baseline job runs with --save-baseline"
     );
+    for run in found
+        .iter()
+        .filter(|i| i.job == "loadgate:baseline")
+        .filter_map(Invocation::run)
+    {
+        assert!(
+            run.mode == Some(ComparisonModeArg::Stored),
+            "a baseline is a stored-mode run (--mode stored), whatever the config says"
+        );
+    }
     assert!(
         scripts.iter().any(|(j, s)| j == "loadgate:baseline"
             && s.contains("git push")

@@ -69,6 +69,37 @@ fn unknown_flag_is_a_usage_error() {
     assert!(out.stderr.contains("--no-such-flag"), "{}", out.stderr);
 }
 
+/// `qualify --paired` makes no baseline run, so `--save` has nothing to store: it is refused
+/// before any run starts.
+#[test]
+fn qualify_paired_with_save_is_a_usage_error_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = LoadgateCommand::new([
+        "qualify",
+        "-p",
+        "demo-service",
+        "--target",
+        "process",
+        "--runs",
+        "1",
+        "--paired",
+        "--save",
+        "--out-dir",
+    ])
+    .arg_path(dir.path())
+    .output();
+    out.assert_code(code::USAGE);
+    assert!(
+        out.stderr.contains("error: --save") && out.stderr.contains("\nhint: "),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "no run was started"
+    );
+}
+
 #[test]
 fn check_accepts_the_demo_config_for_every_builtin_profile() {
     for profile in ["default", "quick", "ci", "full"] {

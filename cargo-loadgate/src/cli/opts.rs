@@ -80,9 +80,14 @@ pub struct QualifyOpts {
     /// Also write the report as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Qualify paired mode instead of the stored one: no baseline run; each A/A run is `run
+    /// --mode paired --base-same-as-head` (the head's build booted twice), each injected run the
+    /// same with the injected knob on the head only (`--head-env`).
+    #[arg(long)]
+    pub paired: bool,
     /// Store the baseline run as HEAD's baseline in `--baseline-store`, with the A/A runs kept
     /// beside it as noise samples: later comparisons against it take their run-to-run noise from
-    /// them. The tree must be clean.
+    /// them. The tree must be clean. Not with `--paired`, which makes no baseline run.
     #[arg(long)]
     pub save: bool,
     /// Where `--save` stores: `notes`, `notes:REF` or `dir:PATH`.

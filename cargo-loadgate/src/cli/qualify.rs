@@ -5,10 +5,17 @@
 //! environment knob of the service). Every run is this binary's own `run`, as a child process, so
 //! each one boots, measures, decides and cleans up exactly as in CI. The report is the
 //! false-regression rate (A/A runs that said regression) and the detection rate (injected runs that
-//! said regression), each with a 95% Wilson interval, and how many runs were inconclusive or invalid.
+//! said regression), each with a 95% Wilson interval, the pass rate of the A/A runs, the capacity
+//! regressions among both series, and how many runs were inconclusive or invalid.
 //! It then states the thresholds a stored comparison can decide with the run-to-run noise the A/A
 //! runs measured, and with `--save` stores the baseline run as HEAD's baseline with the A/A runs
 //! kept beside it as noise samples (`StoredEntry::noise_runs`), which later comparisons use.
+//!
+//! With `--paired` (issue 13) there is no baseline run: every A/A run is `run --mode paired
+//! --base-same-as-head`, the head's build booted twice and measured in alternating blocks, and
+//! every injected run the same with the knob on the head alone (`--head-env`). Beside the rates it
+//! reports the median over the A/A runs of the smallest change each run could detect in p50 and
+//! p99 (all operations), and whether the issue's goals were met.
 
 use super::gate::{primary_family, render_reachable};
 use super::{ExitCode, QualifyOpts, render::render_error};
@@ -16,8 +23,11 @@ use crate::baseline::{BaselineError, StoreSpec, StoredEntry, StoredResult, short
 use crate::compare::{
     CALIBRATION_TOLERANCE, CompareOptions, DEFAULT_ALPHA, NoiseRuns, RunFigures, noise_model,
 };
-use crate::config::LoadgateConfig;
-use crate::result::{MetricOutcome, ReadError, RunResult, SkippedAncestors, unix_ms};
+use crate::config::{LoadgateConfig, TargetSource};
+use crate::result::{
+    MeasurementMode, Metric, MetricComparison, MetricOutcome, ReadError, RunResult,
+    SkippedAncestors, unix_ms,
+};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -27,6 +37,12 @@ use std::time::Instant;
 pub const CONFIDENCE: f64 = 0.95;
 /// Baseline runs made at most, while the machine drifts during them.
 pub const BASELINE_ATTEMPTS: u32 = 3;
+/// Issue 13's goal for paired mode: at least this share of the A/A runs pass (18 of 20).
+pub const GOAL_AA_PASS_RATE: f64 = 0.9;
+/// Issue 13's goal for paired mode: the median smallest detectable p50 change, at most.
+pub const GOAL_DETECTABLE_P50: f64 = 0.10;
+/// Issue 13's goal for paired mode: the median smallest detectable p99 change, at most.
+pub const GOAL_DETECTABLE_P99: f64 = 0.20;
 
 /// What kind of run a qualification run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -64,6 +80,14 @@ pub struct QualifyRun {
     pub valid: Option<bool>,
     /// How far the run's calibration moved between before and after its phases.
     pub calibration_drift: Option<f64>,
+    /// The outcome of the capacity comparison (all operations together), when the run compared
+    /// capacity.
+    pub capacity: Option<MetricOutcome>,
+    /// The smallest p50 increase (all operations together) the run would call a regression, as a
+    /// ratio less one (0.08 = 8%), when its comparison reported one.
+    pub detectable_p50: Option<f64>,
+    /// The same for p99.
+    pub detectable_p99: Option<f64>,
     /// The run's result file.
     pub result: PathBuf,
     /// How long the run took, in seconds.
@@ -161,12 +185,120 @@ impl Tally {
     fn decided(&self) -> u32 {
         self.pass + self.regression + self.inconclusive
     }
+
+    /// Every run of the series, whatever its end.
+    fn total(&self) -> u32 {
+        self.decided() + self.no_verdict + self.unreadable
+    }
+}
+
+/// Capacity regressions: false ones among the A/A runs, detections among the injected ones.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CapacityRates {
+    /// Capacity regressions among the A/A runs that compared capacity.
+    pub false_regression_rate: Rate,
+    /// Capacity regressions among the injected runs that compared capacity; absent without
+    /// `--inject`.
+    pub detection_rate: Option<Rate>,
+}
+
+impl CapacityRates {
+    /// `None` when no run compared capacity (no ramp, or no run got that far).
+    fn of(runs: &[QualifyRun], injected: bool) -> Option<Self> {
+        let rate = |kind| {
+            let judged = runs
+                .iter()
+                .filter(|r| r.kind == kind)
+                .filter_map(|r| r.capacity);
+            let (mut hits, mut of) = (0, 0);
+            for outcome in judged {
+                of += 1;
+                hits += u32::from(outcome == MetricOutcome::Regression);
+            }
+            Rate::wilson(hits, of)
+        };
+        let rates = Self {
+            false_regression_rate: rate(RunKind::AA),
+            detection_rate: injected.then(|| rate(RunKind::Injected)),
+        };
+        let judged = rates.false_regression_rate.of + rates.detection_rate.map_or(0, |r| r.of);
+        (judged > 0).then_some(rates)
+    }
+}
+
+/// The median over the A/A runs of one metric's smallest detectable change.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DetectableMedian {
+    /// The median, as a ratio less one (0.08 = 8%); `None` when no A/A run reported one.
+    pub median: Option<f64>,
+    /// The A/A runs that reported one.
+    pub of: u32,
+}
+
+impl DetectableMedian {
+    fn of(runs: &[QualifyRun], detectable: impl Fn(&QualifyRun) -> Option<f64>) -> Self {
+        let values: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.kind == RunKind::AA)
+            .filter_map(detectable)
+            .filter(|d| d.is_finite())
+            .collect();
+        Self {
+            median: crate::stats::median(&values),
+            of: u32::try_from(values.len()).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn within(&self, goal: f64) -> bool {
+        self.median.is_some_and(|m| m <= goal)
+    }
+
+    fn describe(&self, goal: f64) -> String {
+        match self.median {
+            Some(m) => format!(
+                "{:.1}% (goal at most {:.0}%: {})",
+                m * 100.0,
+                goal * 100.0,
+                met(self.within(goal))
+            ),
+            None => format!("not reported (goal at most {:.0}%: missed)", goal * 100.0),
+        }
+    }
+}
+
+/// What paired A/A runs could detect: the medians of their smallest detectable changes in p50
+/// and p99 of all operations together.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Detectable {
+    /// p50 of all operations together.
+    pub p50: DetectableMedian,
+    /// p99 of all operations together.
+    pub p99: DetectableMedian,
+}
+
+/// Whether the paired runs met issue 13's goals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PairedGoals {
+    /// No A/A run said regression ("0 regressions in 20").
+    pub no_false_regression: bool,
+    /// At least [`GOAL_AA_PASS_RATE`] of the A/A runs passed ("at least 18 of 20 pass").
+    pub aa_pass_rate: bool,
+    /// The median detectable p50 change is at most [`GOAL_DETECTABLE_P50`].
+    pub detectable_p50: bool,
+    /// The median detectable p99 change is at most [`GOAL_DETECTABLE_P99`].
+    pub detectable_p99: bool,
+}
+
+fn met(yes: bool) -> &'static str {
+    if yes { "met" } else { "missed" }
 }
 
 /// The qualification report (`--json`).
 #[derive(Clone, Debug, Serialize)]
 pub struct QualifyReport {
-    /// The injected environment, KEY=VALUE.
+    /// How the runs compared: `stored` (against a baseline run) or `paired` (`--paired`).
+    pub mode: MeasurementMode,
+    /// The injected environment, KEY=VALUE (in paired mode, the head's only).
     pub inject: Vec<String>,
     /// A/A outcomes.
     pub aa: Tally,
@@ -176,19 +308,44 @@ pub struct QualifyReport {
     pub false_regression_rate: Rate,
     /// Regressions among injected runs that reached a verdict; absent without `--inject`.
     pub detection_rate: Option<Rate>,
+    /// Passes among all A/A runs made (a run without a verdict is not a pass).
+    pub aa_pass_rate: Rate,
+    /// Capacity regressions in both series; absent when no run compared capacity.
+    pub capacity: Option<CapacityRates>,
+    /// The median smallest detectable changes of the A/A runs; in paired mode only.
+    pub detectable: Option<Detectable>,
+    /// Whether issue 13's goals were met; in paired mode only.
+    pub goals: Option<PairedGoals>,
     /// Every run, in order.
     pub runs: Vec<QualifyRun>,
 }
 
 impl QualifyReport {
-    fn new(inject: &[(String, String)], runs: Vec<QualifyRun>) -> Self {
+    fn new(mode: MeasurementMode, inject: &[(String, String)], runs: Vec<QualifyRun>) -> Self {
         let aa = Tally::of(&runs, RunKind::AA);
         let injected = Tally::of(&runs, RunKind::Injected);
+        let false_regression_rate = Rate::wilson(aa.regression, aa.decided());
+        let aa_pass_rate = Rate::wilson(aa.pass, aa.total());
+        let detectable = (mode == MeasurementMode::Paired).then(|| Detectable {
+            p50: DetectableMedian::of(&runs, |r| r.detectable_p50),
+            p99: DetectableMedian::of(&runs, |r| r.detectable_p99),
+        });
+        let goals = detectable.map(|d| PairedGoals {
+            no_false_regression: aa.regression == 0,
+            aa_pass_rate: aa.total() > 0 && aa_pass_rate.estimate >= GOAL_AA_PASS_RATE,
+            detectable_p50: d.p50.within(GOAL_DETECTABLE_P50),
+            detectable_p99: d.p99.within(GOAL_DETECTABLE_P99),
+        });
         Self {
+            mode,
             inject: inject.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-            false_regression_rate: Rate::wilson(aa.regression, aa.decided()),
+            false_regression_rate,
             detection_rate: (!inject.is_empty())
                 .then(|| Rate::wilson(injected.regression, injected.decided())),
+            aa_pass_rate,
+            capacity: CapacityRates::of(&runs, !inject.is_empty()),
+            detectable,
+            goals,
             aa,
             injected,
             runs,
@@ -207,19 +364,53 @@ impl QualifyReport {
                 t.pass, t.regression, t.inconclusive, t.no_verdict
             )
         };
+        let goal = |g: Option<bool>, what: &str| {
+            g.map_or_else(String::new, |g| format!("; goal {what}: {}", met(g)))
+        };
+        let knob = match self.mode {
+            MeasurementMode::Paired => format!("{} on the head", self.inject.join(" ")),
+            MeasurementMode::Stored => self.inject.join(" "),
+        };
         let mut out = String::new();
+        if self.mode == MeasurementMode::Paired {
+            out.push_str("paired runs: the head's build booted twice (--base-same-as-head)\n");
+        }
         out.push_str(&format!("A/A runs: {}\n", tally(&self.aa)));
         out.push_str(&format!(
-            "false-regression rate: {}\n",
-            self.false_regression_rate.describe()
+            "false-regression rate: {}{}\n",
+            self.false_regression_rate.describe(),
+            goal(self.goals.map(|g| g.no_false_regression), "none")
+        ));
+        out.push_str(&format!(
+            "A/A pass rate: {}{}\n",
+            self.aa_pass_rate.describe(),
+            goal(
+                self.goals.map(|g| g.aa_pass_rate),
+                &format!("at least {:.0}%", GOAL_AA_PASS_RATE * 100.0)
+            )
         ));
         if let Some(detection) = &self.detection_rate {
-            out.push_str(&format!(
-                "runs with {}: {}\n",
-                self.inject.join(" "),
-                tally(&self.injected)
-            ));
+            out.push_str(&format!("runs with {knob}: {}\n", tally(&self.injected)));
             out.push_str(&format!("detection rate: {}\n", detection.describe()));
+        }
+        if let Some(capacity) = &self.capacity {
+            out.push_str(&format!(
+                "capacity regressions: A/A {}",
+                capacity.false_regression_rate.describe()
+            ));
+            if let Some(detection) = &capacity.detection_rate {
+                out.push_str(&format!("; with {knob} {}", detection.describe()));
+            }
+            out.push('\n');
+        }
+        if let Some(detectable) = &self.detectable {
+            out.push_str(&format!(
+                "smallest detectable change, median of the A/A runs: p50 {} over {} run(s), p99 {} over {} run(s)\n",
+                detectable.p50.describe(GOAL_DETECTABLE_P50),
+                detectable.p50.of,
+                detectable.p99.describe(GOAL_DETECTABLE_P99),
+                detectable.p99.of
+            ));
         }
         out
     }
@@ -247,19 +438,28 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
             return ExitCode::USAGE;
         }
     };
+    if let Err(message) = check_usage(opts, &config.target.source) {
+        eprintln!("error: {message}");
+        return ExitCode::USAGE;
+    }
     let out_dir = super::run::out_dir(opts.out_dir.as_deref(), &config, &cwd, Some("qualify"));
     let store = out_dir.join("baselines");
-    // A fresh baseline every time: an old one from another commit or config would not be found,
-    // and one from earlier on this commit would not be fresh.
-    if let Err(e) = std::fs::remove_dir_all(&store)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        eprintln!(
-            "error: cannot clear the qualification store {}: {e}",
-            store.display()
-        );
-        return ExitCode::OTHER_ERROR;
-    }
+    let mode = if opts.paired {
+        ChildMode::Paired
+    } else {
+        // A fresh baseline every time: an old one from another commit or config would not be
+        // found, and one from earlier on this commit would not be fresh.
+        if let Err(e) = std::fs::remove_dir_all(&store)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            eprintln!(
+                "error: cannot clear the qualification store {}: {e}",
+                store.display()
+            );
+            return ExitCode::OTHER_ERROR;
+        }
+        ChildMode::Stored { store: &store }
+    };
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -270,66 +470,41 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
     let child = ChildRun {
         exe: &exe,
         opts,
-        store: &store,
+        mode,
         cwd: &cwd,
     };
 
+    let injected = if opts.inject.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} run(s) with {}{}",
+            opts.runs,
+            opts.inject
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            if opts.paired { " on the head" } else { "" }
+        )
+    };
     eprintln!(
-        "    Qualify 1 baseline run, {n} A/A run(s){}; runs are written to {}",
-        if opts.inject.is_empty() {
-            String::new()
+        "    Qualify {}{n} A/A run(s){injected}; runs are written to {}",
+        if opts.paired {
+            "paired (--base-same-as-head): "
         } else {
-            format!(
-                ", {} run(s) with {}",
-                opts.runs,
-                opts.inject
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )
+            "1 baseline run, "
         },
         out_dir.display(),
         n = opts.runs
     );
     let mut runs = Vec::new();
-    // A baseline whose machine drifted during the run can never be passed against (its
-    // calibration moved beyond the tolerance): measure it again, a few times at most.
-    let mut attempt = 1;
-    let baseline = loop {
-        let run = match child.run(RunKind::Baseline, attempt, &out_dir).await {
-            Ok(run) => run,
+    if !opts.paired {
+        match child.baseline(&out_dir).await {
+            Ok(baseline) => runs.extend(baseline),
             Err(code) => return code,
-        };
-        match run.calibration_drift {
-            Some(drift) if drift.abs() > CALIBRATION_TOLERANCE && attempt < BASELINE_ATTEMPTS => {
-                eprintln!(
-                    "     Warning the machine drifted {:+.1}% during the baseline run (beyond {:.0}%); \
-                     measuring it again",
-                    drift * 100.0,
-                    CALIBRATION_TOLERANCE * 100.0
-                );
-                runs.push(run);
-                attempt += 1;
-            }
-            _ => break run,
         }
-    };
-    let saved = baseline.exit_code == Some(ExitCode::PASS) && baseline.valid == Some(true);
-    if !saved {
-        eprintln!(
-            "error: the baseline run did not store a baseline (exit {}); see {}",
-            baseline
-                .exit_code
-                .map_or_else(|| "by signal".to_owned(), |c| c.to_string()),
-            baseline.result.with_file_name("output.log").display()
-        );
-        eprintln!(
-            "hint: the run must be valid (the generator kept its schedule) and the package must be in a git repository"
-        );
-        return ExitCode::OTHER_ERROR;
     }
-    runs.push(baseline);
     let series = [
         (RunKind::AA, true),
         (RunKind::Injected, !opts.inject.is_empty()),
@@ -345,27 +520,31 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
             }
         }
     }
-    let report = QualifyReport::new(&opts.inject, runs);
+    let report = QualifyReport::new(mode.measurement(), &opts.inject, runs);
     println!();
     print!("{}", report.render());
-    let kept = KeptRuns::read(&report.runs);
-    println!();
-    print!("{}", kept.reachable(&config));
-    if opts.save {
-        let repo = config
-            .source
-            .package
-            .as_ref()
-            .map_or_else(|| cwd.clone(), |p| p.workspace_root.clone());
-        match kept.save(&repo, &opts.baseline_store) {
-            Ok(lines) => {
-                for line in lines {
-                    eprintln!("{line}");
+    // The thresholds a stored comparison reaches rest on the baseline run, which paired mode
+    // does not make: its runs state their own detectable changes instead.
+    if !opts.paired {
+        let kept = KeptRuns::read(&report.runs);
+        println!();
+        print!("{}", kept.reachable(&config));
+        if opts.save {
+            let repo = config
+                .source
+                .package
+                .as_ref()
+                .map_or_else(|| cwd.clone(), |p| p.workspace_root.clone());
+            match kept.save(&repo, &opts.baseline_store) {
+                Ok(lines) => {
+                    for line in lines {
+                        eprintln!("{line}");
+                    }
                 }
-            }
-            Err(e) => {
-                eprint!("{}", render_error(&e));
-                return ExitCode::OTHER_ERROR;
+                Err(e) => {
+                    eprint!("{}", render_error(&e));
+                    return ExitCode::OTHER_ERROR;
+                }
             }
         }
     }
@@ -381,6 +560,32 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         }
     }
     ExitCode::PASS
+}
+
+/// Flags that make no sense together, given the config's target: a usage error with its hint.
+fn check_usage(opts: &QualifyOpts, source: &TargetSource) -> Result<(), String> {
+    if !opts.paired {
+        return Ok(());
+    }
+    if opts.save {
+        return Err(
+            "--save stores the baseline run, and `qualify --paired` makes none (each \
+                    paired run boots its own base)\nhint: drop --save, or run `cargo loadgate \
+                    qualify --save` without --paired to keep A/A runs as a stored baseline's \
+                    noise samples"
+                .to_owned(),
+        );
+    }
+    if opts.target == Some(super::TargetKindArg::Url) || matches!(source, TargetSource::Url { .. })
+    {
+        return Err(
+            "`qualify --paired` boots the head a second time as its base, and a url \
+                    target is a service already running\nhint: qualify a url target without \
+                    --paired, or use a `bin`, `image` or `dockerfile` target"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 /// The baseline run and the A/A runs as stored results, for the noise figure and `--save`.
@@ -463,14 +668,78 @@ impl KeptRuns {
     }
 }
 
+/// How the child runs compare.
+#[derive(Clone, Copy, Debug)]
+enum ChildMode<'a> {
+    /// Against the baseline run stored in this private directory store.
+    Stored {
+        /// The store.
+        store: &'a Path,
+    },
+    /// Paired with the head's own build booted again (`--base-same-as-head`).
+    Paired,
+}
+
+impl ChildMode<'_> {
+    fn measurement(self) -> MeasurementMode {
+        match self {
+            Self::Stored { .. } => MeasurementMode::Stored,
+            Self::Paired => MeasurementMode::Paired,
+        }
+    }
+}
+
 struct ChildRun<'a> {
     exe: &'a Path,
     opts: &'a QualifyOpts,
-    store: &'a Path,
+    mode: ChildMode<'a>,
     cwd: &'a Path,
 }
 
 impl ChildRun<'_> {
+    /// The baseline run of stored mode, measured again while the machine drifted during it (its
+    /// calibration moved beyond the tolerance, so it could never be passed against), a few times
+    /// at most; every attempt is returned, the stored one last. `Err` carries the exit code when
+    /// qualification must stop, including when the baseline was not stored.
+    async fn baseline(&self, out_dir: &Path) -> Result<Vec<QualifyRun>, i32> {
+        let mut runs = Vec::new();
+        let mut attempt = 1;
+        let baseline = loop {
+            let run = self.run(RunKind::Baseline, attempt, out_dir).await?;
+            match run.calibration_drift {
+                Some(drift)
+                    if drift.abs() > CALIBRATION_TOLERANCE && attempt < BASELINE_ATTEMPTS =>
+                {
+                    eprintln!(
+                        "     Warning the machine drifted {:+.1}% during the baseline run (beyond {:.0}%); \
+                         measuring it again",
+                        drift * 100.0,
+                        CALIBRATION_TOLERANCE * 100.0
+                    );
+                    runs.push(run);
+                    attempt += 1;
+                }
+                _ => break run,
+            }
+        };
+        let saved = baseline.exit_code == Some(ExitCode::PASS) && baseline.valid == Some(true);
+        if !saved {
+            eprintln!(
+                "error: the baseline run did not store a baseline (exit {}); see {}",
+                baseline
+                    .exit_code
+                    .map_or_else(|| "by signal".to_owned(), |c| c.to_string()),
+                baseline.result.with_file_name("output.log").display()
+            );
+            eprintln!(
+                "hint: the run must be valid (the generator kept its schedule) and the package must be in a git repository"
+            );
+            return Err(ExitCode::OTHER_ERROR);
+        }
+        runs.push(baseline);
+        Ok(runs)
+    }
+
     /// The arguments of one child `run`.
     fn args(&self, kind: RunKind, dir: &Path) -> Vec<String> {
         let opts = self.opts;
@@ -501,20 +770,34 @@ impl ChildRun<'_> {
         for (k, v) in &opts.env {
             push("--env", format!("{k}={v}"));
         }
+        // The knob goes to the service in a stored run; in a paired one to the head alone, so
+        // that the base stays the unchanged service it is compared with.
+        let knob = match self.mode {
+            ChildMode::Stored { .. } => "--env",
+            ChildMode::Paired => "--head-env",
+        };
         if kind == RunKind::Injected {
             for (k, v) in &opts.inject {
-                push("--env", format!("{k}={v}"));
+                push(knob, format!("{k}={v}"));
             }
         }
         push("--out-dir", dir.display().to_string());
-        push("--baseline-store", format!("dir:{}", self.store.display()));
-        // The baseline is HEAD's own: search from HEAD, whatever branch this is.
-        push("--base-ref", "HEAD".to_owned());
-        if kind == RunKind::Baseline {
-            args.push("--save-baseline".to_owned());
-            args.push("--allow-dirty".to_owned());
-        } else {
-            args.push("--require-baseline".to_owned());
+        match self.mode {
+            ChildMode::Stored { store } => {
+                push("--baseline-store", format!("dir:{}", store.display()));
+                // The baseline is HEAD's own: search from HEAD, whatever branch this is.
+                push("--base-ref", "HEAD".to_owned());
+                if kind == RunKind::Baseline {
+                    args.push("--save-baseline".to_owned());
+                    args.push("--allow-dirty".to_owned());
+                } else {
+                    args.push("--require-baseline".to_owned());
+                }
+            }
+            ChildMode::Paired => {
+                push("--mode", "paired".to_owned());
+                args.push("--base-same-as-head".to_owned());
+            }
         }
         args
     }
@@ -580,6 +863,18 @@ impl ChildRun<'_> {
                 .as_ref()
                 .and_then(|r| r.calibration.as_ref())
                 .and_then(|c| c.drift),
+            capacity: result
+                .as_ref()
+                .and_then(|r| overall(r, Metric::Capacity))
+                .map(|m| m.outcome),
+            detectable_p50: result
+                .as_ref()
+                .and_then(|r| overall(r, Metric::P50))
+                .and_then(|m| m.detectable),
+            detectable_p99: result
+                .as_ref()
+                .and_then(|r| overall(r, Metric::P99))
+                .and_then(|m| m.detectable),
             result: result_path,
             seconds: started.elapsed().as_secs_f64(),
         };
@@ -644,6 +939,16 @@ fn read_child_result(path: &Path) -> (Option<RunResult>, Option<String>) {
     }
 }
 
+/// A result's comparison of `metric` for all operations together, when it has one.
+fn overall(result: &RunResult, metric: Metric) -> Option<&MetricComparison> {
+    result
+        .comparison
+        .as_ref()?
+        .metrics
+        .iter()
+        .find(|m| m.metric == metric && m.operation.is_none())
+}
+
 /// The metrics that regressed in a result, e.g. `p99 transfer`.
 fn regressed_metrics(result: &RunResult) -> Vec<String> {
     result
@@ -706,6 +1011,9 @@ mod tests {
             regressed: Vec::new(),
             valid: Some(true),
             calibration_drift: None,
+            capacity: None,
+            detectable_p50: None,
+            detectable_p99: None,
             result: PathBuf::from("result.json"),
             seconds: 1.0,
         }
@@ -724,7 +1032,7 @@ mod tests {
             run(RunKind::Injected, Some("inconclusive")),
         ];
         let inject = vec![("DEMO_CPU_US".to_owned(), "3000".to_owned())];
-        let report = QualifyReport::new(&inject, runs);
+        let report = QualifyReport::new(MeasurementMode::Stored, &inject, runs);
         assert_eq!(
             report.aa,
             Tally {
@@ -747,10 +1055,13 @@ mod tests {
         insta::assert_snapshot!(report.render(), @r"
         A/A runs: 1 pass, 1 regression, 1 inconclusive, 1 without a verdict
         false-regression rate: 1/3 = 33% (95% interval 6%–79%)
+        A/A pass rate: 1/4 = 25% (95% interval 5%–70%)
         runs with DEMO_CPU_US=3000: 0 pass, 2 regression, 1 inconclusive, 0 without a verdict
         detection rate: 2/3 = 67% (95% interval 21%–94%)
         ");
-        let none = QualifyReport::new(&[], Vec::new());
+        // A stored qualification states no paired figures and no goals.
+        assert!(report.capacity.is_none() && report.detectable.is_none() && report.goals.is_none());
+        let none = QualifyReport::new(MeasurementMode::Stored, &[], Vec::new());
         assert!(none.detection_rate.is_none());
         assert!(!none.render().contains("detection"));
     }
@@ -785,7 +1096,11 @@ mod tests {
             run_line("aa-02", &failed),
             format!("       aa-02 error: {why} [1 s]")
         );
-        let report = QualifyReport::new(&[], vec![run(RunKind::AA, None), failed]);
+        let report = QualifyReport::new(
+            MeasurementMode::Stored,
+            &[],
+            vec![run(RunKind::AA, None), failed],
+        );
         assert_eq!((report.aa.no_verdict, report.aa.unreadable), (1, 1));
         assert_eq!(report.false_regression_rate.of, 0);
         assert!(
@@ -797,9 +1112,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn children_store_then_require_the_baseline_and_only_injected_runs_get_the_knob() {
-        let opts = QualifyOpts {
+    fn opts() -> QualifyOpts {
+        QualifyOpts {
             config: crate::cli::ConfigOpts {
                 package: Some("demo-service".to_owned()),
                 profile: Some("ci".to_owned()),
@@ -811,13 +1125,33 @@ mod tests {
             env: vec![("RUST_LOG".to_owned(), "warn".to_owned())],
             out_dir: None,
             json: None,
+            paired: false,
             save: true,
             baseline_store: "notes".to_owned(),
-        };
+        }
+    }
+
+    /// A child's command line parsed as `run`, as the child will parse it.
+    fn parsed(child: &ChildRun<'_>, kind: RunKind) -> crate::cli::RunOpts {
+        let mut argv = vec!["cargo-loadgate".to_owned()];
+        argv.extend(child.args(kind, Path::new("/q/x")));
+        let crate::cli::CargoOpts::Loadgate(parsed) =
+            crate::cli::parse_args(argv).expect("child args parse");
+        match parsed.command {
+            crate::cli::Command::Run(run) => *run,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn children_store_then_require_the_baseline_and_only_injected_runs_get_the_knob() {
+        let opts = opts();
         let child = ChildRun {
             exe: Path::new("cargo-loadgate"),
             opts: &opts,
-            store: Path::new("/q/baselines"),
+            mode: ChildMode::Stored {
+                store: Path::new("/q/baselines"),
+            },
             cwd: Path::new("/"),
         };
         let base = child
@@ -834,14 +1168,349 @@ mod tests {
         assert!(!aa.contains("DEMO_CPU_US"), "{aa}");
         let injected = child.args(RunKind::Injected, Path::new("/q/i")).join(" ");
         assert!(injected.contains("--env DEMO_CPU_US=3000"), "{injected}");
-        // Every child command line parses as a `run`.
+        // Every child command line parses as a `run`, and none of them pairs.
         for kind in [RunKind::Baseline, RunKind::AA, RunKind::Injected] {
-            let mut argv = vec!["cargo-loadgate".to_owned()];
-            argv.extend(child.args(kind, Path::new("/q/x")));
-            let crate::cli::CargoOpts::Loadgate(parsed) =
-                crate::cli::parse_args(argv).expect("child args parse");
-            assert!(matches!(parsed.command, crate::cli::Command::Run(_)));
+            let run = parsed(&child, kind);
+            assert!(run.mode.is_none() && !run.paired && !run.base_same_as_head);
+            assert!(run.head_env.is_empty());
         }
+    }
+
+    #[test]
+    fn paired_children_boot_the_head_twice_and_only_injected_heads_get_the_knob() {
+        let opts = QualifyOpts {
+            paired: true,
+            save: false,
+            ..opts()
+        };
+        let child = ChildRun {
+            exe: Path::new("cargo-loadgate"),
+            opts: &opts,
+            mode: ChildMode::Paired,
+            cwd: Path::new("/"),
+        };
+        let aa = child.args(RunKind::AA, Path::new("/q/aa-01")).join(" ");
+        assert_eq!(
+            aa,
+            "loadgate run --package demo-service --profile ci --target process --env RUST_LOG=warn \
+             --out-dir /q/aa-01 --mode paired --base-same-as-head"
+        );
+        let injected = child
+            .args(RunKind::Injected, Path::new("/q/injected-01"))
+            .join(" ");
+        assert_eq!(
+            injected,
+            "loadgate run --package demo-service --profile ci --target process --env RUST_LOG=warn \
+             --head-env DEMO_CPU_US=3000 --out-dir /q/injected-01 --mode paired --base-same-as-head"
+        );
+        let aa = parsed(&child, RunKind::AA);
+        assert_eq!(aa.mode, Some(crate::cli::ComparisonModeArg::Paired));
+        assert!(aa.base_same_as_head && aa.head_env.is_empty());
+        assert!(!aa.save_baseline && !aa.require_baseline);
+        let injected = parsed(&child, RunKind::Injected);
+        assert!(injected.base_same_as_head);
+        assert_eq!(
+            injected.head_env,
+            vec![("DEMO_CPU_US".to_owned(), "3000".to_owned())]
+        );
+        // The knob never reaches the base: the shared environment is the user's `--env` alone.
+        assert_eq!(
+            injected.env,
+            vec![("RUST_LOG".to_owned(), "warn".to_owned())]
+        );
+    }
+
+    #[test]
+    fn paired_qualification_refuses_save_and_url_targets() {
+        let bin = TargetSource::Bin {
+            name: "demo-service".to_owned(),
+        };
+        let url = TargetSource::Url {
+            url: "http://127.0.0.1:8080".to_owned(),
+        };
+        // Stored mode keeps --save, and any target.
+        assert_eq!(check_usage(&opts(), &url), Ok(()));
+        let paired = QualifyOpts {
+            paired: true,
+            save: false,
+            ..opts()
+        };
+        assert_eq!(check_usage(&paired, &bin), Ok(()));
+        let save = QualifyOpts {
+            save: true,
+            ..paired
+        };
+        let err = check_usage(&save, &bin).unwrap_err();
+        insta::assert_snapshot!(err, @r"
+        --save stores the baseline run, and `qualify --paired` makes none (each paired run boots its own base)
+        hint: drop --save, or run `cargo loadgate qualify --save` without --paired to keep A/A runs as a stored baseline's noise samples
+        ");
+        let paired = QualifyOpts {
+            paired: true,
+            save: false,
+            target: None,
+            ..opts()
+        };
+        let err = check_usage(&paired, &url).unwrap_err();
+        assert!(
+            err.contains("url target") && err.contains("\nhint: "),
+            "{err}"
+        );
+        let url_flag = QualifyOpts {
+            target: Some(crate::cli::TargetKindArg::Url),
+            ..paired
+        };
+        assert!(check_usage(&url_flag, &bin).is_err());
+    }
+
+    fn paired_run(
+        kind: RunKind,
+        outcome: &str,
+        capacity: Option<MetricOutcome>,
+        detectable: Option<(f64, f64)>,
+    ) -> QualifyRun {
+        QualifyRun {
+            capacity,
+            detectable_p50: detectable.map(|d| d.0),
+            detectable_p99: detectable.map(|d| d.1),
+            ..run(kind, Some(outcome))
+        }
+    }
+
+    #[test]
+    fn paired_rates_pass_rate_capacity_and_detectable_medians() {
+        use MetricOutcome::{Inconclusive, Pass, Regression};
+        let runs = vec![
+            paired_run(RunKind::AA, "pass", Some(Pass), Some((0.06, 0.15))),
+            paired_run(RunKind::AA, "pass", Some(Pass), Some((0.09, 0.30))),
+            paired_run(
+                RunKind::AA,
+                "inconclusive",
+                Some(Inconclusive),
+                Some((0.12, 0.18)),
+            ),
+            paired_run(RunKind::AA, "pass", None, Some((0.08, f64::NAN))),
+            // A run without a verdict counts against the pass rate, not in the medians.
+            QualifyRun {
+                exit_code: Some(20),
+                valid: None,
+                ..run(RunKind::AA, None)
+            },
+            paired_run(
+                RunKind::Injected,
+                "regression",
+                Some(Regression),
+                Some((0.5, 0.5)),
+            ),
+            paired_run(RunKind::Injected, "regression", Some(Pass), None),
+            paired_run(RunKind::Injected, "pass", None, None),
+        ];
+        let inject = vec![("DEMO_CPU_US".to_owned(), "3000".to_owned())];
+        let report = QualifyReport::new(MeasurementMode::Paired, &inject, runs);
+        assert_eq!((report.aa_pass_rate.hits, report.aa_pass_rate.of), (3, 5));
+        let capacity = report.capacity.unwrap();
+        let aa = capacity.false_regression_rate;
+        assert_eq!((aa.hits, aa.of), (0, 3));
+        let detected = capacity.detection_rate.unwrap();
+        assert_eq!((detected.hits, detected.of), (1, 2));
+        let detectable = report.detectable.unwrap();
+        // The A/A runs only: p50 of 6, 9, 12, 8% is 8.5%; p99 of 15, 30, 18% (NaN left out) is 18%.
+        let close = |d: DetectableMedian, median: f64, of: u32| {
+            d.of == of && d.median.is_some_and(|m| (m - median).abs() < 1e-12)
+        };
+        assert!(close(detectable.p50, 0.085, 4), "{detectable:?}");
+        assert!(close(detectable.p99, 0.18, 3), "{detectable:?}");
+        assert_eq!(
+            report.goals,
+            Some(PairedGoals {
+                no_false_regression: true,
+                aa_pass_rate: false,
+                detectable_p50: true,
+                detectable_p99: true,
+            })
+        );
+        insta::assert_snapshot!(report.render(), @r"
+        paired runs: the head's build booted twice (--base-same-as-head)
+        A/A runs: 3 pass, 0 regression, 1 inconclusive, 1 without a verdict
+        false-regression rate: 0/4 = 0% (95% interval 0%–49%); goal none: met
+        A/A pass rate: 3/5 = 60% (95% interval 23%–88%); goal at least 90%: missed
+        runs with DEMO_CPU_US=3000 on the head: 1 pass, 2 regression, 0 inconclusive, 0 without a verdict
+        detection rate: 2/3 = 67% (95% interval 21%–94%)
+        capacity regressions: A/A 0/3 = 0% (95% interval 0%–56%); with DEMO_CPU_US=3000 on the head 1/2 = 50% (95% interval 9%–91%)
+        smallest detectable change, median of the A/A runs: p50 8.5% (goal at most 10%: met) over 4 run(s), p99 18.0% (goal at most 20%: met) over 3 run(s)
+        ");
+        // The JSON report is a contract: its figures, rounded, and the first run's fields.
+        let mut json = serde_json::to_value(&report).unwrap();
+        json["runs"] = serde_json::Value::Array(json["runs"].as_array().unwrap()[..1].to_vec());
+        round_floats(&mut json);
+        insta::assert_json_snapshot!(json, @r#"
+        {
+          "aa": {
+            "inconclusive": 1,
+            "no_verdict": 1,
+            "pass": 3,
+            "regression": 0,
+            "unreadable": 0
+          },
+          "aa_pass_rate": {
+            "estimate": 0.6,
+            "high": 0.8824,
+            "hits": 3,
+            "low": 0.2307,
+            "of": 5
+          },
+          "capacity": {
+            "detection_rate": {
+              "estimate": 0.5,
+              "high": 0.9055,
+              "hits": 1,
+              "low": 0.0945,
+              "of": 2
+            },
+            "false_regression_rate": {
+              "estimate": 0.0,
+              "high": 0.5615,
+              "hits": 0,
+              "low": 0.0,
+              "of": 3
+            }
+          },
+          "detectable": {
+            "p50": {
+              "median": 0.085,
+              "of": 4
+            },
+            "p99": {
+              "median": 0.18,
+              "of": 3
+            }
+          },
+          "detection_rate": {
+            "estimate": 0.6667,
+            "high": 0.9385,
+            "hits": 2,
+            "low": 0.2077,
+            "of": 3
+          },
+          "false_regression_rate": {
+            "estimate": 0.0,
+            "high": 0.4899,
+            "hits": 0,
+            "low": 0.0,
+            "of": 4
+          },
+          "goals": {
+            "aa_pass_rate": false,
+            "detectable_p50": true,
+            "detectable_p99": true,
+            "no_false_regression": true
+          },
+          "inject": [
+            "DEMO_CPU_US=3000"
+          ],
+          "injected": {
+            "inconclusive": 0,
+            "no_verdict": 0,
+            "pass": 1,
+            "regression": 2,
+            "unreadable": 0
+          },
+          "mode": "paired",
+          "runs": [
+            {
+              "calibration_drift": null,
+              "capacity": "pass",
+              "detectable_p50": 0.06,
+              "detectable_p99": 0.15,
+              "exit_code": 0,
+              "index": 1,
+              "kind": "a-a",
+              "outcome": "pass",
+              "regressed": [],
+              "result": "result.json",
+              "rule_fired": null,
+              "seconds": 1.0,
+              "unreadable": null,
+              "valid": true
+            }
+          ]
+        }
+        "#);
+    }
+
+    /// Rounds every non-integer number to four decimals, so a snapshot does not pin float noise.
+    fn round_floats(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let x = n.as_f64().unwrap_or_default();
+                *value = serde_json::json!((x * 1e4).round() / 1e4);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(round_floats),
+            serde_json::Value::Object(map) => map.values_mut().for_each(round_floats),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn paired_goals_are_missed_without_figures_or_with_a_false_regression() {
+        let runs = vec![
+            run(RunKind::AA, Some("regression")),
+            run(RunKind::AA, Some("pass")),
+        ];
+        let report = QualifyReport::new(MeasurementMode::Paired, &[], runs);
+        assert!(report.capacity.is_none());
+        let goals = report.goals.unwrap();
+        assert!(!goals.no_false_regression && !goals.detectable_p50 && !goals.detectable_p99);
+        let text = report.render();
+        assert!(
+            text.contains("p50 not reported (goal at most 10%: missed) over 0 run(s)"),
+            "{text}"
+        );
+        // No A/A run at all is not a pass rate of 100%.
+        let empty = QualifyReport::new(MeasurementMode::Paired, &[], Vec::new());
+        assert!(!empty.goals.unwrap().aa_pass_rate);
+    }
+
+    #[test]
+    fn overall_takes_the_metric_of_all_operations_together() {
+        use crate::result::{Comparison, MetricComparison, Scale, Verdict};
+        let metric = |metric, operation: Option<&str>, detectable| MetricComparison {
+            metric,
+            operation: operation.map(str::to_owned),
+            primary: true,
+            scale: Scale::Ratio,
+            base: None,
+            head: None,
+            estimate: None,
+            low: None,
+            high: None,
+            confidence: 0.95,
+            threshold: 1.1,
+            p_value: None,
+            outcome: MetricOutcome::Pass,
+            detectable,
+            note: None,
+            noise: None,
+        };
+        let mut result = crate::result::testing::before();
+        assert!(overall(&result, Metric::P50).is_none());
+        result.comparison = Some(Comparison {
+            base_commit: None,
+            head_commit: None,
+            alpha: 0.05,
+            metrics: vec![
+                metric(Metric::P50, Some("transfer"), Some(0.3)),
+                metric(Metric::P50, None, Some(0.07)),
+                metric(Metric::P99, Some("login"), Some(0.4)),
+            ],
+            verdict: Verdict::no_baseline(Vec::new()),
+            noise: None,
+        });
+        assert_eq!(
+            overall(&result, Metric::P50).and_then(|m| m.detectable),
+            Some(0.07)
+        );
+        assert!(overall(&result, Metric::P99).is_none());
     }
 
     #[test]

@@ -86,8 +86,8 @@ pub(super) async fn prepare(
     if opts.base_same_as_head {
         if kind == TargetKind::Url && opts.base_url.is_none() {
             return Err(RunError::Usage {
-                message: "--base-same-as-head cannot boot a url target a second time
-hint: start                           a second copy and give it with --base-url"
+                message: "--base-same-as-head cannot boot a url target a second time\nhint: \
+                          start a second copy and give it with --base-url"
                     .to_owned(),
             });
         }
@@ -601,8 +601,8 @@ async fn run_both(
         first_session: 1 << 40,
     };
     let gated_ops = config.workload.gated_operations();
-    let requests_per_session = crate::workload::analyze(&config.workload)
-        .map_or(1.0, |a| a.requests_per_session);
+    let requests_per_session =
+        crate::workload::analyze(&config.workload).map_or(1.0, |a| a.requests_per_session);
     let sides = RefCell::new((&mut base_result, &mut *result));
     let mut write_error: Option<RunError> = None;
     let mut looked: Option<String> = None;

@@ -321,9 +321,7 @@ pub(super) fn judge(
     // estimate, or one its phase's precondition voided) is no hypothesis of the family: it is
     // inconclusive whatever the others show, and it does not make them clear a stricter level.
     let tested = |d: &Draft| {
-        d.primary
-            && !d.forced
-            && (d.aborted.is_some() || !matches!(d.estimate, Estimate::Missing))
+        d.primary && !d.forced && (d.aborted.is_some() || !matches!(d.estimate, Estimate::Missing))
     };
     let p: Vec<f64> = drafts
         .iter()

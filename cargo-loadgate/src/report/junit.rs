@@ -202,6 +202,7 @@ fn properties(result: &RunResult) -> Vec<Property> {
                 BaseSource::GivenBinary => "given-binary",
                 BaseSource::GivenImage => "given-image",
                 BaseSource::GivenUrl => "given-url",
+                BaseSource::SameAsHead => "same-as-head",
             },
         ));
         props.push(Property::new("base", paired.base.statement.clone()));

@@ -659,14 +659,14 @@ mod tests {
     }
 
     const PINNED_SERIALIZED_CONFIG: &[&str] = &[
-        "demo default 7f860a7915569933baf2fa28e0d4badf707c71225c58838d7525a4955fc214b9",
-        "demo quick 5cd46ab488347c8ee7d88120002440df8800b9529f78b1dc3abc816e4d07452e",
-        "demo ci 56066b5257d398fc845f4297b5e94624c6773933436b5478e832b6705e9e339c",
-        "demo full a57c5521638702a7e9cb488cbe76816262123f299273497950416a74d79773e6",
-        "defaults default c90ac07276176779d829c0a8db5a93aa2db65ad291e8d7c3bc1bd1d7eb962a94",
-        "defaults quick c03859734164e842e778501723852c84d9b0c019e22550938f0230a62ba27824",
-        "defaults ci f792f8662afccc5c4c7aa6daedaef0826044dec4a0a73504bb7855a7c4ea95d6",
-        "defaults full b11097e6d8c523165e9e6ca463b865b091a1e0bc8eebcdeaad60e4d982ecbe0b",
+        "demo default a5215ff35fe5ce485851c483d4bbdeb3d425c63fd5667fe5441b82862c3f921e",
+        "demo quick 9b73ac4e4ab4189b54e85cba6ba92be2cd584f67bb43b9eb2af7b9bb3622f645",
+        "demo ci d89464c0c4d2abf0822be316e2d56571929871ae3aead272b686d96a106e3858",
+        "demo full 7442d9277039d1ba1579cded989fb7f148807b8e35e96e0ae3f181143b244d22",
+        "defaults default f95dcb02e6883b62bfe5f63affa331f10f7254fb8588d263aebfcb184153ba9c",
+        "defaults quick 733f1b58c0bee205436a85d08fb74bb7b0f94dc5ae56114ad06fc32c0e248b87",
+        "defaults ci 94b1dfbc6fb5cda262cbfaffe7e3bf10e95156ffe40d261a6f5e208a150eb778",
+        "defaults full 623248529eb0f8146d25082471f4661440d581ae1e0f800f10ffe635dc596286",
     ];
 
     /// The pins before `[paired]` and the gate's floors were added.

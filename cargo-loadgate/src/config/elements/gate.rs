@@ -94,12 +94,12 @@ mod tests {
     }
 
     #[test]
-    fn the_floors_are_read_and_default_to_none() {
+    fn the_floors_are_read_and_default_to_the_measured_ones() {
         use crate::config::validate::testing::{parse, with_workload};
         use std::time::Duration;
         let cfg = parse(&with_workload(""), "default").unwrap();
-        assert_eq!(cfg.gate.p50_floor, Duration::ZERO);
-        assert_eq!(cfg.gate.p99_floor, Duration::ZERO);
+        assert_eq!(cfg.gate.p50_floor, Duration::from_micros(20));
+        assert_eq!(cfg.gate.p99_floor, Duration::from_micros(100));
         let text = with_workload("[gate]\np50-floor = \"50us\"\np99-floor = \"2ms\"\n");
         let cfg = parse(&text, "default").unwrap();
         assert_eq!(cfg.gate.p50_floor, Duration::from_micros(50));

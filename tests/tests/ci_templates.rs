@@ -352,14 +352,34 @@ fn github_workflow_commands_parse_and_the_jobs_do_what_the_gate_needs() {
         .map(|s| {
             (
                 s["if"].as_str().unwrap_or_default().to_owned(),
+                // The first path uploaded; the others exclude the base's build.
                 s["with"]["path"]
                     .as_str()
+                    .unwrap_or_default()
+                    .lines()
+                    .next()
                     .unwrap_or_default()
                     .trim_end_matches('/')
                     .to_owned(),
             )
         })
         .collect();
+    let out_dir_upload = jobs["gate"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .filter(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
+        .filter_map(|s| s["with"]["path"].as_str())
+        .find(|p| p.lines().count() > 1)
+        .unwrap_or_default();
+    assert!(
+        out_dir_upload.contains("!target/loadgate/base-*/"),
+        "the out-dir upload leaves out the base's build: {out_dir_upload}"
+    );
     for (what, path) in [
         ("--junit", path_str(gate.junit.as_deref(), "--junit")),
         ("--out-dir", path_str(gate.out_dir.as_deref(), "--out-dir")),
@@ -503,6 +523,12 @@ fn gitlab_pipeline_commands_parse_and_the_jobs_do_what_the_gate_needs() {
             .iter()
             .any(|p| p.as_str().map(|p| p.trim_end_matches('/')) == Some(out_dir.as_str())),
         "the out-dir {out_dir} is kept as an artifact"
+    );
+    assert!(
+        artifacts["exclude"].as_sequence().is_some_and(|e| e
+            .iter()
+            .any(|p| p.as_str() == Some("target/loadgate/base-*/**/*"))),
+        "the base's build is not kept as an artifact"
     );
     assert_eq!(
         gate_job["variables"]["GIT_DEPTH"].as_str(),

@@ -82,10 +82,7 @@ fn paired_blocks_pass_a_a_and_name_a_slower_head() {
     let blocks = paired["blocks"].as_array().unwrap();
     assert_eq!(blocks.len(), 20, "10 pairs of 2 blocks");
     for pair in 0..10 {
-        let of: Vec<&serde_json::Value> = blocks
-            .iter()
-            .filter(|b| b["pair"] == pair)
-            .collect();
+        let of: Vec<&serde_json::Value> = blocks.iter().filter(|b| b["pair"] == pair).collect();
         assert_eq!(of.len(), 2);
         assert_ne!(of[0]["side"], of[1]["side"]);
         assert_eq!(

@@ -13,9 +13,7 @@ use crate::baseline::{StoreSpec, find_build, short};
 use crate::compare::{CompareOptions, PairedInputs, compare_paired};
 use crate::config::{ComparisonMode, LoadgateConfig, TargetKind, TargetSource};
 use crate::image::BuildMode;
-use crate::plan::paired_run::{
-    BlockEvent, BlockPlan, block_phase_name, run_blocks, run_paired_ramps,
-};
+use crate::plan::paired_run::{BlockEvent, BlockPlan, run_blocks, run_paired_ramps};
 use crate::plan::pairing::{Side, order_letters, pairing_order};
 use crate::plan::{PlanError, PlanEvent, PlanOutcome, RampOutcome};
 use crate::result::{
@@ -108,6 +106,43 @@ pub(super) async fn prepare(
             Ok(None)
         }
     };
+    // A base flag that does not fit the target would silently pair with another base.
+    let is_url =
+        matches!(config.target.source, TargetSource::Url { .. }) || kind == TargetKind::Url;
+    let is_image = matches!(
+        config.target.source,
+        TargetSource::Image { .. } | TargetSource::Dockerfile { .. }
+    );
+    let misfit = [
+        (
+            "--base-url",
+            opts.base_url.is_some(),
+            is_url,
+            "a `url` target",
+        ),
+        (
+            "--base-image",
+            opts.base_image.is_some(),
+            is_image && !is_url,
+            "an `image` or `dockerfile` target",
+        ),
+        (
+            "--base-binary",
+            opts.base_binary.is_some(),
+            !is_url && !is_image,
+            "a `bin` target",
+        ),
+    ]
+    .into_iter()
+    .find(|(_, given, fits, _)| *given && !*fits);
+    if let Some((flag, _, _, fits)) = misfit {
+        return Err(RunError::Usage {
+            message: format!(
+                "{flag} names the base of {fits}, and this run's target is not one\nhint: give the \
+                 base flag of the target's kind (--base-url, --base-image or --base-binary)"
+            ),
+        });
+    }
     match (&config.target.source, kind) {
         (TargetSource::Url { .. }, _) | (_, TargetKind::Url) => match &opts.base_url {
             Some(url) => Ok(Some(PreparedBase {
@@ -157,7 +192,16 @@ pub(super) async fn prepare(
                         .to_owned(),
                 );
             }
-            let resolved = resolve_base(repo, opts.base_ref.as_deref())?;
+            let resolved = match resolve_base(repo, opts.base_ref.as_deref()) {
+                Ok(resolved) => resolved,
+                // `auto` with no base ref asked for and none to default to: nothing to pair with.
+                Err(e @ crate::targets::base::BaseError::NoBaseRef { .. })
+                    if !paired && opts.base_ref.is_none() =>
+                {
+                    return stored(e.to_string());
+                }
+                Err(e) => return Err(e.into()),
+            };
             if !paired && resolved.commit == resolved.head && !resolved.head_dirty {
                 return stored(format!(
                     "HEAD {} is its own merge-base with {}: nothing to pair it with",
@@ -247,12 +291,19 @@ fn base_request(
 
 /// Everything the paired run needs from the solo run's setup.
 pub(super) struct PairedSetup<'a> {
+    /// The command line.
     pub opts: &'a RunOpts,
+    /// The resolved configuration.
     pub config: &'a LoadgateConfig,
+    /// Where relative output paths start.
     pub cwd: &'a Path,
+    /// Where the documents go.
     pub out_dir: &'a Path,
+    /// The head's boot request, which the base's is made from.
     pub request: BootRequest,
+    /// The head's document as written so far.
     pub head_result: RunResult,
+    /// The repository, when the package is in one with a commit (for `--save-baseline`).
     pub repo: Option<PathBuf>,
 }
 
@@ -275,10 +326,15 @@ pub(super) async fn run_paired(
     let base_path = out_dir.join("base-result.json");
     let reporter = BootReporter::new(&out_dir.join("base"));
     let base_req = base_request(&request, &head.info(), &base, &opts.env);
+    result.mode = MeasurementMode::Paired;
     let base_target = match crate::targets::boot(base_req, &|e| reporter.event(e)).await {
         Ok(t) => t,
         Err(e) => {
-            let _ = head.shutdown().await;
+            if let Ok(exit) = head.shutdown().await {
+                result.target_exit = Some(exit);
+            }
+            result.status = RunStatus::TargetFailed;
+            write_result(&result_path, &result)?;
             return Err(RunError::BaseFailed {
                 message: format!("the base ({}) could not be booted: {e}", base.statement()),
                 source: Box::new(e.into()),
@@ -298,13 +354,11 @@ pub(super) async fn run_paired(
     let outcome = run_both(
         opts,
         config,
-        cwd,
         out_dir,
         &base,
         &head,
         &base_target,
         &mut result,
-        &repo,
     )
     .await;
     let base_alive = base_target.check_alive().await;
@@ -314,7 +368,17 @@ pub(super) async fn run_paired(
     if let Ok(exit) = head_exit {
         result.target_exit = Some(exit);
     }
-    let mut outcome = outcome?;
+    let mut outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // What ran is kept; the document says the run did not finish.
+            if result.status == RunStatus::Running {
+                result.status = RunStatus::TargetFailed;
+            }
+            write_result(&result_path, &result)?;
+            return Err(e);
+        }
+    };
     if let Ok(exit) = base_exit {
         outcome.base_result.target_exit = Some(exit);
     }
@@ -336,26 +400,26 @@ pub(super) async fn run_paired(
 
 /// What both sides measured.
 struct BothMeasured {
+    /// The base's document.
     base_result: RunResult,
-    head_ramp: Option<PlanOutcome>,
+    /// The head's ramp, as the plan concluded it.
+    head_ramp: PlanOutcome,
+    /// What the comparison reads besides the documents.
     inputs: PairedInputs,
+    /// The sequential design, with `[paired] adaptive`.
     adaptive: Option<SequentialDesign>,
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the run's parts; a struct would only rename them"
-)]
+/// Calibrates, runs both ramps in turn and then the blocks, writing both documents after every
+/// phase; the targets are the caller's to stop.
 async fn run_both(
     opts: &RunOpts,
     config: &LoadgateConfig,
-    _cwd: &Path,
     out_dir: &Path,
     base: &PreparedBase,
     head: &RunningTarget,
     base_target: &RunningTarget,
     result: &mut RunResult,
-    _repo: &Option<PathBuf>,
 ) -> Result<BothMeasured, RunError> {
     let result_path = out_dir.join("result.json");
     let base_path = out_dir.join("base-result.json");
@@ -408,6 +472,8 @@ async fn run_both(
         2 * config.ramp.steps.len(),
         2 * config.ramp.refine,
     );
+    let requests_per_session =
+        crate::workload::analyze(&config.workload).map_or(1.0, |a| a.requests_per_session);
     let mut head_runner = GeneratorRunner {
         base_url: head.base_url().to_owned(),
         config,
@@ -415,6 +481,7 @@ async fn run_both(
         sampler: &head_sampler,
         sampler_started: started,
         display: &display,
+        announce: Some(requests_per_session),
     };
     let mut base_runner = GeneratorRunner {
         base_url: base_target.base_url().to_owned(),
@@ -423,6 +490,7 @@ async fn run_both(
         sampler: &base_sampler,
         sampler_started: started,
         display: &display,
+        announce: Some(requests_per_session),
     };
     let first = crate::plan::pairing::pairing_order(
         1,
@@ -432,9 +500,9 @@ async fn run_both(
     )
     .first()
     .map_or(Side::Base, |b| b.side);
-    let sides = RefCell::new((&mut base_result, &mut *result));
     let mut write_error: Option<RunError> = None;
     let ramps = {
+        let sides = RefCell::new((&mut base_result, &mut *result));
         let mut observe = |side: Side, event: PlanEvent| {
             let mut sides = sides.borrow_mut();
             let (b, h) = &mut *sides;
@@ -444,10 +512,8 @@ async fn run_both(
             };
             let mut announce = None;
             match event {
-                PlanEvent::PhaseStarting {
-                    spec,
-                    offered_rate_per_sec,
-                } => display.phase_starting(&spec, offered_rate_per_sec),
+                // The runner announces it once its turn comes.
+                PlanEvent::PhaseStarting { .. } => {}
                 PlanEvent::StepDone {
                     record,
                     measurement,
@@ -488,17 +554,16 @@ async fn run_both(
         )
         .await
     };
-    let _ = sides.into_inner();
     if let Some(e) = write_error.take() {
         return Err(e);
     }
+    eprintln!("        Ramps ran in turns {}", ramps.order);
+    let unusable = |e: crate::workload::ModelError| RunError::Usage {
+        message: format!("the workload model is unusable: {e}"),
+    };
     let base_ramp = match ramps.base {
         Ok(o) => o,
-        Err(PlanError::Model(e)) => {
-            return Err(RunError::Usage {
-                message: format!("the workload model is unusable: {e}"),
-            });
-        }
+        Err(PlanError::Model(e)) => return Err(unusable(e)),
         Err(PlanError::Phase { source, .. }) => {
             return Err(RunError::BaseFailed {
                 message: format!("the base ({statement}) could not run its ramp"),
@@ -508,11 +573,7 @@ async fn run_both(
     };
     let head_ramp = match ramps.head {
         Ok(o) => o,
-        Err(PlanError::Model(e)) => {
-            return Err(RunError::Usage {
-                message: format!("the workload model is unusable: {e}"),
-            });
-        }
+        Err(PlanError::Model(e)) => return Err(unusable(e)),
         Err(PlanError::Phase {
             partial, source, ..
         }) => {
@@ -538,12 +599,32 @@ async fn run_both(
             .min((budget.as_secs_f64() / one_pair.as_secs_f64()).floor() as usize),
         None => paired_cfg.pairs,
     };
+    // Holm's first step tests a metric at α/m: with fewer pairs than the exact test needs for
+    // that, no latency can be shown to regress, so the run says so before it spends the time.
+    let family = super::gate::primary_family(config);
+    let alpha_each = crate::compare::DEFAULT_ALPHA / family as f64;
+    let needed = crate::stats::paired::min_pairs(alpha_each);
+    if pairs < needed {
+        eprintln!(
+            "     Warning {pairs} pair(s) cannot show a regression of any of the {family} primary \
+             metrics at α = {} (the exact test needs {needed}); raise [paired] pairs or budget",
+            crate::compare::DEFAULT_ALPHA
+        );
+    }
+    // The adaptive design: each primary metric's repeated intervals at its share α/m of α (a
+    // Pocock boundary), looked at every few pairs from where the exact test can decide.
     let adaptive = if paired_cfg.adaptive {
-        let every = crate::stats::paired::min_pairs(crate::compare::DEFAULT_ALPHA / 4.0)
-            .min(pairs)
-            .max(2)
-            / 2;
-        SequentialDesign::new(every.max(1), pairs, crate::compare::DEFAULT_ALPHA).ok()
+        let every = (needed / 2).max(1);
+        match SequentialDesign::new(every, pairs, alpha_each) {
+            Ok(design) => Some(design),
+            Err(e) => {
+                eprintln!(
+                    "     Warning [paired] adaptive: no sequential design for {pairs} pair(s) ({e}); \
+                     the blocks run every pair"
+                );
+                None
+            }
+        }
     } else {
         None
     };
@@ -560,6 +641,7 @@ async fn run_both(
         record.design.base_capacity_sessions_per_sec = capacity.unwrap_or(0.0);
         record.design.sessions_per_sec = capacity.map_or(0.0, |c| c * paired_cfg.at);
         record.design.capacity_note = note.clone();
+        record.design.adaptive = adaptive.is_some();
         record.design.looks = adaptive
             .as_ref()
             .map(|d| d.looks().to_vec())
@@ -578,7 +660,7 @@ async fn run_both(
         display.line(&format!("        Blocks skipped: {why}"));
         return Ok(BothMeasured {
             base_result,
-            head_ramp: Some(head_ramp),
+            head_ramp,
             inputs: PairedInputs {
                 gated_operations: config.workload.gated_operations(),
                 ..PairedInputs::default()
@@ -601,16 +683,13 @@ async fn run_both(
         first_session: 1 << 40,
     };
     let gated_ops = config.workload.gated_operations();
-    let requests_per_session =
-        crate::workload::analyze(&config.workload).map_or(1.0, |a| a.requests_per_session);
-    let sides = RefCell::new((&mut base_result, &mut *result));
     let mut write_error: Option<RunError> = None;
     let mut looked: Option<String> = None;
     let blocks = {
+        let sides = RefCell::new((&mut base_result, &mut *result));
         let mut observe = |event: BlockEvent<'_>| match event {
-            BlockEvent::Starting { spec, .. } => {
-                display.phase_starting(spec, spec.sessions_per_sec * requests_per_session);
-            }
+            // The runner announces it.
+            BlockEvent::Starting { .. } => {}
             BlockEvent::Done {
                 record,
                 measurement,
@@ -680,7 +759,6 @@ async fn run_both(
         )
         .await
     };
-    let _ = sides.into_inner();
     display.clear();
     if let Some(e) = write_error {
         return Err(e);
@@ -722,25 +800,15 @@ async fn run_both(
     }
     if let Some(record) = result.paired.as_mut() {
         record.design.stopped_early = looked;
-        record.design.order = order_letters(
-            &record
-                .blocks
-                .iter()
-                .map(|b| crate::plan::pairing::Block {
-                    pair: b.pair,
-                    side: b.side,
-                    slice: b.pair,
-                    warmup: paired_cfg.warmup,
-                    length: paired_cfg.block,
-                })
-                .collect::<Vec<_>>(),
-        );
+        // The blocks that ran: all of the plan's, or its first ones when the adaptive design
+        // stopped early.
+        let ran = record.blocks.len().min(plan.blocks.len());
+        record.design.order = order_letters(&plan.blocks[..ran]);
     }
-    let _ = block_phase_name;
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     Ok(BothMeasured {
         base_result,
-        head_ramp: Some(head_ramp),
+        head_ramp,
         inputs,
         adaptive,
     })
@@ -806,6 +874,9 @@ fn finish(
     } = both;
     let result_path = out_dir.join("result.json");
     let base_path = out_dir.join("base-result.json");
+    // With the adaptive design each primary metric was looked at repeatedly at its share α/m,
+    // whose Pocock boundary gives the nominal level α′ of every look (docs/statistics.md). The
+    // final comparison draws every interval at α′ and Holm divides it again: conservative.
     let options = CompareOptions {
         alpha: adaptive.as_ref().map_or(
             crate::compare::DEFAULT_ALPHA,
@@ -847,9 +918,7 @@ fn finish(
             explanations: Vec::new(),
         },
     );
-    if let Some(outcome) = &head_ramp {
-        print!("{}", super::run::render_summary(&result, outcome));
-    }
+    print!("{}", super::run::render_summary(&result, &head_ramp));
     let base_line = result
         .paired
         .as_ref()
@@ -871,8 +940,19 @@ fn finish(
     if charts {
         println!("charts: {}", out_dir.display());
     }
+    let blocks_ran = result.paired.as_ref().is_some_and(|p| !p.blocks.is_empty());
+    let used_any = result
+        .paired
+        .as_ref()
+        .is_some_and(|p| p.used_pairs().next().is_some());
+    // Void when nothing the comparison reads was kept: every block lost its schedule, or no
+    // block ran and the head's ramp is invalid too.
+    let void = (blocks_ran && !used_any) || (!blocks_ran && !result.valid.unwrap_or(false));
     if opts.save_baseline {
         match repo {
+            Some(_) if void => eprintln!(
+                "     Warning not saving this run as a baseline: no pair of blocks kept its schedule"
+            ),
             Some(repo) => {
                 let gate_options = gate::GateOptions {
                     store: opts.baseline_store.clone(),
@@ -892,13 +972,17 @@ fn finish(
             }
         }
     }
-    let used_any = result
-        .paired
-        .as_ref()
-        .is_some_and(|p| p.used_pairs().next().is_some());
-    if !used_any && !result.valid.unwrap_or(false) {
+    if void {
         eprintln!(
-            "error: invalid run: no pair of blocks kept its schedule and the head's ramp is invalid"
+            "error: invalid run: the generator could not keep its schedule in any pair of blocks{}",
+            if blocks_ran {
+                ""
+            } else {
+                " (none ran) nor in the head's ramp"
+            }
+        );
+        eprintln!(
+            "hint: lower [paired] at, raise [generator] max-in-flight, or give the generator a core of its own"
         );
         return Ok(ExitCode::INVALID_RUN);
     }

@@ -162,6 +162,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         .as_ref()
         .map(|p| p.workspace_root.clone())
         .unwrap_or_else(|| cwd.clone());
+    clear_stale_outputs(opts, &cwd, &out_dir);
     let paired_base = super::paired::prepare(opts, &config, kind, &git_dir, &out_dir).await?;
 
     let request = BootRequest {
@@ -288,6 +289,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         sampler: &sampler,
         sampler_started,
         display: &display,
+        announce: None,
     };
     let options = PlanOptions {
         keep_going: opts.keep_going,
@@ -512,6 +514,36 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     }
 }
 
+/// Removes the documents an earlier run left where this one writes its own, so that a run that
+/// fails before it writes them (a base that does not build) cannot have an old verdict read as
+/// its own. Missing files are fine; a file that cannot be removed is overwritten later or warned.
+fn clear_stale_outputs(opts: &RunOpts, cwd: &Path, out_dir: &Path) {
+    let mut stale = vec![
+        out_dir.join("result.json"),
+        out_dir.join("base-result.json"),
+    ];
+    stale.push(
+        opts.junit
+            .as_ref()
+            .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p)),
+    );
+    stale.push(
+        opts.markdown
+            .as_ref()
+            .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p)),
+    );
+    for path in stale {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!(
+                "     Warning could not remove {} from an earlier run: {e}",
+                path.display()
+            ),
+        }
+    }
+}
+
 /// Measures the calibration figure on the generator's and the target's cores: the first
 /// measurement of the run when `started` is `None`, else the one after the phases. A failure is a
 /// warning: the comparison then says that no calibration was measured.
@@ -612,6 +644,10 @@ pub(super) struct GeneratorRunner<'a> {
     pub(super) sampler: &'a ResourceSampler,
     pub(super) sampler_started: Instant,
     pub(super) display: &'a RunDisplay,
+    /// Announce each phase on `display` as it starts, with this many requests per session (a
+    /// paired run, whose phases wait for their turn after the plan announced them); `None` when
+    /// the plan's `PhaseStarting` announces them.
+    pub(super) announce: Option<f64>,
 }
 
 impl PhaseRunner for GeneratorRunner<'_> {
@@ -623,6 +659,10 @@ impl PhaseRunner for GeneratorRunner<'_> {
         schedule: Schedule,
         on_window: OnWindow,
     ) -> Result<PhaseRun, RunError> {
+        if let Some(requests_per_session) = self.announce {
+            self.display
+                .phase_starting(&spec, spec.sessions_per_sec * requests_per_session);
+        }
         let from = self.sampler_started.elapsed().as_secs_f64() + spec.warmup.as_secs_f64();
         let slo_latency = goodput_latency(&self.config.slo);
         let measurement = run_phase_with_progress(

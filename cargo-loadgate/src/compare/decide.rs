@@ -64,6 +64,15 @@ pub fn compare_results(
 /// limits begins.
 pub const ABORTED: &str = "this run's soak was stopped by the abort limits";
 
+/// How the rule of a metric that regressed because a paired run's head blocks were stopped by the
+/// `[abort]` limits (and their base blocks were not) begins.
+pub const ABORTED_BLOCKS: &str = "this run's head blocks were stopped by the abort limits";
+
+/// Whether `note` says the metric regressed because the abort limits stopped this run.
+pub(super) fn is_abort_note(note: &str) -> bool {
+    note.starts_with(ABORTED) || note.starts_with(ABORTED_BLOCKS)
+}
+
 /// The abort-limit reason a phase was stopped for (not a stop by signal or by
 /// `abort.max-duration`, which say nothing about the service).
 fn aborted_by_limits(phase: &crate::measure::PhaseMeasurement) -> Option<&str> {
@@ -623,7 +632,7 @@ fn decide(
     if let Some(&first) = regressed.first() {
         let m = &metrics[first];
         let mut rule = match &m.note {
-            Some(note) if note.starts_with(ABORTED) => {
+            Some(note) if is_abort_note(note) => {
                 format!("regression: {}: {note}", metric_name(m))
             }
             _ => format!("regression: {}", describe(m)),
@@ -1246,7 +1255,7 @@ mod tests {
         let by_abort = |c: &Comparison| {
             c.metrics
                 .iter()
-                .any(|m| m.note.as_deref().is_some_and(|n| n.starts_with(ABORTED)))
+                .any(|m| m.note.as_deref().is_some_and(is_abort_note))
         };
         assert!(by_abort(&c));
         head.phase.as_mut().unwrap().stopped = Some("stopped".to_owned());

@@ -285,7 +285,7 @@ pub(super) fn latency_drafts(
 pub(super) const FLOOR_RAISED: &str = "threshold raised to";
 
 /// The note of a latency metric whose relative threshold the absolute `floor` raised to `delta`.
-fn floor_note(delta: f64, floor: std::time::Duration, label: &str) -> String {
+pub(super) fn floor_note(delta: f64, floor: std::time::Duration, label: &str) -> String {
     format!(
         "{FLOOR_RAISED} {:.1}% by the {} floor (`gate.{label}-floor`)",
         delta * 100.0,

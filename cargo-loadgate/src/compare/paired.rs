@@ -3,15 +3,15 @@
 //! Each latency metric (p50 and p99, overall and per operation) is the per-pair log-ratio
 //! ln(head / base) of the blocks of the pairs used, and the error rate the per-pair difference;
 //! each is estimated by Hodges–Lehmann with the exact Wilcoxon signed-rank interval
-//! (`stats::paired`), drawn at the level Holm gives it. Capacity comes from the two ramps, which
+//! (`stats::paired`), drawn at α for a pass and at its Holm level for a regression. Capacity comes from the two ramps, which
 //! ran step by step in alternation: the knee brackets of both sides, as in a stored comparison
 //! but with no run-to-run noise to add, since a slowdown of the machine fell on both. The RSS
 //! slope is each side's Theil–Sen slope over the blocks, head − base. Holm runs over the primary
 //! family (overall p50, p99, error rate, capacity, and the operations marked `gate = true`) and
 //! the verdict follows the same rules as a stored comparison (`decide.rs`).
 
-use super::decide::{capacity_with_notes, judge};
-use super::estimate::{Draft, Estimate, rss_draft};
+use super::decide::{ABORTED_BLOCKS, capacity_with_notes, judge};
+use super::estimate::{Draft, Estimate, floor_note, rss_draft};
 use super::figures::RunFigures;
 use super::options::CompareOptions;
 use crate::config::GateConfig;
@@ -42,6 +42,20 @@ pub fn compare_paired(
     let mut drafts: Vec<Draft> = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
     match &head.paired {
+        Some(record) if record.blocks.is_empty() => {
+            let why = record
+                .design
+                .stopped_early
+                .clone()
+                .unwrap_or_else(|| "no paired block ran".to_owned());
+            for (metric, delta) in [
+                (Metric::P50, gate.p50_change),
+                (Metric::P99, gate.p99_change),
+                (Metric::ErrorRate, gate.error_rate_increase),
+            ] {
+                drafts.push(Draft::new(metric, None, delta).missing(why.clone()));
+            }
+        }
         Some(record) => {
             let excluded: Vec<String> = record
                 .pairs
@@ -60,7 +74,9 @@ pub fn compare_paired(
                     excluded.join("; ")
                 ));
             }
-            drafts.extend(latency_and_error_drafts(record, gate, inputs, None));
+            let mut overall = latency_and_error_drafts(record, gate, inputs, None);
+            mark_aborted(record, &mut overall);
+            drafts.extend(overall);
             let operations: Vec<String> = record
                 .blocks
                 .first()
@@ -138,13 +154,7 @@ fn latency_and_error_drafts(
                     .iter()
                     .find(|o| o.operation.as_deref() == Some(op))
                     .cloned()
-                    .unwrap_or_else(|| BlockFigures {
-                        operation: Some(op.to_owned()),
-                        requests: 0,
-                        p50_ms: None,
-                        p99_ms: None,
-                        error_rate: None,
-                    }),
+                    .unwrap_or_else(|| BlockFigures::none(Some(op))),
             })
             .collect()
     };
@@ -164,11 +174,21 @@ fn latency_and_error_drafts(
             .filter(|(fb, fh)| enough(metric, fb) && enough(metric, fh))
             .filter_map(|(fb, fh)| Some((pick(fb)?, pick(fh)?)))
             .unzip();
-        let (base_median, head_median) = (median(&mut b.clone()), median(&mut h.clone()));
-        let (delta, floored) = match metric {
-            Metric::P50 => floored(gate.p50_change, gate.p50_delta(base_median.unwrap_or(0.0))),
-            Metric::P99 => floored(gate.p99_change, gate.p99_delta(base_median.unwrap_or(0.0))),
-            _ => (gate.error_rate_increase, false),
+        let (base_median, head_median) = (
+            median_in_place(&mut b.clone()),
+            median_in_place(&mut h.clone()),
+        );
+        let base_figure = base_median.unwrap_or(0.0);
+        let (delta, floor) = match metric {
+            Metric::P50 => (
+                gate.p50_delta(base_figure),
+                Some((gate.p50_change, gate.p50_floor, "p50")),
+            ),
+            Metric::P99 => (
+                gate.p99_delta(base_figure),
+                Some((gate.p99_change, gate.p99_floor, "p99")),
+            ),
+            _ => (gate.error_rate_increase, None),
         };
         let mut d = Draft::new(metric, operation.map(str::to_owned), delta);
         d.primary = primary;
@@ -186,23 +206,10 @@ fn latency_and_error_drafts(
             )));
             continue;
         }
-        if floored {
-            let floor = match metric {
-                Metric::P50 => gate.p50_floor,
-                _ => gate.p99_floor,
-            };
-            d.note = Some(format!(
-                "threshold raised to {:.1}% by the {} floor ({} at a base {} of {:.3} ms)",
-                delta * 100.0,
-                crate::config::format_duration(floor),
-                if metric == Metric::P50 {
-                    "gate.p50-floor"
-                } else {
-                    "gate.p99-floor"
-                },
-                metric.label(),
-                base_median.unwrap_or(0.0)
-            ));
+        if let Some((relative, floor, label)) = floor
+            && delta > relative
+        {
+            d.note = Some(floor_note(delta, floor, label));
         }
         d.estimate = Estimate::Paired { d: diffs };
         out.push(d);
@@ -210,9 +217,48 @@ fn latency_and_error_drafts(
     out
 }
 
-/// The delta and whether a floor raised it above the relative threshold.
-fn floored(relative: f64, delta: f64) -> (f64, bool) {
-    (delta, delta > relative)
+/// Marks the overall p99 and error-rate drafts as regressed when the `[abort]` limits stopped a
+/// head block whose base block of the same pair ran whole: the head failed at a load the base
+/// took, far beyond any threshold, even when too few requests remain for an interval (as a stored
+/// run's aborted soak). Only the metric the limit named: p99 for a p99 limit, the error rate for
+/// an error-rate limit.
+fn mark_aborted(record: &PairedRecord, drafts: &mut [Draft]) {
+    let aborted = |side: Side, pair: usize| {
+        record
+            .blocks
+            .iter()
+            .find(|b| b.pair == pair && b.side == side)
+            .and_then(|b| b.stopped.as_deref())
+            .filter(|r| r.ends_with(crate::plan::ABORT_LIMITS))
+    };
+    let stopped: Vec<(usize, &str)> = record
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let reason = aborted(Side::Head, p.pair)?;
+            aborted(Side::Base, p.pair)
+                .is_none()
+                .then_some((p.pair, reason))
+        })
+        .collect();
+    let Some(&(first, reason)) = stopped.first() else {
+        return;
+    };
+    for d in drafts.iter_mut().filter(|d| d.operation.is_none()) {
+        let named = match d.metric {
+            Metric::P99 => reason.contains("p99 "),
+            Metric::ErrorRate => reason.contains("error rate "),
+            _ => false,
+        };
+        if named {
+            d.aborted = Some(format!(
+                "{ABORTED_BLOCKS} in {} of {} pair(s) (pair {first}: {reason}), while their base \
+                 blocks ran whole at the same load",
+                stopped.len(),
+                record.pairs.len()
+            ));
+        }
+    }
 }
 
 /// Whether a block's figures rest on enough requests for `metric`: a quantile q needs
@@ -224,10 +270,6 @@ fn enough(metric: Metric, f: &BlockFigures) -> bool {
         Metric::P99 => n * 0.01 >= super::MIN_TAIL_REQUESTS,
         _ => n > 0.0,
     }
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    median_in_place(v)
 }
 
 #[cfg(test)]
@@ -398,6 +440,53 @@ mod tests {
             gated.verdict.rule_fired.contains("login"),
             "{}",
             gated.verdict.rule_fired
+        );
+    }
+
+    #[test]
+    fn head_blocks_stopped_by_the_abort_limits_are_a_regression_of_what_the_limit_named() {
+        let mut r = record(12, 1.0, 1.0, 1.0, 0.02, 6);
+        for b in r.blocks.iter_mut().filter(|b| b.side == Side::Head) {
+            // Too few requests were left for a p99.
+            b.total.requests = 300;
+            b.stopped = Some(format!(
+                "p99 6.1 s above 5 s in 3 {}",
+                crate::plan::ABORT_LIMITS
+            ));
+        }
+        let c = compared(r, &gate(), &[]);
+        assert_eq!(
+            c.verdict.outcome,
+            VerdictOutcome::Regression,
+            "{:?}",
+            c.verdict
+        );
+        let p99 = overall(&c, Metric::P99);
+        assert_eq!(p99.outcome, MetricOutcome::Regression);
+        assert!(
+            c.verdict.rule_fired.contains("abort limits"),
+            "{}",
+            c.verdict.rule_fired
+        );
+        // The error rate was not what the limit named.
+        assert_ne!(
+            overall(&c, Metric::ErrorRate).outcome,
+            MetricOutcome::Regression
+        );
+    }
+
+    #[test]
+    fn no_blocks_say_why_in_every_latency_metric() {
+        let mut r = record(12, 1.0, 1.0, 1.0, 0.02, 7);
+        r.blocks.clear();
+        r.pairs.clear();
+        r.design.stopped_early = Some("no blocks: the base's ramp held no step".to_owned());
+        let c = compared(r, &gate(), &[]);
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Inconclusive);
+        let p50 = overall(&c, Metric::P50);
+        assert!(
+            p50.note.as_deref().unwrap().contains("held no step"),
+            "{p50:?}"
         );
     }
 

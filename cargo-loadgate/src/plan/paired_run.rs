@@ -53,13 +53,18 @@ impl Turns {
         }
     }
 
-    /// The side whose turn phase `n` (from 0) is: ABBA BAAB … from `first`, i.e. the first side
-    /// at n ≡ 0, 3 (mod 4).
+    /// The side whose turn phase `n` (from 0) is: ABBA BAAB ABBA … from `first` (A): every four
+    /// turns are balanced, and every eight start with each side alike.
     pub fn whose(first: Side, n: usize) -> Side {
-        if matches!(n % 4, 0 | 3) {
+        let lead = if (n / 4).is_multiple_of(2) {
             first
         } else {
             first.other()
+        };
+        if matches!(n % 4, 0 | 3) {
+            lead
+        } else {
+            lead.other()
         }
     }
 
@@ -364,7 +369,7 @@ mod tests {
         let letters: String = (0..8)
             .map(|n| Turns::whose(Side::Head, n).letter())
             .collect();
-        assert_eq!(letters, "BAABBAAB");
+        assert_eq!(letters, "BAABABBA");
     }
 
     #[test]

@@ -98,6 +98,17 @@ pub struct BlockFigures {
 }
 
 impl BlockFigures {
+    /// No figures: the operation (or all, with `None`) measured nothing.
+    pub fn none(operation: Option<&str>) -> Self {
+        Self {
+            operation: operation.map(str::to_owned),
+            requests: 0,
+            p50_ms: None,
+            p99_ms: None,
+            error_rate: None,
+        }
+    }
+
     /// The figures of `operation` (or of all operations when `None`) in `m`.
     pub fn of(m: &PhaseMeasurement, operation: Option<&str>) -> Self {
         let op = match operation {
@@ -105,13 +116,7 @@ impl BlockFigures {
             Some(name) => m.operations.iter().find(|o| o.name == name).cloned(),
         };
         let Some(op) = op else {
-            return Self {
-                operation: operation.map(str::to_owned),
-                requests: 0,
-                p50_ms: None,
-                p99_ms: None,
-                error_rate: None,
-            };
+            return Self::none(operation);
         };
         let answered = !op.latency.is_empty();
         let ms = |q: f64| answered.then(|| op.latency.quantile(q).as_secs_f64() * 1e3);

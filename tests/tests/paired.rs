@@ -138,3 +138,179 @@ fn paired_mode_with_a_url_target_and_no_base_url_is_a_usage_error() {
     out.assert_code(USAGE);
     assert!(out.stderr.contains("--base-url"), "{}", out.stderr);
 }
+
+/// A service with no dependencies, so that building it (and its base, in a worktree) takes a
+/// second: it answers every request with 200 after `DELAY_MS`.
+const TINY_MAIN: &str = r#"use std::io::{Read, Write};
+use std::net::TcpListener;
+
+const DELAY_MS: u64 = DELAY;
+
+fn main() {
+    let port = std::env::var("PORT").unwrap_or_else(|_| "8080".to_owned());
+    let listener = TcpListener::bind(format!("127.0.0.1:{port}")).expect("bind");
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                let mut request = Vec::new();
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(DELAY_MS));
+                if stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+    }
+}
+"#;
+
+const TINY_CONFIG: &str = r#"[target]
+bin = "tiny"
+ready = { http = "/", timeout = "20s" }
+
+[workload]
+seed = 5
+sessions-per-sec = 40
+
+[[workload.operation]]
+name = "home"
+request = { path = "/" }
+
+[generator]
+max-lag = "250ms"
+
+[slo]
+min-requests = 10
+
+[paired]
+pairs = 10
+block = "1s"
+warmup = "200ms"
+"#;
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .status()
+        .expect("run git");
+    assert!(status.success(), "git {args:?} failed");
+}
+
+/// A repository whose `main` has the tiny service with `base_delay` (or `base_main` as its source)
+/// and whose `feature` branch, checked out, has it with `head_delay`.
+fn tiny_repo(base_main: &str, head_delay: u64) -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/main.rs"), base_main).unwrap();
+    std::fs::write(dir.join("loadgate.toml"), TINY_CONFIG).unwrap();
+    std::fs::write(dir.join(".gitignore"), "/target\nCargo.lock\n").unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+    git(dir, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(
+        dir.join("src/main.rs"),
+        TINY_MAIN.replace("DELAY;", &format!("{head_delay};")),
+    )
+    .unwrap();
+    git(dir, &["commit", "-q", "-am", "head"]);
+    repo
+}
+
+fn worktrees(repo: &Path) -> usize {
+    let out = std::process::Command::new("git")
+        .args(["worktree", "list", "--porcelain"])
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count()
+}
+
+fn bin_run(repo: &Path, extra: &[&str]) -> RunOutput {
+    LoadgateCommand::new([
+        "run",
+        "--profile",
+        "quick",
+        "--target",
+        "process",
+        "--manifest-path",
+    ])
+    .arg_path(repo.join("Cargo.toml"))
+    .args(["--out-dir"])
+    .arg_path(repo.join("out"))
+    .args(extra)
+    .current_dir(repo)
+    .output()
+}
+
+#[test]
+fn a_bin_target_pairs_with_its_merge_base_built_in_a_worktree() {
+    let _load = load_lock();
+    // The base answers at once, the head 5 ms later.
+    let repo = tiny_repo(&TINY_MAIN.replace("DELAY;", "0;"), 5);
+    let out = bin_run(repo.path(), &["--paired"]);
+    out.assert_code(REGRESSION);
+    assert!(out.stderr.contains("Paired head:"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the merge-base with main"),
+        "{}",
+        out.stderr
+    );
+    let result = read_result(&repo.path().join("out"));
+    assert_matches_result_schema(&result);
+    assert_eq!(result["mode"], "paired");
+    assert_eq!(result["paired"]["base"]["source"], "built");
+    let base_commit = std::process::Command::new("git")
+        .args(["rev-parse", "main"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        result["paired"]["base"]["commit"].as_str().unwrap(),
+        String::from_utf8_lossy(&base_commit.stdout).trim()
+    );
+    assert_eq!(worktrees(repo.path()), 1, "the base's worktree was removed");
+    // The base's binary is kept (for the next run), its build dir is its own.
+    assert!(repo.path().join("target/loadgate/base-target").is_dir());
+}
+
+#[test]
+fn a_base_that_does_not_build_exits_20_with_its_build_output_and_a_bad_ref_exits_2() {
+    let repo = tiny_repo("fn main() { this is not rust }\n", 0);
+    let out = bin_run(repo.path(), &["--paired"]);
+    out.assert_code(20);
+    assert!(out.stderr.contains("error"), "{}", out.stderr);
+    assert!(
+        !repo.path().join("out/result.json").exists(),
+        "no verdict is written for a run whose base did not build"
+    );
+    assert_eq!(worktrees(repo.path()), 1, "the base's worktree was removed");
+
+    let bad = bin_run(repo.path(), &["--paired", "--base-ref", "no-such-branch"]);
+    bad.assert_code(USAGE);
+    assert!(bad.stderr.contains("no-such-branch"), "{}", bad.stderr);
+}

@@ -661,23 +661,24 @@ mod tests {
     const PINNED_SERIALIZED_CONFIG: &[&str] = &[
         "demo default a5215ff35fe5ce485851c483d4bbdeb3d425c63fd5667fe5441b82862c3f921e",
         "demo quick 9b73ac4e4ab4189b54e85cba6ba92be2cd584f67bb43b9eb2af7b9bb3622f645",
-        "demo ci d89464c0c4d2abf0822be316e2d56571929871ae3aead272b686d96a106e3858",
+        "demo ci 948a1e9d944a286d30034fe1a31374a1de452a6afaca1a98b91f0d4e0b1e8ed3",
         "demo full 7442d9277039d1ba1579cded989fb7f148807b8e35e96e0ae3f181143b244d22",
         "defaults default f95dcb02e6883b62bfe5f63affa331f10f7254fb8588d263aebfcb184153ba9c",
         "defaults quick 733f1b58c0bee205436a85d08fb74bb7b0f94dc5ae56114ad06fc32c0e248b87",
-        "defaults ci 94b1dfbc6fb5cda262cbfaffe7e3bf10e95156ffe40d261a6f5e208a150eb778",
+        "defaults ci 521fcdb7c21a35fbb262a6b1194c34d50d27838aa5a594911839233ed62853e4",
         "defaults full 623248529eb0f8146d25082471f4661440d581ae1e0f800f10ffe635dc596286",
     ];
 
-    /// The pins before `[paired]` and the gate's floors were added.
+    /// The pins of the serialized config without `[paired]` and the gate's floors: those before they
+    /// were added (the `ci` ones since its `refine` became 3).
     const PINNED_BEFORE_PAIRED: &[&str] = &[
         "demo default 1eac79e59f153c67cd5a2da3dd6d663e4c7e4839771df90901eac4dcc5ae2ebf",
         "demo quick ae801f860132285b4837474c54f5c462814416d36006a0470dd85e293c75e503",
-        "demo ci f23182b56f71cce22da94ebe18df71da1608eec9b11aa60a7e8d749aae308a26",
+        "demo ci 304e3a2aa1b9bba0bc37ea7f2dcc6893da44f45bb29fdbc0d6abc8c2086ed92a",
         "demo full 585aab259e4228e226c7a3878dc832bb93e0823d8cceca9cd35ef013aa09c2f0",
         "defaults default 3ca1883482a715aa598ecdfccf45ec7adafe02b2f752092a2884f7b64691b359",
         "defaults quick b8c3c122c4c48cc36435f19a3c2d0993a8a5bceb5cf4f291c17548140bb65dfa",
-        "defaults ci af3cc5e92d0ba38eb0b1457e9c4b8ff54f11934e74e9adb03f0b0e509fc467c8",
+        "defaults ci f74838176d9cf27017c48476dfa3d71132d2a65a721b71be17c98c043bc704b9",
         "defaults full dd8d871081ee74fb6a55362693c0a2ea10b2790d826cfab04205cf2c5ba06bce",
     ];
 

@@ -898,18 +898,12 @@ fn finish(
     write_result(&base_path, &base_result)?;
     write_result(&result_path, &result)?;
 
-    let junit_path = opts
-        .junit
-        .as_ref()
-        .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p));
+    let junit_path = super::run::junit_path(opts, cwd, out_dir);
     crate::report::write_junit(&junit_path, &result).map_err(|source| RunError::Write {
         path: junit_path.clone(),
         source,
     })?;
-    let markdown_path = opts
-        .markdown
-        .as_ref()
-        .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p));
+    let markdown_path = super::run::markdown_path(opts, cwd, out_dir);
     super::run::write_markdown(&markdown_path, &result)?;
     let charts = super::run::write_run_charts(
         out_dir,

@@ -404,19 +404,13 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     result.verdict = Some(verdict.clone());
     write_result(&result_path, &result)?;
 
-    let junit_path = opts
-        .junit
-        .as_ref()
-        .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p));
+    let junit_path = junit_path(opts, &cwd, &out_dir);
     crate::report::write_junit(&junit_path, &result).map_err(|source| RunError::Write {
         path: junit_path.clone(),
         source,
     })?;
 
-    let markdown_path = opts
-        .markdown
-        .as_ref()
-        .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p));
+    let markdown_path = markdown_path(opts, &cwd, &out_dir);
     write_markdown(&markdown_path, &result)?;
     let charts = write_run_charts(&out_dir, &result, &baseline);
 
@@ -514,24 +508,31 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     }
 }
 
+/// Where the JUnit report goes: `--junit` (relative to `cwd`), else `junit.xml` in the out-dir.
+pub(super) fn junit_path(opts: &RunOpts, cwd: &Path, out_dir: &Path) -> PathBuf {
+    opts.junit
+        .as_ref()
+        .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p))
+}
+
+/// Where the Markdown summary goes: `--markdown` (relative to `cwd`), else `summary.md` in the
+/// out-dir.
+pub(super) fn markdown_path(opts: &RunOpts, cwd: &Path, out_dir: &Path) -> PathBuf {
+    opts.markdown
+        .as_ref()
+        .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p))
+}
+
 /// Removes the documents an earlier run left where this one writes its own, so that a run that
 /// fails before it writes them (a base that does not build) cannot have an old verdict read as
 /// its own. Missing files are fine; a file that cannot be removed is overwritten later or warned.
 fn clear_stale_outputs(opts: &RunOpts, cwd: &Path, out_dir: &Path) {
-    let mut stale = vec![
+    let stale = [
         out_dir.join("result.json"),
         out_dir.join("base-result.json"),
+        junit_path(opts, cwd, out_dir),
+        markdown_path(opts, cwd, out_dir),
     ];
-    stale.push(
-        opts.junit
-            .as_ref()
-            .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p)),
-    );
-    stale.push(
-        opts.markdown
-            .as_ref()
-            .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p)),
-    );
     for path in stale {
         match std::fs::remove_file(&path) {
             Ok(()) => {}

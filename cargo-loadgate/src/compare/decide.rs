@@ -16,8 +16,8 @@
 //! that fired and the numbers behind it; see `docs/statistics.md` for the derivations.
 
 use super::estimate::{
-    Draft, Estimate, FLOOR_RAISED, capacity_draft, error_rate_draft, finite, latency_drafts,
-    rss_draft,
+    Draft, Estimate, FLOOR_RAISED, abort_names, capacity_draft, error_rate_draft, finite,
+    latency_drafts, missing_same_load, rss_draft,
 };
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
@@ -139,11 +139,7 @@ pub fn compare_with(
                 let (bt, ht) = (bp.total(), hp.total());
                 // Only the metrics the abort limits named: p99 for a p99 limit, the error rate
                 // for an error-rate limit.
-                let named = |m: Metric| match m {
-                    Metric::P99 => reason.contains("p99 "),
-                    Metric::ErrorRate => reason.contains("error rate "),
-                    _ => false,
-                };
+                let named = |m: Metric| abort_names(reason, m);
                 for d in same_load
                     .iter_mut()
                     .filter(|d| d.operation.is_none() && named(d.metric))
@@ -189,13 +185,7 @@ pub fn compare_with(
             };
             let why =
                 format!("{side} has no phase measured at the comparison's load point (the soak)");
-            for (metric, delta) in [
-                (Metric::P50, gate.p50_change),
-                (Metric::P99, gate.p99_change),
-                (Metric::ErrorRate, gate.error_rate_increase),
-            ] {
-                drafts.push(Draft::new(metric, None, delta).missing(why.clone()));
-            }
+            drafts.extend(missing_same_load(gate, &why));
             soak_blocker = Some(why);
         }
     }

@@ -143,6 +143,29 @@ impl Draft {
     }
 }
 
+/// The overall p50, p99 and error-rate drafts, all missing for the same reason `why`: no phase
+/// (or block) was measured at the comparison's load.
+pub(super) fn missing_same_load(gate: &GateConfig, why: &str) -> Vec<Draft> {
+    [
+        (Metric::P50, gate.p50_change),
+        (Metric::P99, gate.p99_change),
+        (Metric::ErrorRate, gate.error_rate_increase),
+    ]
+    .into_iter()
+    .map(|(metric, delta)| Draft::new(metric, None, delta).missing(why.to_owned()))
+    .collect()
+}
+
+/// Whether a stop by the `[abort]` limits with reason `reason` names `metric`: p99 for a p99
+/// limit, the error rate for an error-rate limit.
+pub(super) fn abort_names(reason: &str, metric: Metric) -> bool {
+    match metric {
+        Metric::P99 => reason.contains("p99 "),
+        Metric::ErrorRate => reason.contains("error rate "),
+        _ => false,
+    }
+}
+
 /// `x` when it is finite.
 pub(super) fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)

@@ -11,7 +11,7 @@
 //! the verdict follows the same rules as a stored comparison (`decide.rs`).
 
 use super::decide::{ABORTED_BLOCKS, capacity_with_notes, judge};
-use super::estimate::{Draft, Estimate, floor_note, rss_draft};
+use super::estimate::{Draft, Estimate, abort_names, floor_note, missing_same_load, rss_draft};
 use super::figures::RunFigures;
 use super::options::CompareOptions;
 use crate::config::GateConfig;
@@ -48,13 +48,7 @@ pub fn compare_paired(
                 .stopped_early
                 .clone()
                 .unwrap_or_else(|| "no paired block ran".to_owned());
-            for (metric, delta) in [
-                (Metric::P50, gate.p50_change),
-                (Metric::P99, gate.p99_change),
-                (Metric::ErrorRate, gate.error_rate_increase),
-            ] {
-                drafts.push(Draft::new(metric, None, delta).missing(why.clone()));
-            }
+            drafts.extend(missing_same_load(gate, &why));
         }
         Some(record) => {
             let excluded: Vec<String> = record
@@ -99,13 +93,7 @@ pub fn compare_paired(
         }
         None => {
             let why = "this run has no paired blocks".to_owned();
-            for (metric, delta) in [
-                (Metric::P50, gate.p50_change),
-                (Metric::P99, gate.p99_change),
-                (Metric::ErrorRate, gate.error_rate_increase),
-            ] {
-                drafts.push(Draft::new(metric, None, delta).missing(why.clone()));
-            }
+            drafts.extend(missing_same_load(gate, &why));
         }
     }
     let mut base_figures = RunFigures::from_result(base, None);
@@ -245,12 +233,7 @@ fn mark_aborted(record: &PairedRecord, drafts: &mut [Draft]) {
         return;
     };
     for d in drafts.iter_mut().filter(|d| d.operation.is_none()) {
-        let named = match d.metric {
-            Metric::P99 => reason.contains("p99 "),
-            Metric::ErrorRate => reason.contains("error rate "),
-            _ => false,
-        };
-        if named {
+        if abort_names(reason, d.metric) {
             d.aborted = Some(format!(
                 "{ABORTED_BLOCKS} in {} of {} pair(s) (pair {first}: {reason}), while their base \
                  blocks ran whole at the same load",

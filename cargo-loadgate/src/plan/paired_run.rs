@@ -9,7 +9,7 @@
 //! of a pair send the same slice of the schedule ([`slice_schedule`]), at the same offered load.
 
 use super::abort::abort_watch;
-use super::pairing::{Block, Side, slice_seed};
+use super::pairing::{Block, Side, slice_schedule, slice_seed};
 use super::run::{PhaseRunner, PlanError, PlanEvent, PlanOptions, PlanOutcome, run_plan};
 use crate::config::LoadgateConfig;
 use crate::engine::PhaseSpec;
@@ -270,16 +270,20 @@ pub async fn run_blocks<R: PhaseRunner>(
     let mut slice_first: Vec<(usize, u64)> = Vec::new();
     let mut next_session = plan.first_session;
     for (i, block) in plan.blocks.iter().enumerate() {
-        let seed = slice_seed(config.workload.seed, block.slice);
+        let schedule = slice_schedule(
+            &config.workload,
+            plan.sessions_per_sec,
+            block,
+            config.workload.seed,
+        );
         let mut spec = PhaseSpec {
             name: block_phase_name(block),
             sessions_per_sec: plan.sessions_per_sec,
             duration: block.length,
             warmup: block.warmup,
-            seed,
+            seed: slice_seed(config.workload.seed, block.slice),
             first_session: 0,
         };
-        let schedule = spec.schedule(&config.workload);
         spec.first_session = match slice_first.iter().find(|(s, _)| *s == block.slice) {
             Some(&(_, first)) => first,
             None => {

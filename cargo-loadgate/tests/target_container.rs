@@ -7,9 +7,9 @@ mod support;
 
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use cargo_loadgate::{
-    config::{TargetKind, TargetSource},
+    config::{NetworkChoice, TargetConfig, TargetKind, TargetSource},
     image::{BuildMode, Packing, cargo_build, host_triple, pack_binary},
-    targets::{BootEvent, SampleSource, SweepScope, TargetError, boot, sweep},
+    targets::{BootEvent, NetworkPath, SampleSource, SweepScope, TargetError, boot, sweep},
 };
 use std::{
     collections::HashMap,
@@ -51,10 +51,15 @@ async fn container_boots_serves_samples_reuses_its_image_and_leaves_nothing() {
     let id = run_id("container-boot");
     let _guard = RunGuard(id.clone());
     let events = Events::default();
+    // The published path here; the host network has its own test below.
+    let published = TargetConfig {
+        network: NetworkChoice::Published,
+        ..demo_config("/health", Duration::from_secs(30))
+    };
     let req = demo_request(
         TargetKind::Container,
         &id,
-        demo_config("/health", Duration::from_secs(30)),
+        published,
         &[("DEMO_LEAK_BYTES", "1000000")],
     );
     let started = Instant::now();
@@ -76,6 +81,12 @@ async fn container_boots_serves_samples_reuses_its_image_and_leaves_nothing() {
         info.samples
     );
     assert!(target.base_url().starts_with("http://127.0.0.1:"));
+    let network = info.network.clone().expect("the path is recorded");
+    assert_eq!(
+        (network.path, network.asked, network.fallback),
+        (NetworkPath::Published, NetworkChoice::Published, None)
+    );
+    assert_eq!(info.container_port, Some(8080));
 
     // Published on loopback only.
     let inspect = docker()
@@ -152,6 +163,96 @@ async fn container_boots_serves_samples_reuses_its_image_and_leaves_nothing() {
         "{steps:?}"
     );
     assert_eq!(target.info().image.expect("image").id, image.id);
+    target.shutdown().await.expect("shutdown");
+    assert!(containers_of_run(&id).await.is_empty());
+}
+
+/// Host networking (what `auto` chooses on an engine on this machine's kernel, as in CI): no port
+/// published, the service on a free loopback port given as `$PORT` and bound to `$HOST`
+/// (127.0.0.1); a service that binds every interface instead is warned about and recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn container_on_the_host_network_listens_on_its_own_loopback_port_and_publishes_nothing() {
+    let _serial = serial().await;
+    if !docker_available(
+        "container_on_the_host_network_listens_on_its_own_loopback_port_and_publishes_nothing",
+    )
+    .await
+    {
+        return;
+    }
+    let id = run_id("container-host-network");
+    let _guard = RunGuard(id.clone());
+    let hosted = TargetConfig {
+        network: NetworkChoice::Host,
+        ..demo_config("/health", Duration::from_secs(30))
+    };
+    let events = Events::default();
+    let target = boot(
+        demo_request(TargetKind::Container, &id, hosted.clone(), &[]),
+        &|e| events.push(e),
+    )
+    .await
+    .expect("boots on the host network");
+    let info = target.info();
+    let network = info.network.clone().expect("the path is recorded");
+    assert_eq!(network.path, NetworkPath::Host, "{network:?}");
+    assert_eq!(network.fallback, None);
+    assert_eq!(
+        network.binds_every_interface,
+        Some(false),
+        "the demo binds $HOST = 127.0.0.1"
+    );
+    let port = info.port.expect("port");
+    assert_ne!(port, 8080, "a free port of its own, not the config's");
+    assert_eq!(info.container_port, None);
+    assert_eq!(target.base_url(), format!("http://127.0.0.1:{port}"));
+    assert_eq!(
+        status_of(&format!("{}/health", target.base_url())).await,
+        Some(200)
+    );
+    let inspect = docker()
+        .await
+        .inspect_container(&info.container_id.clone().expect("id"), None)
+        .await
+        .expect("inspect");
+    let host = inspect.host_config.expect("host config");
+    assert_eq!(host.network_mode.as_deref(), Some("host"));
+    assert!(
+        host.port_bindings.unwrap_or_default().is_empty(),
+        "nothing published"
+    );
+    assert!(
+        !events
+            .steps()
+            .iter()
+            .any(|e| matches!(e, BootEvent::Warning { .. })),
+        "{:?}",
+        events.steps()
+    );
+    target.shutdown().await.expect("shutdown");
+
+    // The same service told to bind every interface: it runs, and the run says so.
+    let events = Events::default();
+    let target = boot(
+        demo_request(
+            TargetKind::Container,
+            &id,
+            hosted,
+            &[("DEMO_BIND", "0.0.0.0")],
+        ),
+        &|e| events.push(e),
+    )
+    .await
+    .expect("boots");
+    let network = target.info().network.expect("recorded");
+    assert_eq!(network.binds_every_interface, Some(true));
+    assert!(
+        events.steps().iter().any(
+            |e| matches!(e, BootEvent::Warning { message } if message.contains("every interface"))
+        ),
+        "{:?}",
+        events.steps()
+    );
     target.shutdown().await.expect("shutdown");
     assert!(containers_of_run(&id).await.is_empty());
 }

@@ -7,7 +7,7 @@
 //! enters as a count, not as core ids, since the same machine class pins different ids.
 
 use crate::result::{Environment, RunResult, hex_sha256};
-use crate::targets::TargetInfo;
+use crate::targets::{NetworkPath, TargetInfo};
 use serde::{Deserialize, Serialize};
 
 /// What must match between a baseline's environment and this run's.
@@ -27,6 +27,12 @@ pub struct Fingerprint {
     pub engine_version: Option<String>,
     /// The version of cargo-loadgate that measured.
     pub tool_version: String,
+    /// How the load reached a container target: through the engine's published port (and its
+    /// proxy) or on the host's network. Absent for processes and URLs, and in fingerprints stored
+    /// before it was recorded (those containers were all reached through a published port), so a
+    /// baseline measured through the proxy is never compared with a run that was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkPath>,
 }
 
 /// The fingerprint of a run in `environment` against `target`, measured by loadgate `tool_version`.
@@ -46,6 +52,7 @@ pub fn fingerprint(
         pinned_cores: cpuset.and_then(cpuset_len),
         engine_version: environment.engine_version.clone(),
         tool_version: tool_version.to_owned(),
+        network: target.and_then(|t| t.network.as_ref()).map(|n| n.path),
     }
 }
 
@@ -123,6 +130,11 @@ impl Fingerprint {
             self.tool_version.clone(),
             other.tool_version.clone(),
         );
+        diff(
+            "network path",
+            opt(&self.network.map(NetworkPath::as_str)),
+            opt(&other.network.map(NetworkPath::as_str)),
+        );
         out
     }
 }
@@ -141,6 +153,7 @@ mod tests {
             pinned_cores: None,
             engine_version: Some("20.10.24".to_owned()),
             tool_version: "0.1.0".to_owned(),
+            network: None,
         }
     }
 
@@ -179,6 +192,26 @@ mod tests {
             ]
         );
         assert!(a.differences(&sample()).is_empty());
+    }
+
+    /// A fingerprint stored before the network path was recorded keeps its key (the field is
+    /// left out while absent), and differs from a run on the host network, which is named.
+    #[test]
+    fn the_network_path_is_part_of_the_fingerprint_without_changing_old_keys() {
+        let old = sample();
+        let json = serde_json::to_string(&old).expect("serializes");
+        assert!(!json.contains("network"), "{json}");
+        let read: Fingerprint = serde_json::from_str(&json).expect("reads");
+        assert_eq!(read.key(), old.key());
+        let hosted = Fingerprint {
+            network: Some(NetworkPath::Host),
+            ..sample()
+        };
+        assert_ne!(hosted.key(), old.key());
+        assert_eq!(
+            old.differences(&hosted),
+            vec!["network path `none` (baseline) vs `host` (this run)".to_owned()]
+        );
     }
 
     #[test]

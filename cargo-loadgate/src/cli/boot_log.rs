@@ -91,6 +91,7 @@ impl BootReporter {
                 eprintln!("     Warning {reason}; packing the binary with its shared libraries")
             }
             BootEvent::Starting { what } => eprintln!("    Starting {what}"),
+            BootEvent::Warning { message } => eprintln!("     Warning {message}"),
             BootEvent::Ready { after } => {
                 eprintln!("       Ready after {} ms", after.as_millis())
             }

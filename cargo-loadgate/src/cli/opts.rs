@@ -154,8 +154,9 @@ pub struct ConfigOpts {
     /// The package whose config to use.
     #[arg(short = 'p', long = "package", value_name = "NAME")]
     pub package: Option<String>,
-    /// A standalone loadgate.toml (no cargo package needed, e.g. for a URL target).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["manifest_path", "package"])]
+    /// A standalone loadgate.toml (no cargo package needed, e.g. for a URL target); with
+    /// `-p`, another configuration of that package.
+    #[arg(long, value_name = "FILE", conflicts_with = "manifest_path")]
     pub config: Option<PathBuf>,
     /// The profile to apply: default, quick, ci, full or one of the config's own.
     #[arg(long, value_name = "NAME")]

@@ -19,7 +19,8 @@ pub struct LoadOpts {
     pub manifest_path: Option<PathBuf>,
     /// `-p NAME`: the package whose configuration to use.
     pub package: Option<String>,
-    /// `--config FILE`: a standalone loadgate.toml; no cargo package is involved.
+    /// `--config FILE`: a standalone loadgate.toml; no cargo package is involved unless `-p`
+    /// names the package whose binaries it runs.
     pub config: Option<PathBuf>,
     /// `--profile NAME` (`default` when not given).
     pub profile: Option<String>,
@@ -30,7 +31,9 @@ pub struct LoadOpts {
 /// Finds, reads and validates the configuration, and resolves the selected profile.
 pub fn load(opts: &LoadOpts) -> Result<LoadgateConfig, ConfigError> {
     let profile = opts.profile.as_deref().unwrap_or("default");
-    if let Some(config) = &opts.config {
+    if let Some(config) = &opts.config
+        && opts.package.is_none()
+    {
         let path = opts.cwd.join(config);
         let text = read(&path)?;
         return validate(SourceFile::new(path, text), Location::File, None, profile);
@@ -50,6 +53,18 @@ pub fn load(opts: &LoadOpts) -> Result<LoadgateConfig, ConfigError> {
             .map(|t| t.name.clone())
             .collect(),
     };
+    // `--config FILE -p NAME`: another configuration of the package (a second workload), whose
+    // `bin = …` is built from that package.
+    if let Some(config) = &opts.config {
+        let path = opts.cwd.join(config);
+        let text = read(&path)?;
+        return validate(
+            SourceFile::new(path, text),
+            Location::File,
+            Some(package_ref),
+            profile,
+        );
+    }
     let beside = config_file_of(package);
     match (has_metadata_config(package), beside.is_file()) {
         (true, true) => Err(ConfigError::Ambiguous {

@@ -127,6 +127,44 @@ pub struct TargetConfig {
     pub env: BTreeMap<String, String>,
     /// Arguments passed to the service.
     pub args: Vec<String>,
+    /// How the load reaches a container target (`[target] network`). Left out of the serialized
+    /// config while it is `auto`, so configs that do not set it keep the config hash they had;
+    /// the path a run used is in its fingerprint instead (`baseline::Fingerprint::network`).
+    #[serde(skip_serializing_if = "NetworkChoice::is_auto")]
+    pub network: NetworkChoice,
+}
+
+/// `[target] network`: how the generator reaches a container target. docs/decisions.md
+/// ("The network path") has the measurements behind the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkChoice {
+    /// Host networking when the engine runs on this machine's kernel (not Docker Desktop, not
+    /// rootless), the published port otherwise, with the reason stated.
+    #[default]
+    Auto,
+    /// The container shares the host's network: the service listens on `$HOST:$PORT`
+    /// (127.0.0.1 and a free port), with no proxy between it and the generator.
+    Host,
+    /// The container's port published on 127.0.0.1 through the engine's port forwarding
+    /// (Docker's userland proxy where it is on).
+    Published,
+}
+
+impl NetworkChoice {
+    /// The choice as the config writes it: `auto`, `host`, `published`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Host => "host",
+            Self::Published => "published",
+        }
+    }
+
+    /// Whether it is `auto` (the default, left out of the config hash).
+    pub fn is_auto(&self) -> bool {
+        *self == Self::Auto
+    }
 }
 
 /// `[target.ready]`: the service is ready when `GET path` answers 2xx.

@@ -268,7 +268,7 @@ fn health(ramp: &RampOutcome, soak: Option<&Soak>, valid: Option<bool>) -> Healt
     }
 }
 
-/// `container, 1 CPU, 256MiB, cores 1`, `process, cores 1`, `url`.
+/// `container, 1 CPU, 256MiB, cores 1, host network`, `process, cores 1`, `url`.
 fn describe_target(target: Option<&TargetInfo>) -> String {
     let Some(target) = target else {
         return "target unknown".to_owned();
@@ -282,6 +282,15 @@ fn describe_target(target: Option<&TargetInfo>) -> String {
     }
     if let Some(cpuset) = &target.cpuset {
         parts.push(format!("cores {cpuset}"));
+    }
+    if let Some(network) = &target.network {
+        parts.push(
+            match network.path {
+                crate::targets::NetworkPath::Host => "host network",
+                crate::targets::NetworkPath::Published => "published port",
+            }
+            .to_owned(),
+        );
     }
     parts.join(", ")
 }
@@ -1321,6 +1330,19 @@ mod tests {
             ..container
         };
         assert_eq!(describe_target(Some(&big)), "container, 2.5 CPUs, 2GiB");
+        let hosted = TargetInfo {
+            network: Some(crate::targets::NetworkInfo {
+                path: crate::targets::NetworkPath::Host,
+                asked: crate::config::NetworkChoice::Auto,
+                fallback: None,
+                binds_every_interface: Some(false),
+            }),
+            ..big.clone()
+        };
+        assert_eq!(
+            describe_target(Some(&hosted)),
+            "container, 2.5 CPUs, 2GiB, host network"
+        );
         let url = TargetInfo {
             kind: TargetKind::Url,
             cpuset: None,

@@ -5,6 +5,7 @@ use super::{
     BootEvent, ERROR_LOG_LINES, LogRing, ResourceSampler, SampleSource, TargetError,
     container::{ContainerHandle, ContainerSpec, short},
     docker::{CONNECT_TIMEOUT, connect},
+    network::{self, EngineSite, NetworkInfo, NetworkPath},
     process::{ProcessHandle, SHUTDOWN_GRACE, Spawn, describe_status, free_loopback_port},
     ring::DEFAULT_LOG_LINES,
     sample::{Probe, procfs_readable},
@@ -76,6 +77,10 @@ pub struct TargetInfo {
     pub cpuset: Option<String>,
     /// Where resource samples come from.
     pub samples: SampleSource,
+    /// How the load reached a container target (absent for processes and URLs, which are on
+    /// loopback already, and in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkInfo>,
 }
 
 /// How the target ended.
@@ -122,6 +127,8 @@ pub async fn boot(
     match target.wait_ready(&req.config.ready).await {
         Ok(after) => {
             events(BootEvent::Ready { after });
+            let mut target = target;
+            target.check_listener(events);
             Ok(target)
         }
         Err(e) => {
@@ -164,6 +171,7 @@ fn boot_url(req: &BootRequest) -> Result<RunningTarget, TargetError> {
             memory_bytes: None,
             cpuset: None,
             samples: SampleSource::None,
+            network: None,
         },
         log: LogRing::new(1),
         probe: Probe::Nothing,
@@ -171,8 +179,14 @@ fn boot_url(req: &BootRequest) -> Result<RunningTarget, TargetError> {
     })
 }
 
-fn merged_env(req: &BootRequest, port: u16) -> Vec<(String, String)> {
+/// The service's environment: `$PORT`, and `$HOST=127.0.0.1` when it runs on the host's network
+/// (a process, or a container with host networking: a service that binds `$HOST` is then on
+/// loopback only), then the config's env and `--env`, which win.
+fn merged_env(req: &BootRequest, port: u16, on_host_network: bool) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![("PORT".into(), port.to_string())];
+    if on_host_network {
+        env.push(("HOST".into(), "127.0.0.1".into()));
+    }
     for (k, v) in req
         .config
         .env
@@ -240,7 +254,7 @@ async fn boot_process(
     let handle = ProcessHandle::spawn(Spawn {
         binary: &binary,
         args: &req.config.args,
-        env: merged_env(req, port),
+        env: merged_env(req, port, true),
         cpuset: req.cpuset.as_deref(),
         log: log.clone(),
     })?;
@@ -260,6 +274,7 @@ async fn boot_process(
             memory_bytes: None,
             cpuset: req.cpuset.clone(),
             samples: SampleSource::Procfs { pid },
+            network: None,
         },
         log,
         probe: Probe::Procfs(pid),
@@ -302,16 +317,44 @@ async fn boot_container(
         }
     };
     let log = LogRing::new(DEFAULT_LOG_LINES);
-    let port = req.config.port;
+    let site = EngineSite::of(&docker).await;
+    let (path, fallback) = network::decide(
+        req.config.network,
+        &site,
+        network::local_kernel().as_deref(),
+    )?;
+    let host_network = path == NetworkPath::Host;
+    // On the host's network the service listens on a free loopback port of its own (or the
+    // `PORT` the user set); published, on the config's port inside its own namespace.
+    let port = match (host_network, port_override(req)) {
+        (false, _) => req.config.port,
+        (true, Some(port)) => port,
+        (true, None) => free_loopback_port()?,
+    };
     events(BootEvent::Starting {
-        what: format!("container from {} (port {port})", image.tag),
+        what: match path {
+            NetworkPath::Host => format!(
+                "container from {} on the host network (127.0.0.1:{port})",
+                image.tag
+            ),
+            NetworkPath::Published => format!("container from {} (port {port})", image.tag),
+        },
     });
+    if let Some(why) = &fallback {
+        events(BootEvent::Warning {
+            message: format!(
+                "host networking is not available ({why}); the port is published on 127.0.0.1 \
+                 instead, and the engine's proxy is in the measured path"
+            ),
+        });
+    }
     let handle = ContainerHandle::start(
         &docker,
         &ContainerSpec {
             image_id: &image.id,
             port,
-            env: merged_env(req, port),
+            host_network,
+            env: merged_env(req, port, host_network),
             args: &req.config.args,
             run_id: &req.run_id,
             cpus: req.config.cpus,
@@ -344,11 +387,17 @@ async fn boot_container(
         pid: (handle.pid != 0).then_some(handle.pid),
         container_id: Some(handle.id.clone()),
         port: Some(host_port),
-        container_port: Some(port),
+        container_port: (!host_network).then_some(port),
         cpus: req.config.cpus,
         memory_bytes: req.config.memory_bytes,
         cpuset: req.cpuset.clone(),
         samples,
+        network: Some(NetworkInfo {
+            path,
+            asked: req.config.network,
+            fallback,
+            binds_every_interface: None,
+        }),
     };
     let target = RunningTarget {
         info,
@@ -374,6 +423,22 @@ async fn boot_container(
 }
 
 impl RunningTarget {
+    /// On the host's network, looks at how the ready service's listener is bound, records it, and
+    /// warns when it is every interface.
+    fn check_listener(&mut self, events: &dyn Fn(BootEvent)) {
+        let Some(port) = self.info.port else { return };
+        let Some(network) = self.info.network.as_mut() else {
+            return;
+        };
+        if network.path != NetworkPath::Host {
+            return;
+        }
+        network.binds_every_interface = network::binds_every_interface(port);
+        if let Some(message) = network.warning(port) {
+            events(BootEvent::Warning { message });
+        }
+    }
+
     /// The base URL the load goes to, e.g. `http://127.0.0.1:41234` (no trailing `/`).
     pub fn base_url(&self) -> &str {
         &self.info.base_url
@@ -525,6 +590,7 @@ mod tests {
                     ("A".into(), "config".into()),
                 ]),
                 args: vec![],
+                network: crate::config::NetworkChoice::Auto,
             },
             package: None,
             extra_env: vec![("A".into(), "cli".into())],
@@ -539,18 +605,34 @@ mod tests {
     fn env_order_port_then_config_then_cli() {
         let req = request(TargetKind::Process, TargetSource::Bin { name: "x".into() });
         assert_eq!(
-            merged_env(&req, 4000),
+            merged_env(&req, 4000, false),
             [
                 ("PORT".into(), "4000".into()),
                 ("RUST_LOG".into(), "warn".into()),
                 ("A".into(), "cli".into())
             ]
         );
+        // On the host's network the service is also told to bind loopback; the user's `HOST`
+        // wins like every other key.
+        assert_eq!(
+            merged_env(&req, 4000, true)[..2],
+            [
+                ("PORT".into(), "4000".into()),
+                ("HOST".into(), "127.0.0.1".into()),
+            ]
+        );
+        let mut own_host = req.clone();
+        own_host.extra_env.push(("HOST".into(), "::1".into()));
+        let env = merged_env(&own_host, 4000, true);
+        assert_eq!(
+            env.iter().filter(|(k, _)| k == "HOST").collect::<Vec<_>>(),
+            [&("HOST".to_owned(), "::1".to_owned())]
+        );
         assert_eq!(port_override(&req), None);
         let mut req = req;
         req.extra_env.push(("PORT".into(), "4321".into()));
         assert_eq!(port_override(&req), Some(4321));
-        assert!(merged_env(&req, 4321).contains(&("PORT".into(), "4321".into())));
+        assert!(merged_env(&req, 4321, true).contains(&("PORT".into(), "4321".into())));
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
-//! The `container` target: created with bollard directly (see below), published on 127.0.0.1 only,
-//! limited in CPU and memory, labelled for sweeping, its output followed into a ring buffer.
+//! The `container` target: created with bollard directly (see below), on the host's network or
+//! published on 127.0.0.1 only (`super::network` decides which), limited in CPU and memory,
+//! labelled for sweeping, its output followed into a ring buffer.
 //!
 //! Why bollard and not testcontainers' `GenericImage` runner: the runner pulls the image when
 //! create answers 404 (loadgate must never pull), it talks API 1.53 without negotiating, and its
@@ -38,7 +39,11 @@ const STOP_GRACE_SECS: i32 = 5;
 /// What to create.
 pub(crate) struct ContainerSpec<'a> {
     pub(crate) image_id: &'a str,
+    /// The port the service listens on: inside the container when it is published, on the host's
+    /// loopback with host networking.
     pub(crate) port: u16,
+    /// Host networking (no port published, no proxy) instead of a port published on 127.0.0.1.
+    pub(crate) host_network: bool,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) args: &'a [String],
     pub(crate) run_id: &'a str,
@@ -50,13 +55,15 @@ pub(crate) struct ContainerSpec<'a> {
 /// The create body for a spec (pure, so it can be tested without an engine).
 pub(crate) fn create_body(spec: &ContainerSpec<'_>) -> ContainerCreateBody {
     let port_key = format!("{}/tcp", spec.port);
-    let bindings = HashMap::from([(
-        port_key.clone(),
-        Some(vec![PortBinding {
-            host_ip: Some("127.0.0.1".into()),
-            host_port: Some(String::new()),
-        }]),
-    )]);
+    let bindings = (!spec.host_network).then(|| {
+        HashMap::from([(
+            port_key.clone(),
+            Some(vec![PortBinding {
+                host_ip: Some("127.0.0.1".into()),
+                host_port: Some(String::new()),
+            }]),
+        )])
+    });
     let memory = spec.memory_bytes.and_then(|m| i64::try_from(m).ok());
     ContainerCreateBody {
         image: Some(spec.image_id.to_owned()),
@@ -66,9 +73,10 @@ pub(crate) fn create_body(spec: &ContainerSpec<'_>) -> ContainerCreateBody {
             (LABEL.to_owned(), "1".to_owned()),
             (LABEL_RUN.to_owned(), spec.run_id.to_owned()),
         ])),
-        exposed_ports: Some(vec![port_key]),
+        exposed_ports: (!spec.host_network).then(|| vec![port_key]),
         host_config: Some(HostConfig {
-            port_bindings: Some(bindings),
+            network_mode: spec.host_network.then(|| "host".to_owned()),
+            port_bindings: bindings,
             nano_cpus: spec.cpus.map(|c| (c * 1e9).round() as i64),
             memory,
             // No swap beyond the limit: a container that swaps is not comparable run to run.
@@ -152,12 +160,16 @@ impl ContainerHandle {
                 ));
             }
         };
-        handle.host_port = inspect
-            .network_settings
-            .and_then(|n| n.ports)
-            .and_then(|p| p.get(&format!("{}/tcp", spec.port)).cloned().flatten())
-            .and_then(|b| b.into_iter().find_map(|b| b.host_port?.parse().ok()))
-            .unwrap_or(0);
+        handle.host_port = if spec.host_network {
+            spec.port
+        } else {
+            inspect
+                .network_settings
+                .and_then(|n| n.ports)
+                .and_then(|p| p.get(&format!("{}/tcp", spec.port)).cloned().flatten())
+                .and_then(|b| b.into_iter().find_map(|b| b.host_port?.parse().ok()))
+                .unwrap_or(0)
+        };
         let init_pid = inspect
             .state
             .and_then(|s| s.pid)
@@ -351,10 +363,38 @@ mod tests {
             cpus: Some(1.5),
             memory_bytes: Some(512 * 1024 * 1024),
             cpuset: Some("1"),
+            host_network: false,
         };
         let body = create_body(&spec);
         let json = serde_json::to_value(&body).expect("serializes");
         insta::assert_json_snapshot!(json);
+    }
+
+    #[test]
+    fn create_body_on_the_host_network_publishes_and_exposes_nothing() {
+        let spec = ContainerSpec {
+            image_id: "img",
+            port: 41234,
+            env: vec![
+                ("PORT".into(), "41234".into()),
+                ("HOST".into(), "127.0.0.1".into()),
+            ],
+            args: &[],
+            run_id: "r",
+            cpus: Some(1.0),
+            memory_bytes: None,
+            cpuset: Some("1"),
+            host_network: true,
+        };
+        let body = create_body(&spec);
+        assert_eq!(body.exposed_ports, None);
+        let host = body.host_config.expect("host config");
+        assert_eq!(host.network_mode.as_deref(), Some("host"));
+        assert_eq!(host.port_bindings, None);
+        // The limits are the same on either path.
+        assert_eq!(host.nano_cpus, Some(1_000_000_000));
+        assert_eq!(host.cpuset_cpus.as_deref(), Some("1"));
+        assert_eq!(host.init, Some(true));
     }
 
     #[test]
@@ -368,6 +408,7 @@ mod tests {
             cpus: None,
             memory_bytes: None,
             cpuset: None,
+            host_network: false,
         };
         let host = create_body(&spec).host_config.expect("host config");
         assert_eq!(

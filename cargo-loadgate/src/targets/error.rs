@@ -123,6 +123,12 @@ pub enum TargetError {
     /// A `url` target without a URL.
     #[error("target kind `url` needs a url (`--url` or `[target] url`)")]
     MissingUrl,
+    /// `[target] network = "host"` with an engine whose host network is not this machine's.
+    #[error("`[target] network = \"host\"` cannot reach the container from here: {reason}")]
+    HostNetworkUnavailable {
+        /// Why the engine's host network is not this machine's loopback.
+        reason: String,
+    },
     /// A Docker engine call failed.
     #[error("docker engine: failed to {context}")]
     Engine {
@@ -151,6 +157,7 @@ impl TargetError {
             | Self::InvalidUrl { .. }
             | Self::MissingUrl
             | Self::NoPackage { .. }
+            | Self::HostNetworkUnavailable { .. }
             | Self::Unsupported { .. } => TargetErrorKind::Usage,
             Self::Io { .. } => TargetErrorKind::Io,
             Self::EngineUnavailable { .. }
@@ -193,6 +200,9 @@ impl TargetError {
             Self::InvalidUrl { .. } | Self::MissingUrl => "write it like `http://127.0.0.1:8080`".into(),
             Self::Unsupported { .. } => {
                 "use `--target container` for `image` and `dockerfile`, and `bin` or `--url` otherwise".into()
+            }
+            Self::HostNetworkUnavailable { .. } => {
+                "set `[target] network = \"auto\"` (host networking where the engine allows it, a port published on 127.0.0.1 otherwise) or `\"published\"`".into()
             }
             Self::Engine { .. } | Self::Io { .. } => return None,
         })
@@ -331,6 +341,12 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
         ),
         ("missing_url", TargetError::MissingUrl),
         (
+            "host_network_unavailable",
+            TargetError::HostNetworkUnavailable {
+                reason: "the engine is Docker Desktop, whose containers run in a VM".into(),
+            },
+        ),
+        (
             "unsupported",
             TargetError::Unsupported {
                 kind: "process".into(),
@@ -381,6 +397,7 @@ mod tests {
     #[test_case("missing_url", TargetErrorKind::Usage)]
     #[test_case("no_package", TargetErrorKind::Usage)]
     #[test_case("unsupported", TargetErrorKind::Usage)]
+    #[test_case("host_network_unavailable", TargetErrorKind::Usage)]
     #[test_case("engine_unavailable", TargetErrorKind::Target)]
     #[test_case("image_missing", TargetErrorKind::Target)]
     #[test_case("build", TargetErrorKind::Target)]

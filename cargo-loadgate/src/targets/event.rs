@@ -34,6 +34,12 @@ pub enum BootEvent {
         /// What is started, for a person.
         what: String,
     },
+    /// Something the person running the gate should know about how the target runs (a fallback,
+    /// an exposure); also recorded with the run where it matters.
+    Warning {
+        /// The warning, a sentence fragment.
+        message: String,
+    },
     /// The readiness check succeeded.
     Ready {
         /// How long after the start it succeeded.

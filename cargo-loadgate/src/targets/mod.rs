@@ -13,6 +13,7 @@ mod container;
 pub(crate) mod docker;
 mod error;
 mod event;
+mod network;
 mod process;
 pub(crate) mod ring;
 mod sample;
@@ -31,6 +32,7 @@ pub use docker::{DockerInfo, detect_docker};
 pub(crate) use error::examples as error_examples;
 pub use error::{ERROR_LOG_LINES, TargetError, TargetErrorKind};
 pub use event::BootEvent;
+pub use network::{NetworkInfo, NetworkPath};
 pub use process::{free_loopback_port, parse_cpuset};
 pub use ring::{LogRing, OutputStream};
 pub use sample::{

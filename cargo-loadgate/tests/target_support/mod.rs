@@ -8,7 +8,7 @@
 )]
 
 use cargo_loadgate::{
-    config::{PackageRef, ReadyConfig, TargetConfig, TargetKind, TargetSource},
+    config::{NetworkChoice, PackageRef, ReadyConfig, TargetConfig, TargetKind, TargetSource},
     targets::{BootEvent, BootRequest, ResourceSample, cleanup},
 };
 use std::{
@@ -87,6 +87,7 @@ pub fn demo_config(ready_path: &str, timeout: Duration) -> TargetConfig {
         memory_bytes: Some(512 * 1024 * 1024),
         env: BTreeMap::from([("RUST_LOG".into(), "warn".into())]),
         args: vec![],
+        network: NetworkChoice::Auto,
     }
 }
 

@@ -7,7 +7,7 @@ use crate::config::source::{
     Cx, Tbl, Val, array, integer_in, positive_duration, positive_number, size, string, string_map,
     suggest,
 };
-use crate::config::types::{PackageRef, ReadyConfig, TargetConfig, TargetSource};
+use crate::config::types::{NetworkChoice, PackageRef, ReadyConfig, TargetConfig, TargetSource};
 use std::{collections::BTreeMap, path::Path, time::Duration};
 
 /// `target.bin`.
@@ -40,7 +40,8 @@ pub(crate) const URL: Key<String> = Key::new(
 /// `target.port`.
 pub(crate) const PORT: Key<u16> = Key::new(
     "port",
-    "the port the service listens on; it is given as `$PORT`",
+    "the port the service listens on inside a container whose port is published; it is given as \
+     `$PORT` (on the host's network the service gets a free port as `$PORT` instead)",
     |cx, v, _| integer_in(cx, v, "a port", 1..=65535).map(|p| p as u16),
 );
 /// `target.ready.http`.
@@ -80,6 +81,15 @@ pub(crate) const ENV: Key<BTreeMap<String, String>> =
                 .collect(),
         )
     });
+/// The network paths, as written.
+const NETWORKS: [&str; 3] = ["auto", "host", "published"];
+/// `target.network`.
+pub(crate) const NETWORK: Key<NetworkChoice> = Key::new(
+    "network",
+    "how the load reaches a container: `host` (host networking, no proxy), `published` (a port \
+     published on 127.0.0.1) or `auto` (host where the engine allows it)",
+    network,
+);
 /// `target.args`.
 pub(crate) const ARGS: Key<Vec<String>> = Key::new("args", "arguments of the service", args);
 
@@ -101,6 +111,7 @@ pub(crate) const SECTION: Section = Section {
         &MEMORY,
         &ENV,
         &ARGS,
+        &NETWORK,
     ],
     check_table: Some(check_sources),
 };
@@ -190,6 +201,28 @@ fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
     Some(s.to_owned())
 }
 
+fn network(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<NetworkChoice> {
+    let word = string(cx, v, "one of \"auto\", \"host\", \"published\"")?;
+    match word {
+        "auto" => Some(NetworkChoice::Auto),
+        "host" => Some(NetworkChoice::Host),
+        "published" => Some(NetworkChoice::Published),
+        other => {
+            let help = match suggest(other, NETWORKS) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => "one of `auto`, `host`, `published`".to_owned(),
+            };
+            cx.error(
+                v.file,
+                v.span(),
+                format!("unknown network `{other}` in {what}"),
+                Some(help),
+            );
+            None
+        }
+    }
+}
+
 fn args(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Vec<String>> {
     let items = array(cx, v, "an array of strings")?;
     let mut out = Vec::new();
@@ -223,6 +256,9 @@ pub(crate) fn build(
     let memory = look.read(cx, s, &MEMORY);
     let env = look.read(cx, s, &ENV).unwrap_or(Some(BTreeMap::new()));
     let args = look.read(cx, s, &ARGS).unwrap_or(Some(Vec::new()));
+    let network = look
+        .read(cx, s, &NETWORK)
+        .unwrap_or(Some(NetworkChoice::Auto));
     let source = target_source(cx, look, package, port);
     Some(TargetConfig {
         source: source?,
@@ -238,6 +274,7 @@ pub(crate) fn build(
         },
         env: env?,
         args: args?,
+        network: network?,
     })
 }
 

@@ -7,7 +7,7 @@
 #
 #   bench/network.sh [REPEAT]      e.g. bench/network.sh 3
 # Env: RATES="20000 40000"  DURATION=8s  TARGET_CORE=1  GEN_CORE=0  PATHS="process host published"
-#      ROUTE=/catalog/items/sku-00042
+#      ROUTE=/catalog/items/sku-00042  CPUS=1 (the containers' --cpus; empty for none)
 #
 # The goal: on the host network a container reaches ≥ 0.9× the rate and ≤ 1.2× the p99 of the
 # process at 20k and 40k req/s. Load goes to 127.0.0.1 only; every attack is bounded by DURATION;
@@ -21,6 +21,9 @@ TARGET_CORE=${TARGET_CORE:-1}
 GEN_CORE=${GEN_CORE:-0}
 PATHS=${PATHS:-process host published}
 ROUTE=${ROUTE:-/catalog/items/sku-00042}
+CPUS=${CPUS-1}
+limit=()
+[ -n "$CPUS" ] && limit=(--cpus "$CPUS")
 command -v jq > /dev/null || { echo "needs jq (apt-get install -y jq)" >&2; exit 1; }
 command -v docker > /dev/null || { echo "needs docker" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/loadgate-network.XXXXXX)
@@ -40,8 +43,8 @@ docker build -q --label loadgate=1 -t "$IMAGE" "$WORK" > /dev/null
 
 PID="" CID=""
 cleanup() {
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null || true
-  [ -n "$CID" ] && docker rm -f "$CID" > /dev/null 2>&1 || true
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; fi
+  if [ -n "$CID" ]; then docker rm -f "$CID" > /dev/null 2>&1 || true; fi
   docker rmi -f "$IMAGE" > /dev/null 2>&1 || true
 }
 trap cleanup EXIT INT TERM
@@ -59,11 +62,11 @@ start() { # path -> sets URL, PID or CID
       URL=http://127.0.0.1:$port ;;
     host)
       port=$(free_port)
-      CID=$(docker run -d --label loadgate=1 --network host --cpus 1 --cpuset-cpus "$TARGET_CORE" \
+      CID=$(docker run -d --label loadgate=1 --network host "${limit[@]}" --cpuset-cpus "$TARGET_CORE" \
         -e PORT="$port" -e HOST=127.0.0.1 -e RUST_LOG=warn "$IMAGE")
       URL=http://127.0.0.1:$port ;;
     published)
-      CID=$(docker run -d --label loadgate=1 -p 127.0.0.1::8080 --cpus 1 --cpuset-cpus "$TARGET_CORE" \
+      CID=$(docker run -d --label loadgate=1 -p 127.0.0.1::8080 "${limit[@]}" --cpuset-cpus "$TARGET_CORE" \
         -e PORT=8080 -e RUST_LOG=warn "$IMAGE")
       port=$(docker port "$CID" 8080/tcp | head -1 | sed 's/.*://')
       URL=http://127.0.0.1:$port ;;
@@ -71,8 +74,8 @@ start() { # path -> sets URL, PID or CID
   wait_up "$URL"
 }
 stop() {
-  [ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; }
-  [ -n "$CID" ] && { docker rm -f "$CID" > /dev/null; CID=""; }
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=""; fi
+  if [ -n "$CID" ]; then docker rm -f "$CID" > /dev/null; CID=""; fi
 }
 
 printf '%-6s %-10s %8s %10s %9s %9s %8s %9s %7s\n' round path rate achieved p50_ms p99_ms dropped cpu_us/req valid

@@ -320,7 +320,10 @@ pub(super) fn judge(
     // estimate, or one its phase's precondition voided) is no hypothesis of the family: it is
     // inconclusive whatever the others show, and it does not make them clear a stricter level.
     let tested = |d: &Draft| {
-        d.primary && !d.forced && (d.aborted.is_some() || !matches!(d.estimate, Estimate::Missing))
+        d.primary
+            && !d.forced
+            && (d.aborted.is_some()
+                || !matches!(d.estimate, Estimate::Missing | Estimate::HeldTop))
     };
     let p: Vec<f64> = drafts
         .iter()
@@ -385,7 +388,7 @@ fn classify(
         (Scale::Difference, _) => (delta, -delta),
     };
     let p_value = match draft.estimate {
-        Estimate::Missing => None,
+        Estimate::Missing | Estimate::HeldTop => None,
         _ if draft.forced => None,
         _ => Some(draft.p_value()),
     };
@@ -527,6 +530,9 @@ fn classify(
             }
         }
         Estimate::Missing => (None, None, None, None, MetricOutcome::Inconclusive),
+        // The ratio of the capacities as far as the ramp measured them is 1, and the head's may
+        // be higher: [1, unbounded), a pass within the ramp (the note says where it ends).
+        Estimate::HeldTop => (Some(1.0), Some(1.0), None, None, MetricOutcome::Pass),
     };
     if draft.forced {
         outcome = MetricOutcome::Inconclusive;
@@ -1317,6 +1323,53 @@ mod tests {
         assert_eq!(
             capacity.note.as_deref(),
             Some("this run's ramp is invalid: invalid: the ramp stopped at `ramp-25%`")
+        );
+    }
+
+    /// A service faster than the ramp: both sides held the highest step. The capacity passes
+    /// within the ramp (no hypothesis test, not in Holm's family), saying where the ramp ended,
+    /// and unchanged code can pass the run; a head that broke, or whose generator reached its
+    /// limit, still cannot.
+    #[test]
+    fn both_holding_the_whole_ramp_passes_the_capacity_within_it_and_lets_the_run_pass() {
+        let phase = soak(25, SHAPE);
+        let mut base = figures(phase.clone());
+        base.knee = knee(Some(60.0), None);
+        let mut head = figures(phase.clone());
+        head.knee = knee(Some(60.0), None);
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        let capacity = c
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::Capacity)
+            .unwrap();
+        assert_eq!(capacity.outcome, MetricOutcome::Pass, "{c:#?}");
+        assert_eq!(
+            (capacity.estimate, capacity.low, capacity.high, capacity.p_value),
+            (Some(1.0), Some(1.0), None, None)
+        );
+        let note = capacity.note.as_deref().unwrap_or_default();
+        assert!(note.contains("both held the ramp's highest step (60.000 sessions/s)"), "{note}");
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Pass, "{c:#?}");
+
+        // The head broke where the base held: no longer "both held".
+        head.knee = knee(Some(40.0), Some(50.0));
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(
+            outcome_of(&c, Metric::Capacity, None),
+            MetricOutcome::Regression,
+            "{c:#?}"
+        );
+        // A head that held only because its generator stopped short is a lower bound.
+        head.knee = knee(Some(60.0), None).map(|k| KneeBracket {
+            generator_limit_sessions_per_sec: Some(60.0),
+            ..k
+        });
+        let c = compare_with(&base, &head, &gate(), &fast_options());
+        assert_eq!(
+            outcome_of(&c, Metric::Capacity, None),
+            MetricOutcome::Inconclusive,
+            "{c:#?}"
         );
     }
 

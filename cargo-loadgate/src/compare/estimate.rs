@@ -27,6 +27,11 @@ pub(super) enum Estimate {
     /// Per-pair differences of a paired run on the test scale (ln ratio, or difference): the
     /// Hodges–Lehmann estimate with the exact Wilcoxon interval, drawn at the level classified.
     Paired { d: Vec<f64> },
+    /// Capacity when both sides held the ramp's highest step: the head lost
+    /// nothing the ramp could see, and nothing above the step was measured. A pass within the
+    /// ramp, not a hypothesis test: it is no member of Holm's family (docs/decisions.md, "A
+    /// service faster than the ramp").
+    HeldTop,
     /// Not estimable.
     Missing,
 }
@@ -138,7 +143,7 @@ impl Draft {
             Estimate::Paired { d } => {
                 crate::stats::paired::signed_rank_p_value(d, self.test_threshold())
             }
-            Estimate::Missing => 1.0,
+            Estimate::Missing | Estimate::HeldTop => 1.0,
         }
     }
 }
@@ -424,6 +429,29 @@ pub(super) fn capacity_draft(
             return Some(d.missing(format!("{side} has no knee: no ramp was run")));
         }
     };
+    // Both held the highest step, the head at least where the base did (the same ramp), neither
+    // stopped by its generator: no loss where the ramp looked (`Estimate::HeldTop`).
+    if let (Some(held_b), None, Some(held_h), None, None, None) = (
+        b.last_held_sessions_per_sec,
+        b.first_broke_sessions_per_sec,
+        h.last_held_sessions_per_sec,
+        h.first_broke_sessions_per_sec,
+        b.generator_limit_sessions_per_sec,
+        h.generator_limit_sessions_per_sec,
+    ) && held_h >= held_b * (1.0 - 1e-9)
+    {
+        return Some(Draft {
+            base: Some(held_b),
+            head: Some(held_h),
+            estimate: Estimate::HeldTop,
+            note: Some(format!(
+                "both held the ramp's highest step ({held_b:.3} sessions/s): no capacity lost \
+                 where the ramp looked; above it capacity is not compared (a higher \
+                 `[ramp] steps` compares it)"
+            )),
+            ..d
+        });
+    }
     let mid = |k: &KneeBracket| match (k.last_held_sessions_per_sec, k.first_broke_sessions_per_sec)
     {
         (Some(a), Some(b)) => Some((a * b).sqrt()),

@@ -468,6 +468,9 @@ impl NoiseModel {
                 }
                 // Pairs measured side by side carry no run-to-run noise: nothing to fold in.
                 Estimate::Paired { .. } => continue,
+                // Both held the top step: an observation of each side, not an estimate that
+                // run-to-run noise could move.
+                Estimate::HeldTop => continue,
                 Estimate::Missing => {}
             }
             let mut noise = figure.noise;

@@ -6,7 +6,8 @@ use super::exit::ExitCode;
 use super::opts::AttackOpts;
 use super::render::render_error;
 use crate::config::{
-    EntryPoint, Expect, GeneratorConfig, OperationConfig, RequestTemplate, WorkloadConfig,
+    EntryPoint, Expect, GeneratorConfig, GeneratorThreads, OperationConfig, RequestTemplate,
+    WorkloadConfig,
 };
 use crate::engine::{
     CancellationSignal, EngineError, PhaseHooks, PhaseSpec, enter_realtime, generator_core,
@@ -338,6 +339,7 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         max_lag: MAX_LAG,
         max_drop_rate: MAX_DROP_RATE,
         connections: usize::from(opts.connections),
+        threads: GeneratorThreads::Auto,
     };
     if let Some(path) = &opts.config {
         let text = std::fs::read_to_string(path).map_err(|source| AttackError::ReadConfig {

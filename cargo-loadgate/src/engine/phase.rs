@@ -780,6 +780,7 @@ mod tests {
             max_lag: 20 * MS,
             max_drop_rate: 0.01,
             connections: 0,
+            threads: crate::config::GeneratorThreads::Auto,
         }
     }
 

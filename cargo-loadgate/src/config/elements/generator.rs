@@ -209,4 +209,27 @@ mod tests {
             ),
         );
     }
+
+    /// The config hash reads the serialized config: one loop (written or "auto") must serialize
+    /// as before the key existed, and more loops must not.
+    #[test]
+    fn threads_enter_the_serialized_config_only_above_one_loop() {
+        let generator = |threads: &str| {
+            let text = with_workload(&format!("[generator]\nthreads = {threads}\n"));
+            let cfg = parse(&text, "default").expect("valid");
+            serde_json::to_value(&cfg.generator).expect("serializes")
+        };
+        let before = serde_json::to_value(
+            &parse(&with_workload(""), "default")
+                .expect("valid")
+                .generator,
+        )
+        .expect("serializes");
+        assert!(before.get("threads").is_none(), "{before}");
+        assert_eq!(generator("\"auto\""), before);
+        assert_eq!(generator("1"), before);
+        if available_cores().is_some_and(|c| c >= 2) {
+            assert_eq!(generator("2")["threads"], 2);
+        }
+    }
 }

@@ -6,13 +6,15 @@ use super::exit::ExitCode;
 use super::opts::AttackOpts;
 use super::render::render_error;
 use crate::config::{
-    EntryPoint, Expect, GeneratorConfig, OperationConfig, RequestTemplate, WorkloadConfig,
+    EntryPoint, Expect, GeneratorConfig, GeneratorThreads, OperationConfig, RequestTemplate,
+    WorkloadConfig,
 };
 use crate::engine::{
-    CancellationSignal, EngineError, PhaseHooks, PhaseSpec, enter_realtime, generator_core,
-    is_realtime, pin_current_thread, run_phase,
+    CancellationSignal, EngineError, PhaseHooks, PhaseSpec, Placement, allowed_cores,
+    enter_realtime, generator_core, is_realtime, pin_current_thread, place, resolve_threads,
+    run_phase, run_phase_on_loops,
 };
-use crate::measure::{PhaseMeasurement, PhaseSummary, Progress};
+use crate::measure::{LoopMeasurement, PhaseMeasurement, PhaseSummary, Progress};
 use crate::report::table;
 use serde::Serialize;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -154,8 +156,17 @@ pub struct AttackSummary {
     pub cpu_seconds: Option<f64>,
     /// Generator CPU per request sent, in microseconds.
     pub cpu_us_per_request: Option<f64>,
-    /// The core the generator was pinned to.
+    /// The core the generator was pinned to (the first loop's, with several).
     pub generator_core: Option<usize>,
+    /// The generator's event loops (`--threads`).
+    pub threads: usize,
+    /// Each loop's core, CPU time, busy share and lag, when there were several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<LoopMeasurement>,
+    /// Whether the generator's loops ran on every core this process may run on (or on its only
+    /// one), which a local target then shares.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub generator_shares_target_cores: bool,
     /// Whether the generator thread ran under `SCHED_FIFO` (`--realtime` granted).
     pub realtime: bool,
     /// Whether the generator kept its schedule (lag and drops within their limits).
@@ -186,6 +197,9 @@ impl AttackSummary {
             cpu_seconds: m.generator_cpu.map(|d| d.as_secs_f64()),
             cpu_us_per_request: s.cpu_us_per_request,
             generator_core: m.generator_core,
+            threads: m.loops.len().max(1),
+            loops: m.loops.clone(),
+            generator_shares_target_cores: m.generator_shares_target_cores,
             realtime,
             valid: s.valid,
             invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
@@ -247,6 +261,7 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         });
     };
     let plan = plan(opts, url)?;
+    let placement = placement(opts, &plan.generator)?;
     let addr = resolve(url)?;
     if !addr.ip().is_loopback() && !opts.allow_remote {
         return Err(AttackError::Remote {
@@ -261,6 +276,9 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         }
     })?;
 
+    if let Some(placement) = placement {
+        return attack_on_loops(opts, url, plan, &placement);
+    }
     let core = opts.cpu.or_else(generator_core);
     if let Some(core) = core {
         pin_current_thread(core).map_err(|source| AttackError::Pin { core, source })?;
@@ -275,14 +293,7 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         .enable_all()
         .build()
         .map_err(AttackError::Runtime)?;
-    let spec = PhaseSpec {
-        name: "attack".to_owned(),
-        sessions_per_sec: opts.rate,
-        duration: opts.duration,
-        warmup: Duration::ZERO,
-        seed: opts.seed,
-        first_session: 0,
-    };
+    let spec = attack_spec(opts);
     let schedule = spec.schedule(&plan.workload);
     let stop = CancellationSignal::new();
     let measurement = runtime.block_on(async {
@@ -310,8 +321,134 @@ fn attack(opts: &AttackOpts) -> Result<i32, AttackError> {
         .await
     });
     let measurement = measurement.map_err(AttackError::Engine)?;
-    let summary = AttackSummary::new(&measurement, opts.rate, realtime);
-    print!("{}", render(&summary, &measurement));
+    report(opts, url, &measurement, realtime, &stop)
+}
+
+/// Where the loops of `--threads N` run, when N (or the config file's `threads`) is above one:
+/// the first N cores this process may run on. More than it has, or flags that pin or schedule
+/// one loop, are usage errors.
+fn placement(
+    opts: &AttackOpts,
+    generator: &GeneratorConfig,
+) -> Result<Option<Placement>, AttackError> {
+    let threads = resolve_threads(generator.threads);
+    if threads <= 1 {
+        return Ok(None);
+    }
+    let invalid =
+        |flag: &'static str, reason: String| AttackError::InvalidArgument { flag, reason };
+    if opts.cpu.is_some() {
+        return Err(invalid(
+            "--cpu",
+            format!(
+                "pins one loop; {threads} loops (--threads) take the first {threads} cores this process may run on"
+            ),
+        ));
+    }
+    if opts.realtime {
+        return Err(invalid(
+            "--realtime",
+            "runs one loop under SCHED_FIFO, and is not supported with more than one (--threads)"
+                .to_owned(),
+        ));
+    }
+    if generator.connections > 0 && generator.connections < threads {
+        return Err(invalid(
+            "--connections",
+            format!(
+                "{} connections cannot be shared out among {threads} loops (--threads): each needs one",
+                generator.connections
+            ),
+        ));
+    }
+    place(&allowed_cores(), threads)
+        .map(Some)
+        .map_err(|e| invalid("--threads", e.to_string()))
+}
+
+/// Runs the attack on several loops, one thread pinned to a core each, coordinated from a
+/// blocking thread while this thread's runtime waits for Ctrl-C.
+fn attack_on_loops(
+    opts: &AttackOpts,
+    url: &str,
+    plan: Plan,
+    placement: &Placement,
+) -> Result<i32, AttackError> {
+    if placement.shared {
+        eprintln!(
+            "warning: {} loops take every core this process may run on: a target on this machine shares them, and the latencies include it",
+            placement.loops.len()
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(AttackError::Runtime)?;
+    let spec = attack_spec(opts);
+    let schedule = spec.schedule(&plan.workload);
+    let stop = CancellationSignal::new();
+    let cores = placement.loops.clone();
+    let measurement = runtime.block_on(async {
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        let loops_stop = stop.clone();
+        tokio::task::spawn_blocking(move || {
+            // The coordinator wakes once a window per loop; it keeps to the first loop's core.
+            if let Some(core) = cores.first().copied().flatten() {
+                let _ = pin_current_thread(core);
+            }
+            let progress = |p: &Progress| print_progress(p);
+            let hooks = PhaseHooks {
+                progress: &progress,
+                ..PhaseHooks::default()
+            };
+            run_phase_on_loops(
+                &plan.base_url,
+                &plan.workload,
+                &plan.generator,
+                plan.slo_latency,
+                &spec,
+                &schedule,
+                &cores,
+                hooks,
+                loops_stop,
+            )
+        })
+        .await
+    });
+    let mut measurement = measurement
+        .map_err(|e| AttackError::Engine(EngineError::Timer(std::io::Error::other(e))))?
+        .map_err(AttackError::Engine)?;
+    measurement.generator_shares_target_cores = placement.shared;
+    report(opts, url, &measurement, false, &stop)
+}
+
+/// The phase an attack runs: `--rate` for `--duration`, no warm-up.
+fn attack_spec(opts: &AttackOpts) -> PhaseSpec {
+    PhaseSpec {
+        name: "attack".to_owned(),
+        sessions_per_sec: opts.rate,
+        duration: opts.duration,
+        warmup: Duration::ZERO,
+        seed: opts.seed,
+        first_session: 0,
+    }
+}
+
+/// Prints the report, writes `--json`, and picks the exit code.
+fn report(
+    opts: &AttackOpts,
+    url: &str,
+    measurement: &PhaseMeasurement,
+    realtime: bool,
+    stop: &CancellationSignal,
+) -> Result<i32, AttackError> {
+    let summary = AttackSummary::new(measurement, opts.rate, realtime);
+    print!("{}", render(&summary, measurement));
     if let Some(path) = &opts.json {
         write_json(path, &summary)?;
     }
@@ -338,6 +475,9 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         max_lag: MAX_LAG,
         max_drop_rate: MAX_DROP_RATE,
         connections: usize::from(opts.connections),
+        threads: opts.threads.map_or(GeneratorThreads::Auto, |n| {
+            GeneratorThreads::Count(usize::from(n))
+        }),
     };
     if let Some(path) = &opts.config {
         let text = std::fs::read_to_string(path).map_err(|source| AttackError::ReadConfig {
@@ -366,6 +506,12 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
                 generator.connections
             } else {
                 config.generator.connections
+            },
+            // `--threads` when given, else the file's `generator.threads`.
+            threads: if opts.threads.is_some() {
+                generator.threads
+            } else {
+                config.generator.threads
             },
             ..generator
         };
@@ -525,9 +671,17 @@ fn render(s: &AttackSummary, m: &PhaseMeasurement) -> String {
         (Some(secs), None) => format!("{secs:.3} s"),
         _ => "unknown".to_owned(),
     };
-    let mut core = s
-        .generator_core
-        .map_or_else(|| "not pinned".to_owned(), |c| format!("core {c}"));
+    let mut core = if s.loops.len() > 1 {
+        let cores: Vec<String> = s
+            .loops
+            .iter()
+            .map(|l| l.core.map_or_else(|| "-".to_owned(), |c| c.to_string()))
+            .collect();
+        format!("{} loops on cores {}", s.loops.len(), cores.join(", "))
+    } else {
+        s.generator_core
+            .map_or_else(|| "not pinned".to_owned(), |c| format!("core {c}"))
+    };
     if s.realtime {
         core.push_str(", SCHED_FIFO");
     }
@@ -601,6 +755,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             max_in_flight: 100,
             connections: 0,
+            threads: None,
             cpu: None,
             realtime: false,
             json: None,
@@ -790,5 +945,96 @@ mod tests {
         assert_eq!(v["errors"], 3, "the drop is an error");
         assert_eq!(v["valid"], false);
         assert!(!path.with_extension("json.tmp").exists());
+    }
+
+    #[test]
+    fn threads_parse_from_the_command_line_and_zero_is_refused() {
+        let attack_opts = |args: &[&str]| {
+            let argv = [
+                "cargo-loadgate",
+                "attack",
+                "--url",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "1",
+            ]
+            .iter()
+            .chain(["--duration", "1s"].iter())
+            .chain(args)
+            .copied()
+            .collect::<Vec<_>>();
+            crate::cli::parse_args(argv).map(|crate::cli::CargoOpts::Loadgate(o)| match o.command {
+                crate::cli::Command::Attack(a) => a.threads,
+                other => panic!("not attack: {other:?}"),
+            })
+        };
+        assert_eq!(attack_opts(&[]).expect("parses"), None);
+        assert_eq!(attack_opts(&["--threads", "2"]).expect("parses"), Some(2));
+        let err = attack_opts(&["--threads", "0"]).expect_err("refused");
+        assert_eq!(err.exit_code(), ExitCode::USAGE);
+    }
+
+    #[test]
+    fn threads_above_the_cores_available_are_a_usage_error() {
+        let cores = allowed_cores().len();
+        let mut o = opts("http://127.0.0.1:9/");
+        o.threads = Some(u16::try_from(cores + 1).expect("a few cores"));
+        let err = attack(&o).expect_err("refused");
+        assert!(
+            matches!(
+                &err,
+                AttackError::InvalidArgument {
+                    flag: "--threads",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(err.exit_code(), ExitCode::USAGE);
+        assert!(
+            err.to_string()
+                .contains(&format!("may run on {cores} core")),
+            "{err}"
+        );
+    }
+
+    #[test_case(|o: &mut AttackOpts| o.cpu = Some(0), "--cpu" ; "cpu pins one loop")]
+    #[test_case(|o: &mut AttackOpts| o.realtime = true, "--realtime" ; "realtime is one loop's")]
+    #[test_case(|o: &mut AttackOpts| o.connections = 1, "--connections" ; "a pool smaller than the loops")]
+    fn flags_of_one_loop_are_refused_with_several(change: fn(&mut AttackOpts), flag: &str) {
+        let mut o = opts("http://127.0.0.1:9/");
+        o.threads = Some(2);
+        change(&mut o);
+        let err = attack(&o).expect_err("refused");
+        assert!(
+            matches!(&err, AttackError::InvalidArgument { flag: f, .. } if *f == flag),
+            "{err}"
+        );
+        assert_eq!(err.exit_code(), ExitCode::USAGE);
+    }
+
+    #[test]
+    fn threads_come_from_the_flag_else_from_the_config_file() {
+        let o = opts("http://127.0.0.1:8080/");
+        let p = plan(&o, "http://127.0.0.1:8080/").expect("plan");
+        assert_eq!(p.generator.threads, GeneratorThreads::Auto);
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("loadgate.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n[generator]\nthreads = 1\n",
+                crate::config::MINIMAL_CONFIG
+            ),
+        )
+        .expect("write");
+        let mut o = opts("http://127.0.0.1:8080/");
+        o.config = Some(path);
+        let from_file = plan(&o, "http://127.0.0.1:8080").expect("plan");
+        assert_eq!(from_file.generator.threads, GeneratorThreads::Count(1));
+        o.threads = Some(2);
+        let from_flag = plan(&o, "http://127.0.0.1:8080").expect("plan");
+        assert_eq!(from_flag.generator.threads, GeneratorThreads::Count(2));
     }
 }

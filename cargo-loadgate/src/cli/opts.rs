@@ -345,7 +345,12 @@ pub struct AttackOpts {
     /// 256); 0 opens up to 256 on demand (`generator.connections`, docs/config.md).
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
     pub connections: u16,
-    /// Pin the generator to this CPU core.
+    /// Run N event loops, each on a thread pinned to a core of its own (the first N cores this
+    /// process may run on), sessions shared out by number (`generator.threads`, docs/config.md);
+    /// at most the cores available. Default: the `--config` file's `threads`, else one loop.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Pin the generator to this CPU core (one loop only).
     #[arg(long, value_name = "CORE")]
     pub cpu: Option<usize>,
     /// Run the generator thread under SCHED_FIFO, so other processes on its core cannot delay

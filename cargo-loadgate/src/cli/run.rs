@@ -9,7 +9,7 @@ use crate::calibrate::Calibration;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadgateConfig, TargetKind, TargetSource, WorkloadConfig,
 };
-use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec};
+use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec, Placement};
 use crate::measure::{PhaseMeasurement, Progress};
 use crate::plan::{
     CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
@@ -145,8 +145,13 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
 
     crate::targets::install_cleanup_handlers(super::exit_on_signal)?;
 
-    let generator_core = crate::engine::generator_core();
-    let target_cpuset = generator_core.map(|_| cpuset_string(&crate::engine::target_cores()));
+    // One loop (the default): the generator on the first core, the target on the others.
+    let placement = placement(&config.generator)?;
+    let generator_core = placement.loops.first().copied().flatten();
+    let target_cpuset = placement.target.as_deref().map(cpuset_string);
+    if let Some(warning) = shared_cores_warning(&placement) {
+        eprintln!("     Warning {warning}");
+    }
     let engine_version = if kind == TargetKind::Container {
         crate::targets::detect_docker(DOCKER_PROBE_TIMEOUT)
             .await
@@ -271,7 +276,10 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         ),
     }
 
-    let server_core = crate::engine::target_cores().first().copied();
+    let server_core = match &placement.target {
+        Some(cores) => cores.first().copied(),
+        None => crate::engine::target_cores().first().copied(),
+    };
     result.calibration = calibrate(generator_core, server_core, None).await;
     write_result(&result_path, &result)?;
 
@@ -694,8 +702,10 @@ impl PhaseRunner for GeneratorRunner<'_> {
 
 /// Runs one phase on a thread of its own with a current-thread runtime, pinned to the generator's
 /// core when there is one: the engine's future is not `Send`, and the generator must not share a
-/// core with the target or with the sampler. It shows no progress while it runs. `schedule` is
-/// `spec`'s ([`PhaseSpec::schedule`]), built by the caller.
+/// core with the target or with the sampler. With `generator.threads` above one, that thread
+/// coordinates the loops, each on a thread of its own pinned to its own core
+/// ([`crate::engine::run_phase_on_loops`]), and `core` is the first loop's. It shows no progress
+/// while it runs. `schedule` is `spec`'s ([`PhaseSpec::schedule`]), built by the caller.
 #[expect(
     clippy::too_many_arguments,
     reason = "the phase's inputs and the generator's core; a struct would only rename them"
@@ -724,6 +734,43 @@ pub async fn run_phase_on_generator_thread(
     .await
 }
 
+/// Where the generator's loops and the target run on this machine, for `generator.threads`: a
+/// usage error when this process may run on fewer cores than the loops asked for (validation
+/// checked the same cores, so only a changed affinity gets here).
+fn placement(generator: &GeneratorConfig) -> Result<Placement, RunError> {
+    let threads = crate::engine::resolve_threads(generator.threads);
+    crate::engine::place(&crate::engine::allowed_cores(), threads).map_err(|e| RunError::Usage {
+        message: format!("{e}\nhint: lower [generator] threads, or write \"auto\""),
+    })
+}
+
+/// The warning of a generator that runs on the target's cores, recorded in each phase as
+/// `generator_shares_target_cores`; `None` when the target has cores of its own.
+fn shared_cores_warning(placement: &Placement) -> Option<String> {
+    if !placement.shared {
+        return None;
+    }
+    let pinned: Vec<String> = placement
+        .loops
+        .iter()
+        .flatten()
+        .map(ToString::to_string)
+        .collect();
+    Some(if placement.loops.len() > 1 {
+        format!(
+            "the generator shares the target's cores ({} loops on cores {}, and the target is given every core): each takes time from the other, and the latencies include it; lower [generator] threads to leave the target a core of its own",
+            placement.loops.len(),
+            if pinned.is_empty() {
+                "not pinned".to_owned()
+            } else {
+                pinned.join(", ")
+            }
+        )
+    } else {
+        "the generator shares the target's cores (this process may run on one core): each takes time from the other, and the latencies include it".to_owned()
+    })
+}
+
 /// [`run_phase_on_generator_thread`], updating `bar` from the generator thread once a second.
 #[expect(
     clippy::too_many_arguments,
@@ -740,40 +787,57 @@ async fn run_phase_with_progress(
     on_window: OnWindow,
     bar: PhaseBar,
 ) -> Result<PhaseMeasurement, RunError> {
+    let placement = placement(&generator)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let phase = spec.name.clone();
     let spawned = std::thread::Builder::new()
         .name("loadgate-generator".to_owned())
         .spawn(move || {
-            if let Some(core) = core {
+            // One loop runs on this thread; several are coordinated from it, next to the first
+            // loop (the coordinator wakes once a window per loop).
+            if let Some(core) = core.or(placement.loops.first().copied().flatten()) {
                 // Unpinned is slower but still measures honestly (lag is recorded), so go on.
                 let _ = crate::engine::pin_current_thread(core);
             }
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send(Err(EngineError::Timer(e)));
-                    return;
-                }
-            };
             let progress = |p: &Progress| bar.update(p);
             let hooks = PhaseHooks {
                 progress: &progress,
                 on_window: &*on_window,
             };
-            let outcome = runtime.block_on(crate::engine::run_phase(
-                &base_url,
-                &workload,
-                &generator,
-                slo_latency,
-                &spec,
-                &schedule,
-                hooks,
-                CancellationSignal::new(),
-            ));
+            let outcome = if placement.loops.len() > 1 {
+                crate::engine::run_phase_on_loops(
+                    &base_url,
+                    &workload,
+                    &generator,
+                    slo_latency,
+                    &spec,
+                    &schedule,
+                    &placement.loops,
+                    hooks,
+                    CancellationSignal::new(),
+                )
+            } else {
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime.block_on(crate::engine::run_phase(
+                        &base_url,
+                        &workload,
+                        &generator,
+                        slo_latency,
+                        &spec,
+                        &schedule,
+                        hooks,
+                        CancellationSignal::new(),
+                    )),
+                    Err(e) => Err(EngineError::Timer(e)),
+                }
+            };
+            let outcome = outcome.map(|mut m| {
+                m.generator_shares_target_cores = placement.shared;
+                m
+            });
             let _ = tx.send(outcome);
         });
     if let Err(e) = spawned {
@@ -971,5 +1035,18 @@ mod tests {
     fn cpusets_are_comma_lists() {
         assert_eq!(cpuset_string(&[1]), "1");
         assert_eq!(cpuset_string(&[1, 2, 3]), "1,2,3");
+    }
+
+    #[test]
+    fn a_generator_on_the_targets_cores_is_warned_of() {
+        let two_loops = crate::engine::place(&[0, 1], 2).expect("fits");
+        insta::assert_snapshot!(
+            shared_cores_warning(&two_loops).expect("shared"),
+            @"the generator shares the target's cores (2 loops on cores 0, 1, and the target is given every core): each takes time from the other, and the latencies include it; lower [generator] threads to leave the target a core of its own"
+        );
+        let one_core = crate::engine::place(&[0], 1).expect("fits");
+        assert!(shared_cores_warning(&one_core).is_some());
+        let own_core = crate::engine::place(&[0, 1], 1).expect("fits");
+        assert_eq!(shared_cores_warning(&own_core), None);
     }
 }

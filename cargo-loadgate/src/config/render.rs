@@ -273,6 +273,14 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         generator::CONNECTIONS.name,
         &g.connections.to_string(),
     );
+    kv(
+        &mut out,
+        generator::THREADS.name,
+        &match g.threads {
+            GeneratorThreads::Auto => string("auto"),
+            GeneratorThreads::Count(n) => n.to_string(),
+        },
+    );
 
     let r = &cfg.ramp;
     section(&mut out, &ramp::SECTION);

@@ -344,6 +344,40 @@ pub struct GeneratorConfig {
     /// before the key existed (baselines stored then still match).
     #[serde(skip_serializing_if = "is_zero")]
     pub connections: usize,
+    /// How many event loops the generator runs, each on a thread pinned to a core of its own.
+    /// Left out of the serialized config when it runs one loop (`"auto"` does today, see
+    /// [`GeneratorThreads`]), so that the config hash of a config that does not ask for more is
+    /// what it was before the key existed.
+    #[serde(skip_serializing_if = "GeneratorThreads::is_one_loop")]
+    pub threads: GeneratorThreads,
+}
+
+/// `generator.threads`: how many event loops (threads, one per core) the generator runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GeneratorThreads {
+    /// `"auto"`: one loop per core the target is not given. The target is given every core but
+    /// the generator's first, so this is one loop on any machine (the engine resolves it).
+    #[default]
+    Auto,
+    /// Exactly this many loops, at least 1 and at most the cores this process may run on.
+    Count(usize),
+}
+
+impl GeneratorThreads {
+    /// Whether this is one loop whatever the machine: `1`, or `"auto"` (which resolves to one
+    /// loop, see [`GeneratorThreads::Auto`]).
+    pub fn is_one_loop(&self) -> bool {
+        matches!(self, GeneratorThreads::Auto | GeneratorThreads::Count(1))
+    }
+}
+
+impl Serialize for GeneratorThreads {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            GeneratorThreads::Auto => s.serialize_str("auto"),
+            GeneratorThreads::Count(n) => s.serialize_u64(*n as u64),
+        }
+    }
 }
 
 /// `[ramp]`: steps, then bisection between the last step that held and the first that broke.

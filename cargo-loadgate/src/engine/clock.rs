@@ -20,6 +20,12 @@ impl Clock {
         }
     }
 
+    /// A clock whose origin is the absolute `CLOCK_MONOTONIC` reading `origin`: the loops of one
+    /// phase share one, so that an intended time means the same instant on each of them.
+    pub fn with_origin(origin: Duration) -> Self {
+        Self { origin }
+    }
+
     /// Time since the origin.
     pub fn now(&self) -> Duration {
         monotonic_now().saturating_sub(self.origin)

@@ -1,13 +1,16 @@
 //! The open-loop generator: connections, pacing, timing, checks and captures.
 //!
 //! [`run_phase`] drives one phase of a workload against a base URL on the calling thread and
-//! returns a [`crate::measure::PhaseMeasurement`]. Requests go out on hyper's HTTP/1.1 client
-//! connections ([`Pool`]), paced by a timerfd-backed [`PreciseTimer`]; latency is measured from
-//! each request's intended send time. The engine measures; it never judges SLOs.
+//! returns a [`crate::measure::PhaseMeasurement`]; [`run_phase_on_loops`] drives it on several
+//! loops, each a thread pinned to a core of its own, and merges what they measured. Requests go
+//! out on hyper's HTTP/1.1 client connections ([`Pool`]), paced by a timerfd-backed
+//! [`PreciseTimer`]; latency is measured from each request's intended send time. The engine
+//! measures; it never judges SLOs.
 
 mod affinity;
 mod classify;
 mod clock;
+mod loops;
 mod phase;
 mod pool;
 mod realtime;
@@ -16,8 +19,12 @@ mod signal;
 mod test_server;
 mod timer;
 
-pub use affinity::{allowed_cores, generator_core, pin_current_thread, pinned_core, target_cores};
+pub use affinity::{
+    Placement, TooManyThreads, allowed_cores, generator_core, pin_current_thread, pinned_core,
+    place, resolve_threads, target_cores,
+};
 pub use clock::{Clock, monotonic_now};
+pub use loops::{Shard, run_phase_on_loops, share};
 pub use phase::{
     EngineError, PhaseHooks, PhaseSpec, TargetAddr, WINDOW, WindowDecision, run_phase,
 };

@@ -5,11 +5,14 @@
 //! Everything runs on the calling thread (a `LocalSet` inside the caller's runtime): the
 //! dispatcher, one task per session, the connection tasks and the pacing timer. One thread keeps
 //! the per-request cost low (no cross-thread wake-ups, no atomics on the hot path) and makes the
-//! generator's CPU time a single thread's, which `getrusage(RUSAGE_THREAD)` reads.
+//! generator's CPU time a single thread's, which `getrusage(RUSAGE_THREAD)` reads. A generator of
+//! several loops runs this same loop on each of its threads, each on its shard of the schedule
+//! (`super::loops`).
 
 use super::affinity::pinned_core;
 use super::classify::{AnswerClass, classify};
 use super::clock::Clock;
+use super::loops::{LoopLink, LoopReport, Shard};
 use super::pool::{Pool, RequestBody};
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
@@ -277,22 +280,59 @@ pub async fn run_phase(
         hooks,
         stop,
         pacing,
+        LoopRole::whole(generator),
     )
     .await
 }
 
 /// How the pacing timer wakes the engine (the tests widen the early window to see its effect).
 #[derive(Clone, Copy, Debug)]
-struct Pacing {
-    early_window: Duration,
+pub(super) struct Pacing {
+    pub(super) early_window: Duration,
 }
 
-/// [`run_phase`] with the pacing given.
+impl Pacing {
+    /// The pacing every phase runs with.
+    pub(super) const DEFAULT: Pacing = Pacing {
+        early_window: EARLY_WINDOW,
+    };
+}
+
+/// What one loop of the generator is: which sessions it sends, its share of the generator's
+/// limits, and, when it is one of several, its line to the others.
+#[derive(Debug)]
+pub(super) struct LoopRole<'a> {
+    /// The sessions of the schedule this loop sends.
+    pub(super) shard: Shard,
+    /// Its share of `generator.max-in-flight`.
+    pub(super) max_in_flight: usize,
+    /// Its share of `generator.connections` (0: opened on demand).
+    pub(super) connections: usize,
+    /// The most connections it opens on demand.
+    pub(super) connection_cap: usize,
+    /// The start line and the report channel of a loop of several; `None` for one loop alone.
+    pub(super) link: Option<&'a LoopLink>,
+}
+
+impl LoopRole<'_> {
+    /// The only loop: the whole schedule and the whole limits.
+    pub(super) fn whole(generator: &GeneratorConfig) -> Self {
+        Self {
+            shard: Shard::WHOLE,
+            max_in_flight: generator.max_in_flight,
+            connections: generator.connections,
+            connection_cap: MAX_CONNECTIONS.min(generator.max_in_flight),
+            link: None,
+        }
+    }
+}
+
+/// [`run_phase`] with the pacing given, as one loop of the generator (`role`).
 #[expect(
     clippy::too_many_arguments,
-    reason = "run_phase's arguments plus the pacing; a private seam for the tests"
+    reason = "run_phase's arguments plus the pacing and the loop's role; a private seam for the tests and the loops"
 )]
-async fn run_phase_paced(
+pub(super) async fn run_phase_paced(
     target: &str,
     workload: &WorkloadConfig,
     generator: &GeneratorConfig,
@@ -302,6 +342,7 @@ async fn run_phase_paced(
     hooks: PhaseHooks<'_>,
     stop: CancellationSignal,
     pacing: Pacing,
+    role: LoopRole<'_>,
 ) -> Result<PhaseMeasurement, EngineError> {
     let addr = TargetAddr::resolve(target).await?;
     let compiled = CompiledWorkload::new(workload).map_err(EngineError::Compile)?;
@@ -326,12 +367,12 @@ async fn run_phase_paced(
             // the state the phase starts from, like the target's own warm-up.
             let pool = Pool::new(
                 addr.addr,
-                match generator.connections {
-                    0 => MAX_CONNECTIONS.min(generator.max_in_flight),
+                match role.connections {
+                    0 => role.connection_cap.max(1),
                     fixed => fixed,
                 },
             );
-            let wanted = generator.connections;
+            let wanted = role.connections;
             let opened = tokio::select! {
                 biased;
                 // Stopped while connecting: the dispatcher sees the signal at once.
@@ -345,11 +386,22 @@ async fn run_phase_paced(
                     timeout: generator.timeout,
                 });
             }
-            let clock = Clock::start();
+            // The loops of one phase start together, on one clock: each has opened its
+            // connections by now. One that failed before the line has let the others go
+            // (`None`), and the phase is stopped.
+            let clock = match role.link.and_then(|link| link.start.arrive()) {
+                Some(origin) => Clock::with_origin(origin),
+                None => Clock::start(),
+            };
             let cpu_start = cpu_time(CpuScope::Thread);
             let timer = PreciseTimer::with_early_window(clock, pacing.early_window)
                 .map_err(EngineError::Timer)?;
             let driver = timer.clone();
+            let mut recorder = PhaseRecorder::new(&names, spec.warmup, slo_latency, WINDOW);
+            if role.link.is_some() {
+                // Its windows are merged with the other loops' from their histograms.
+                recorder.retain_window_histograms();
+            }
             let ctx = Rc::new(Ctx {
                 clock,
                 timer,
@@ -357,15 +409,10 @@ async fn run_phase_paced(
                 workload: compiled,
                 host,
                 base_path: addr.base_path,
-                recorder: RefCell::new(PhaseRecorder::new(
-                    &names,
-                    spec.warmup,
-                    slo_latency,
-                    WINDOW,
-                )),
+                recorder: RefCell::new(recorder),
                 in_flight: Cell::new(0),
                 outstanding: RefCell::new(Slab::default()),
-                max_in_flight: generator.max_in_flight.max(1),
+                max_in_flight: role.max_in_flight.max(1),
                 timeout: generator.timeout,
                 first_session: spec.first_session,
                 arrivals_end: Cell::new(total),
@@ -377,7 +424,7 @@ async fn run_phase_paced(
             // queued behind the answers of a burst: a timer expiry reaches the dispatcher after
             // at most one batch, and the dispatcher sends inline (see `launch`).
             let phase = async {
-                let stopped = dispatch(&ctx, schedule, spec, &hooks, &stop).await;
+                let stopped = dispatch(&ctx, schedule, spec, &hooks, &stop, &role).await;
                 let arrivals_end = ctx.arrivals_end.get();
                 drain(&ctx).await;
                 (stopped, arrivals_end)
@@ -458,8 +505,9 @@ async fn dispatch(
     spec: &PhaseSpec,
     hooks: &PhaseHooks<'_>,
     stop: &CancellationSignal,
+    role: &LoopRole<'_>,
 ) -> Option<String> {
-    let mut sessions = schedule.sessions();
+    let mut sessions = role.shard.sessions(schedule);
     let mut next = sessions.next();
     let mut next_tick = WINDOW;
     let total = spec.warmup + spec.duration;
@@ -475,7 +523,7 @@ async fn dispatch(
         }
         if now >= next_tick {
             next_tick = now.max(next_tick) + WINDOW;
-            let decision = tick(ctx, spec, hooks, now);
+            let decision = tick(ctx, spec, hooks, now, role.link);
             if let WindowDecision::Stop(reason) = decision {
                 ctx.arrivals_end.set(now);
                 return Some(reason);
@@ -497,8 +545,15 @@ async fn dispatch(
     }
 }
 
-/// Closes the windows that ended, reports progress, and asks the abort hook.
-fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> WindowDecision {
+/// Closes the windows that ended, reports progress, and asks the abort hook; a loop of several
+/// also hands its closed windows and its counts to the coordinator, which merges them.
+fn tick(
+    ctx: &Ctx,
+    spec: &PhaseSpec,
+    hooks: &PhaseHooks<'_>,
+    now: Duration,
+    link: Option<&LoopLink>,
+) -> WindowDecision {
     // One getrusage per tick: the share of its core the loop used since the last tick, recorded on
     // the windows that closed in between (the attribution of lag and drops reads it).
     let busy = match (ctx.cpu_mark.get(), cpu_time(CpuScope::Thread)) {
@@ -508,7 +563,7 @@ fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> W
         }
         _ => None,
     };
-    let (windows, sent, answered, dropped) = {
+    let (windows, sent, answered, dropped, closed) = {
         let mut recorder = ctx.recorder.borrow_mut();
         let windows = recorder.roll_to(now);
         if let Some(busy) = busy {
@@ -519,8 +574,21 @@ fn tick(ctx: &Ctx, spec: &PhaseSpec, hooks: &PhaseHooks<'_>, now: Duration) -> W
             recorder.requests_total(),
             recorder.answers_total(),
             recorder.dropped_so_far(),
+            recorder.take_closed(),
         )
     };
+    if let Some(link) = link {
+        // A coordinator that is gone has stopped the phase already; nothing to do about it here.
+        let _ = link.reports.send(LoopReport::Tick {
+            index: link.index,
+            elapsed: now,
+            sent,
+            answered,
+            in_flight: ctx.in_flight.get(),
+            dropped,
+            closed,
+        });
+    }
     (hooks.progress)(&Progress {
         phase: spec.name.clone(),
         elapsed: now,
@@ -780,6 +848,7 @@ mod tests {
             max_lag: 20 * MS,
             max_drop_rate: 0.01,
             connections: 0,
+            threads: crate::config::GeneratorThreads::Auto,
         }
     }
 
@@ -1033,6 +1102,7 @@ mod tests {
                 Pacing {
                     early_window: 50 * MS,
                 },
+                LoopRole::whole(&generator(5 * 1000 * MS, 1000)),
             ))
             .expect("phase runs");
         let op = &m.operations[0];

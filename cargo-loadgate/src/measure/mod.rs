@@ -19,7 +19,7 @@ pub use cpu::{CpuScope, cpu_time};
 pub use histogram::{HistogramDecodeError, LatencyHistogram, to_micros};
 pub use phase::{
     DropCause, FinishInfo, GENERATOR_SATURATED, GeneratorHealth, InvalidReason, LagCause,
-    OperationMeasurement, OperationSummary, PhaseMeasurement, PhaseRecorder, PhaseSummary,
-    Progress, Validity, ValidityInput,
+    LoopMeasurement, OperationMeasurement, OperationSummary, PhaseMeasurement, PhaseMerge,
+    PhaseRecorder, PhaseSummary, Progress, Validity, ValidityInput, ValidityLimits,
 };
-pub use window::{Window, WindowSeries, millis};
+pub use window::{Window, WindowHistograms, WindowMerger, WindowSeries, millis};

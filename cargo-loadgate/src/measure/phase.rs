@@ -3,7 +3,7 @@
 
 use super::counters::{OperationCounters, Outcome, PhaseCounters, TransportErrorKind};
 use super::histogram::LatencyHistogram;
-use super::window::{Window, WindowSeries, millis};
+use super::window::{Window, WindowHistograms, WindowMerger, WindowSeries, millis};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -388,6 +388,160 @@ pub struct PhaseMeasurement {
     pub stopped: Option<String>,
     /// Whether the generator kept its schedule.
     pub validity: Validity,
+    /// The generator's event loops, one per core, when it ran more than one
+    /// (`generator.threads`); empty (and absent from the JSON) for one loop. The figures above
+    /// are then the loops' merged: `generator_cpu` their sum, `generator_core` the first loop's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<LoopMeasurement>,
+    /// Whether the generator ran on cores the target was given too (the target was given every
+    /// core, or the machine has one): its loops and the target then take time from each other,
+    /// and latency includes that. Absent when false, and in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub generator_shares_target_cores: bool,
+}
+
+/// One event loop of a generator that ran several (`generator.threads`): its own thread, pinned
+/// to its own core, sending the sessions `k ≡ loop (mod loops)` of the phase's schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoopMeasurement {
+    /// The core the loop's thread was pinned to, if any.
+    pub core: Option<usize>,
+    /// The loop thread's CPU time over the whole phase, warm-up included.
+    #[serde(rename = "cpu_ms", with = "option_millis")]
+    pub cpu: Option<Duration>,
+    /// The share of its core the loop used over the whole phase, when measured.
+    pub busy: Option<f64>,
+    /// The largest share in one window of the measured part, when measured.
+    pub busy_max: Option<f64>,
+    /// Requests the loop sent in the whole phase, warm-up included.
+    pub requests_total: u64,
+    /// The loop's own pacing lag p99 over the measured part.
+    #[serde(rename = "lag_p99_ms", with = "millis")]
+    pub lag_p99: Duration,
+}
+
+impl LoopMeasurement {
+    fn of(m: &PhaseMeasurement) -> Self {
+        let health = m.validity.generator.as_ref();
+        Self {
+            core: m.generator_core,
+            cpu: m.generator_cpu,
+            busy: health.and_then(|g| g.busy),
+            busy_max: health.and_then(|g| g.busy_max),
+            requests_total: m.requests_total,
+            lag_p99: m.lag.quantile(0.99),
+        }
+    }
+}
+
+/// The limits a phase's validity is judged against: the generator's (`max-lag`, `max-drop-rate`)
+/// and the SLO's latency (whether drops were the service's).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ValidityLimits {
+    /// `generator.max-lag`.
+    pub max_lag: Duration,
+    /// `generator.max-drop-rate`.
+    pub max_drop_rate: f64,
+    /// The latency within which an answer meets the SLO (goodput's).
+    pub slo_latency: Duration,
+}
+
+impl PhaseMeasurement {
+    /// Judges this measurement's validity from its own figures: the one place both a loop's
+    /// [`PhaseRecorder::finish`] and the merge of several loops ([`PhaseMerge::finish`]) judge.
+    /// `busy` is the generator's busy share over the whole phase (the busiest loop's).
+    fn judge(&self, busy: Option<f64>, limits: &ValidityLimits) -> Validity {
+        Validity::judge(&ValidityInput {
+            windows: &self.windows.windows,
+            busy,
+            lag_p99: self.lag.quantile(0.99),
+            max_lag: limits.max_lag,
+            drop_rate: self.counters.drop_rate(),
+            max_drop_rate: limits.max_drop_rate,
+            slo_latency: limits.slo_latency,
+            latency_p99: self.total().latency.quantile(0.99),
+        })
+    }
+}
+
+/// The merge of one phase that several loops ran, each on its shard of the schedule.
+///
+/// While the loops run, their closed windows are added ([`PhaseMerge::add_closed`]) and every
+/// window all loops have closed comes out merged ([`PhaseMerge::complete`]), for the progress
+/// display and the abort conditions. At the end [`PhaseMerge::finish`] adds the loops'
+/// measurements: histograms added (lossless), counters summed, the windows merged by index, and
+/// validity judged on the merged figures by the same rules as one loop's.
+#[derive(Debug)]
+pub struct PhaseMerge {
+    merger: WindowMerger,
+    windows: Vec<Window>,
+}
+
+impl PhaseMerge {
+    /// A merge of `loops` loops.
+    pub fn new(loops: usize) -> Self {
+        Self {
+            merger: WindowMerger::new(loops),
+            windows: Vec::new(),
+        }
+    }
+
+    /// Adds a window one loop closed, with its histograms.
+    pub fn add_closed(&mut self, window: &Window, histograms: WindowHistograms) {
+        self.merger.add(window, histograms);
+    }
+
+    /// The windows that every loop has closed since the last call, merged, in order.
+    pub fn complete(&mut self) -> Vec<Window> {
+        let fresh = self.merger.complete();
+        self.windows.extend(fresh.iter().cloned());
+        fresh
+    }
+
+    /// The phase's measurement from the loops' own, in loop order (each finished by its
+    /// [`PhaseRecorder`] with window histograms retained, holding those not yet added). `stopped`
+    /// overrides the loops' reason to stop (the abort condition that stopped them all). `None`
+    /// when `parts` is empty.
+    pub fn finish(
+        mut self,
+        mut parts: Vec<PhaseMeasurement>,
+        limits: &ValidityLimits,
+        stopped: Option<String>,
+    ) -> Option<PhaseMeasurement> {
+        for part in &mut parts {
+            for h in part.windows.release_histograms() {
+                if let Some(w) = part.windows.windows.get(h.index) {
+                    self.merger.add(w, h);
+                }
+            }
+        }
+        self.windows.extend(self.merger.finish());
+        let loops: Vec<LoopMeasurement> = parts.iter().map(LoopMeasurement::of).collect();
+        let busy = loops.iter().filter_map(|l| l.busy).max_by(f64::total_cmp);
+        let generator_cpu = loops.iter().map(|l| l.cpu).sum::<Option<Duration>>();
+        let mut parts = parts.into_iter();
+        let mut m = parts.next()?;
+        m.windows.windows = std::mem::take(&mut self.windows);
+        for part in parts {
+            for (op, other) in m.operations.iter_mut().zip(&part.operations) {
+                op.merge(other);
+            }
+            m.lag.merge(&part.lag);
+            m.counters.merge(&part.counters);
+            m.requests_total += part.requests_total;
+            m.measured = m.measured.max(part.measured);
+            m.stopped = m.stopped.or(part.stopped);
+        }
+        m.stopped = stopped.or(m.stopped);
+        m.generator_cpu = generator_cpu;
+        m.generator_core = loops[0].core;
+        m.validity = m.judge(busy, limits);
+        // One loop is recorded as it always was: by `generator_core` and `generator_cpu` alone.
+        if loops.len() > 1 {
+            m.loops = loops;
+        }
+        Some(m)
+    }
 }
 
 /// Serde helpers writing an optional `Duration` as fractional milliseconds.
@@ -722,6 +876,24 @@ impl PhaseRecorder {
         self.busy_marked = self.windows.windows.len();
     }
 
+    /// Keeps the histograms of the windows that close from now on, for the merge of a phase run
+    /// on several loops ([`PhaseRecorder::take_closed`] hands them over; what is left at the end
+    /// stays in the finished measurement for [`PhaseMerge::finish`]).
+    pub fn retain_window_histograms(&mut self) {
+        self.windows.retain_histograms();
+    }
+
+    /// The windows closed since the last call, with their histograms and the generator's busy
+    /// share recorded so far (call it after [`PhaseRecorder::generator_busy`]); none unless
+    /// [`PhaseRecorder::retain_window_histograms`] was called.
+    pub fn take_closed(&mut self) -> Vec<(Window, WindowHistograms)> {
+        let histograms = self.windows.take_histograms();
+        histograms
+            .into_iter()
+            .filter_map(|h| self.windows.windows.get(h.index).cloned().map(|w| (w, h)))
+            .collect()
+    }
+
     /// Requests sent so far, warm-up included.
     pub fn requests_total(&self) -> u64 {
         self.requests_total
@@ -744,7 +916,11 @@ impl PhaseRecorder {
             Some(cpu) if !info.end.is_zero() => Some(cpu.as_secs_f64() / info.end.as_secs_f64()),
             _ => None,
         };
-        let slo_latency = self.slo_latency;
+        let limits = ValidityLimits {
+            max_lag: info.max_lag,
+            max_drop_rate: info.max_drop_rate,
+            slo_latency: self.slo_latency,
+        };
         let mut m = PhaseMeasurement {
             name: info.name,
             seed: info.seed,
@@ -760,17 +936,10 @@ impl PhaseRecorder {
             generator_core: info.generator_core,
             stopped: info.stopped,
             validity: Validity::default(),
+            loops: Vec::new(),
+            generator_shares_target_cores: false,
         };
-        m.validity = Validity::judge(&ValidityInput {
-            windows: &m.windows.windows,
-            busy,
-            lag_p99: m.lag.quantile(0.99),
-            max_lag: info.max_lag,
-            drop_rate: m.counters.drop_rate(),
-            max_drop_rate: info.max_drop_rate,
-            slo_latency,
-            latency_p99: m.total().latency.quantile(0.99),
-        });
+        m.validity = m.judge(busy, &limits);
         m
     }
 }
@@ -1149,5 +1318,182 @@ mod tests {
         let back: PhaseMeasurement = serde_json::from_str(&json).expect("deserializes");
         assert_eq!(back.operations, m.operations);
         assert_eq!(back.summary(), m.summary());
+    }
+
+    /// What one loop of several hands over: its finished measurement, and the windows it closed
+    /// while running (with their histograms), which the coordinator merges as they come.
+    type LoopPart = (PhaseMeasurement, Vec<(Window, WindowHistograms)>);
+
+    /// One loop's part of a phase: requests every 10 ms from 1.0 s to 3.0 s (the measured part),
+    /// each sent `lag` late and answered `latency` after its intended time, on a loop `busy` of
+    /// its core; window histograms retained as a loop of several keeps them.
+    fn loop_part(offset_ms: u32, lag: Duration, latency: Duration, busy: f64) -> LoopPart {
+        let mut r = recorder();
+        r.retain_window_histograms();
+        // (time, answered, intended), in the order a loop records them.
+        let mut events: Vec<(Duration, bool, Duration)> = (0..200u32)
+            .flat_map(|i| {
+                let t = (1_000 + offset_ms + 10 * i) * MS;
+                [(t + lag, false, t), (t + latency, true, t)]
+            })
+            .collect();
+        events.sort_by_key(|&(at, answered, _)| (at, answered));
+        let mut streamed = None;
+        for (at, answered, t) in events {
+            if streamed.is_none() && at >= 2_000 * MS {
+                // The loop's tick at 2.0 s: window 0 closes and goes to the coordinator.
+                r.roll_to(2_000 * MS);
+                r.generator_busy(busy);
+                streamed = Some(r.take_closed());
+                assert!(r.take_closed().is_empty(), "handed over once");
+            }
+            if answered {
+                r.completed(0, t, t + lag, at, &Outcome::Ok);
+            } else {
+                r.arrival(t);
+                r.sent(0, t, at);
+            }
+        }
+        let streamed = streamed.expect("ticked");
+        assert_eq!(streamed.len(), 1, "window 0 closed at 2.0 s");
+        assert_eq!(streamed[0].0.generator_busy, Some(busy));
+        (r.finish(info(3_000)), streamed)
+    }
+
+    fn merge(parts: Vec<LoopPart>, stopped: Option<String>) -> PhaseMeasurement {
+        let mut merge = PhaseMerge::new(parts.len());
+        let mut measurements = Vec::new();
+        for (m, streamed) in parts {
+            for (w, h) in streamed {
+                merge.add_closed(&w, h);
+            }
+            measurements.push(m);
+        }
+        // The window every loop closed while running comes out merged before the end.
+        assert_eq!(merge.complete().len(), 1);
+        assert!(merge.complete().is_empty());
+        let limits = ValidityLimits {
+            max_lag: 5 * MS,
+            max_drop_rate: 0.01,
+            slo_latency: 100 * MS,
+        };
+        merge.finish(measurements, &limits, stopped).expect("parts")
+    }
+
+    #[test]
+    fn merging_loops_adds_histograms_sums_counters_and_merges_windows_by_index() {
+        let a = loop_part(0, Duration::ZERO, 2 * MS, 0.3);
+        let b = loop_part(5, Duration::ZERO, 40 * MS, 0.4);
+        let (la, lb) = (
+            a.0.operations[0].latency.clone(),
+            b.0.operations[0].latency.clone(),
+        );
+        let (wa, wb) = (a.0.windows.windows.clone(), b.0.windows.windows.clone());
+        // B's answers 40 ms late spill into a third window; A's do not.
+        assert_eq!((wa.len(), wb.len()), (2, 3));
+        let m = merge(vec![a, b], None);
+        let op = &m.operations[0];
+        assert_eq!(op.latency.count(), la.count() + lb.count());
+        let mut both = la.clone();
+        both.merge(&lb);
+        assert_eq!(op.latency, both, "lossless: the histograms added");
+        assert_eq!(op.counters.sent, 400);
+        assert_eq!(m.counters.arrivals, 400);
+        assert_eq!(m.requests_total, 400);
+        assert_eq!(m.generator_cpu, Some(20 * MS), "the loops' CPU summed");
+        assert_eq!(m.windows.windows.len(), 3);
+        let count = |ws: &[Window], i: usize, f: fn(&Window) -> u64| ws.get(i).map_or(0, f);
+        for (i, w) in m.windows.windows.iter().enumerate() {
+            assert_eq!(
+                w.sent,
+                count(&wa, i, |w| w.sent) + count(&wb, i, |w| w.sent)
+            );
+            assert_eq!(
+                w.completed,
+                count(&wa, i, |w| w.completed) + count(&wb, i, |w| w.completed),
+                "window {i}"
+            );
+            assert_eq!(w.start, wb[i].start);
+        }
+        // Half of each window's answers took 40 ms: the merged p99 is one of them, the merged
+        // p50 between the two loops' (read from the added histograms, not averaged).
+        let w0 = &m.windows.windows[0];
+        assert!(w0.p99 >= 39 * MS && w0.p99 <= 41 * MS, "{w0:?}");
+        assert_eq!(w0.generator_busy, Some(0.4), "the busiest loop's share");
+        assert_eq!(m.loops.len(), 2);
+        assert_eq!(m.loops[1].requests_total, 200);
+        assert!(m.validity.is_valid(), "{:?}", m.validity);
+        // The summary reads the merged figures.
+        assert_eq!(m.summary().total.requests, 400);
+        let json = serde_json::to_value(&m).expect("serializes");
+        assert_eq!(json["loops"].as_array().map(Vec::len), Some(2));
+        let back: PhaseMeasurement = serde_json::from_value(json).expect("reads back");
+        assert_eq!(back.loops, m.loops);
+    }
+
+    #[test]
+    fn one_lagging_loop_makes_the_merged_phase_invalid() {
+        // Loop A keeps its schedule; loop B sends everything 20 ms late on a saturated core.
+        let a = loop_part(0, Duration::ZERO, 2 * MS, 0.3);
+        let b = loop_part(5, 20 * MS, 25 * MS, 0.97);
+        assert!(a.0.validity.is_valid());
+        assert!(!b.0.validity.is_valid());
+        let m = merge(vec![a, b], None);
+        // Half the requests were 20 ms late: the merged lag p99 is past the 5 ms limit, and the
+        // busiest loop was saturated while the merged windows lagged.
+        assert!(
+            m.lag.quantile(0.99) >= 19 * MS,
+            "{:?}",
+            m.lag.quantile(0.99)
+        );
+        assert!(
+            matches!(
+                m.validity.reasons.as_slice(),
+                [InvalidReason::Lag {
+                    cause: LagCause::Saturated,
+                    ..
+                }]
+            ),
+            "{:?}",
+            m.validity
+        );
+        assert_eq!(m.loops[1].busy_max, Some(0.97));
+        assert!(m.loops[1].lag_p99 >= 19 * MS);
+    }
+
+    #[test]
+    fn the_merged_phase_records_why_it_stopped_and_its_longest_measured_part() {
+        let a = loop_part(0, Duration::ZERO, 2 * MS, 0.3);
+        let mut b = loop_part(5, Duration::ZERO, 2 * MS, 0.3);
+        b.0.measured = 2_100 * MS;
+        b.0.stopped = Some("stopped".to_owned());
+        let m = merge(vec![a, b], Some("abort: p99".to_owned()));
+        assert_eq!(m.stopped.as_deref(), Some("abort: p99"));
+        assert_eq!(m.measured, 2_100 * MS);
+        let a = loop_part(0, Duration::ZERO, 2 * MS, 0.3);
+        let mut b = loop_part(5, Duration::ZERO, 2 * MS, 0.3);
+        b.0.stopped = Some("stopped".to_owned());
+        assert_eq!(merge(vec![a, b], None).stopped.as_deref(), Some("stopped"));
+        assert!(
+            PhaseMerge::new(1)
+                .finish(
+                    Vec::new(),
+                    &ValidityLimits {
+                        max_lag: MS,
+                        max_drop_rate: 0.0,
+                        slo_latency: MS,
+                    },
+                    None
+                )
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_measurement_of_one_loop_serializes_as_before() {
+        let (m, _) = loop_part(0, Duration::ZERO, 2 * MS, 0.3);
+        let json = serde_json::to_value(&m).expect("serializes");
+        assert!(json.get("loops").is_none(), "{json}");
+        assert!(json.get("generator_shares_target_cores").is_none());
     }
 }

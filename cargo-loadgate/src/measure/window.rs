@@ -1,9 +1,16 @@
 //! The windowed series: one small record per window (1 s by default) of the measured part of a
 //! phase, for slopes and time-to-stable. Memory is one histogram for the open window plus a few
 //! numbers per closed window; nothing is kept per request.
+//!
+//! A generator with several loops (`generator.threads`) keeps one series per loop and merges them
+//! window by window ([`WindowMerger`]): counts add, and the percentiles come from the loops'
+//! window histograms added together, which each loop hands over as its windows close (so the
+//! histograms of closed windows are held only until they are merged, never for a whole phase).
 
 use super::histogram::LatencyHistogram;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::time::Duration;
 
 /// Serde helpers writing a `Duration` as fractional milliseconds.
@@ -103,6 +110,21 @@ pub struct WindowSeries {
     pub windows: Vec<Window>,
     #[serde(skip)]
     open: Option<OpenWindow>,
+    /// The histograms of the closed windows not yet taken ([`WindowSeries::take_histograms`]),
+    /// kept only once [`WindowSeries::retain_histograms`] asked for them.
+    #[serde(skip)]
+    retained: Option<Vec<WindowHistograms>>,
+}
+
+/// The histograms of one closed window, for merging it with the same window of other loops.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowHistograms {
+    /// The window's index in its series.
+    pub index: usize,
+    /// Latency from the intended send time of the requests completed in the window.
+    pub latency: LatencyHistogram,
+    /// Pacing lag of the requests sent in the window.
+    pub lag: LatencyHistogram,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +161,29 @@ impl WindowSeries {
             window: window.max(Duration::from_millis(1)),
             windows: Vec::new(),
             open: None,
+            retained: None,
         }
+    }
+
+    /// Keeps the histograms of every window that closes from now on, until
+    /// [`WindowSeries::take_histograms`] takes them (a loop of several hands them to the merge).
+    pub fn retain_histograms(&mut self) {
+        self.retained.get_or_insert_with(Vec::new);
+    }
+
+    /// The histograms of the windows closed since the last call, in order (none unless
+    /// [`WindowSeries::retain_histograms`] was called).
+    pub fn take_histograms(&mut self) -> Vec<WindowHistograms> {
+        self.retained
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The histograms not taken yet, and no more from now on: the series is as one that never
+    /// kept any.
+    pub fn release_histograms(&mut self) -> Vec<WindowHistograms> {
+        self.retained.take().unwrap_or_default()
     }
 
     fn index_of(&self, at: Duration) -> u64 {
@@ -188,6 +232,13 @@ impl WindowSeries {
             lag_p99: open.lag.quantile(0.99),
             generator_busy: None,
         });
+        if let Some(retained) = &mut self.retained {
+            retained.push(WindowHistograms {
+                index: self.windows.len() - 1,
+                latency: open.latency,
+                lag: open.lag,
+            });
+        }
     }
 
     /// Counts a request sent at `at`, `lag` after its intended time.
@@ -261,6 +312,113 @@ impl WindowSeries {
         let length = end.saturating_sub(start).min(self.window);
         if length > Duration::ZERO || open.completed > 0 || open.sent > 0 || open.dropped > 0 {
             self.push(open, length);
+        }
+    }
+}
+
+/// Merges the windows of several loops index by index: counts are summed, the percentiles of
+/// latency and lag are read from the loops' histograms added together (HdrHistogram add, no
+/// approximation), and the generator's busy share is the busiest loop's (a loop is the unit that
+/// saturates: one loop at 100% of its core is the limit however idle the others are).
+#[derive(Debug)]
+pub struct WindowMerger {
+    loops: usize,
+    /// The index of the next window to hand out.
+    next: usize,
+    partial: BTreeMap<usize, Partial>,
+}
+
+#[derive(Debug)]
+struct Partial {
+    window: Window,
+    latency: LatencyHistogram,
+    lag: LatencyHistogram,
+    parts: usize,
+}
+
+impl WindowMerger {
+    /// A merger of the windows of `loops` loops.
+    pub fn new(loops: usize) -> Self {
+        Self {
+            loops: loops.max(1),
+            next: 0,
+            partial: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one loop's closed window with its histograms.
+    pub fn add(&mut self, window: &Window, histograms: WindowHistograms) {
+        let WindowHistograms {
+            index,
+            latency,
+            lag,
+        } = histograms;
+        match self.partial.entry(index) {
+            Entry::Vacant(slot) => {
+                slot.insert(Partial {
+                    window: window.clone(),
+                    latency,
+                    lag,
+                    parts: 1,
+                });
+            }
+            Entry::Occupied(mut slot) => {
+                let p = slot.get_mut();
+                let w = &mut p.window;
+                w.length = w.length.max(window.length);
+                w.sent += window.sent;
+                w.completed += window.completed;
+                w.errors += window.errors;
+                w.answered = match (w.answered, window.answered) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+                w.dropped += window.dropped;
+                w.generator_busy = match (w.generator_busy, window.generator_busy) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                p.latency.merge(&latency);
+                p.lag.merge(&lag);
+                p.parts += 1;
+            }
+        }
+    }
+
+    /// The merged windows that every loop has closed, in order from the first not handed out yet.
+    pub fn complete(&mut self) -> Vec<Window> {
+        let mut out = Vec::new();
+        while self
+            .partial
+            .get(&self.next)
+            .is_some_and(|p| p.parts >= self.loops)
+        {
+            out.extend(self.take_next());
+        }
+        out
+    }
+
+    /// Every window left, in order, once the loops have ended: a loop whose series ended earlier
+    /// (its phase was cut sooner) simply adds nothing to the last windows.
+    pub fn finish(self) -> Vec<Window> {
+        self.partial.into_values().map(Partial::merged).collect()
+    }
+
+    fn take_next(&mut self) -> Option<Window> {
+        let p = self.partial.remove(&self.next)?;
+        self.next += 1;
+        Some(p.merged())
+    }
+}
+
+impl Partial {
+    fn merged(self) -> Window {
+        Window {
+            p50: self.latency.quantile(0.5),
+            p99: self.latency.quantile(0.99),
+            max: self.latency.max(),
+            lag_p99: self.lag.quantile(0.99),
+            ..self.window
         }
     }
 }
@@ -371,5 +529,106 @@ mod tests {
         assert!((s.answered_before(1_500 * MS) - 4.0).abs() < 1e-9);
         assert!((s.answered_before(Duration::from_secs(10)) - 7.0).abs() < 1e-9);
         assert!(s.answered_before(Duration::ZERO).abs() < 1e-9);
+    }
+
+    /// Two loops' series of the same phase: loop A answers fast, loop B slow in window 1.
+    fn two_loops() -> (WindowSeries, WindowSeries) {
+        let mut a = WindowSeries::new(Duration::from_secs(1));
+        let mut b = WindowSeries::new(Duration::from_secs(1));
+        a.retain_histograms();
+        b.retain_histograms();
+        for i in 0..100u64 {
+            let at = Duration::from_millis(i * 20);
+            a.record_sent(at, Duration::from_micros(50));
+            a.record_completed(at, MS, false, true);
+            b.record_sent(at, if at >= 1_000 * MS { 30 * MS } else { MS });
+            let slow = at >= 1_000 * MS;
+            b.record_completed(at, if slow { 100 * MS } else { MS }, slow, true);
+        }
+        b.record_dropped(1_500 * MS);
+        a.finish(2_000 * MS);
+        b.finish(2_000 * MS);
+        (a, b)
+    }
+
+    #[test]
+    fn merged_windows_sum_counts_and_read_percentiles_from_the_added_histograms() {
+        let (mut a, mut b) = two_loops();
+        let mut merger = WindowMerger::new(2);
+        let ha = a.take_histograms();
+        for (w, h) in a.windows.iter().zip(ha) {
+            merger.add(w, h);
+        }
+        // Only loop A has reported: nothing is complete yet.
+        assert_eq!(merger.complete(), vec![]);
+        let hb = b.take_histograms();
+        assert_eq!(hb.len(), 2, "every closed window's histograms were kept");
+        assert!(b.take_histograms().is_empty(), "taken once");
+        merger.add(&b.windows[0], hb[0].clone());
+        let first = merger.complete();
+        assert_eq!(first.len(), 1);
+        merger.add(&b.windows[1], hb[1].clone());
+        let merged: Vec<Window> = first.into_iter().chain(merger.finish()).collect();
+        assert_eq!(merged.len(), 2);
+        let (w0, w1) = (&merged[0], &merged[1]);
+        assert_eq!((w0.sent, w0.completed, w0.errors), (100, 100, 0));
+        assert_eq!(
+            (w1.sent, w1.completed, w1.errors, w1.dropped),
+            (100, 100, 50, 1)
+        );
+        assert_eq!(w1.answered, Some(100));
+        // Window 1: half the answers took 100 ms. The merged median is a fast one, the merged p99
+        // a slow one: neither loop's own p99 (1 ms and 100 ms) nor their mean.
+        let mut both = LatencyHistogram::new();
+        for _ in 0..50 {
+            both.record(MS);
+            both.record(100 * MS);
+        }
+        assert_eq!(w1.p50, both.quantile(0.5));
+        assert_eq!(w1.p99, both.quantile(0.99));
+        assert_eq!(w1.max, both.max());
+        assert!(w1.p99 >= 99 * MS && w1.p50 <= 2 * MS, "{w1:?}");
+        // Lag: half of window 1's sends were 30 ms late.
+        assert!(w1.lag_p99 >= 29 * MS, "{w1:?}");
+        assert!(w0.lag_p99 <= 2 * MS, "{w0:?}");
+    }
+
+    #[test]
+    fn the_merged_busy_share_is_the_busiest_loops() {
+        let window = |busy: Option<f64>| Window {
+            start: Duration::ZERO,
+            length: Duration::from_secs(1),
+            sent: 1,
+            completed: 1,
+            errors: 0,
+            answered: Some(1),
+            p50: MS,
+            p99: MS,
+            max: MS,
+            dropped: 0,
+            lag_p99: Duration::ZERO,
+            generator_busy: busy,
+        };
+        let h = || WindowHistograms {
+            index: 0,
+            latency: LatencyHistogram::new(),
+            lag: LatencyHistogram::new(),
+        };
+        let mut merger = WindowMerger::new(3);
+        merger.add(&window(Some(0.2)), h());
+        merger.add(&window(Some(0.95)), h());
+        merger.add(&window(None), h());
+        let merged = merger.complete();
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].generator_busy, Some(0.95));
+        assert_eq!(merged[0].sent, 3);
+    }
+
+    #[test]
+    fn a_series_keeps_no_histograms_unless_asked() {
+        let mut s = WindowSeries::new(Duration::from_secs(1));
+        s.record_completed(10 * MS, MS, false, true);
+        s.finish(Duration::from_secs(2));
+        assert!(s.take_histograms().is_empty());
     }
 }

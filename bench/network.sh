@@ -26,12 +26,13 @@ limit=()
 [ -n "$CPUS" ] && limit=(--cpus "$CPUS")
 command -v jq > /dev/null || { echo "needs jq (apt-get install -y jq)" >&2; exit 1; }
 command -v docker > /dev/null || { echo "needs docker" >&2; exit 1; }
+command -v python3 > /dev/null || { echo "needs python3 (for a free port)" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/loadgate-network.XXXXXX)
 echo "work in $WORK"
 
 # The same static binary for the process and the image (the flags the image packer uses).
-triple=x86_64-unknown-linux-gnu
-CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
+triple=$(rustc -vV | sed -n 's/^host: //p')
+env "CARGO_TARGET_$(echo "$triple" | tr a-z- A-Z_)_RUSTFLAGS=-C target-feature=+crt-static" \
   cargo build --release --quiet -p demo-service --target "$triple"
 cargo build --release --quiet -p cargo-loadgate
 BIN=target/$triple/release/demo-service
@@ -47,7 +48,8 @@ cleanup() {
   if [ -n "$CID" ]; then docker rm -f "$CID" > /dev/null 2>&1 || true; fi
   docker rmi -f "$IMAGE" > /dev/null 2>&1 || true
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_up() { for _ in $(seq 100); do curl -fsS "$1/health" > /dev/null 2>&1 && return 0; sleep 0.1; done; echo "no answer at $1" >&2; return 1; }
@@ -85,7 +87,7 @@ for round in $(seq 1 "$REPEAT"); do
     for rate in $RATES; do
       out=$WORK/$round-$path-$rate.json
       set +e
-      timeout 120 "$LG" loadgate attack --url "$URL$ROUTE" --rate "$rate" --duration "$DURATION" \
+      timeout --foreground 120 "$LG" loadgate attack --url "$URL$ROUTE" --rate "$rate" --duration "$DURATION" \
         --cpu "$GEN_CORE" --json "$out" > "$WORK/$round-$path-$rate.log" 2>&1
       set -e
       if [ -s "$out" ]; then

@@ -2,7 +2,7 @@
 # Issue 12's coverage goal for stored baselines whose noise comes from their history.
 #
 #   bench/noise-coverage.sh PACKAGE PROFILE HISTORY AA KNOB N
-#   e.g. bench/noise-coverage.sh demo-service ci 6 20 DEMO_CPU_US=250 10
+#   e.g. bench/noise-coverage.sh demo-service ci 6 20 DEMO_CPU_US=170 10
 #
 # In a throwaway clone of this repository (never your branch or your notes), it makes HISTORY empty
 # commits and saves a baseline of PACKAGE with PROFILE at each into a temporary `dir:` store, so the
@@ -43,7 +43,7 @@ BIN=$repo/target/release/cargo-loadgate
 run() { # out-dir [extra args...]
   local out=$1; shift
   set +e
-  timeout 900 "$BIN" loadgate run -p "$pkg" --profile "$profile" --mode stored --base-ref HEAD \
+  timeout --foreground 900 "$BIN" loadgate run -p "$pkg" --profile "$profile" --mode stored --base-ref HEAD \
     --baseline-store "$STORE" --out-dir "$out" "$@" > "$out.log" 2>&1
   local code=$?
   set -e

@@ -27,10 +27,10 @@ pub struct Fingerprint {
     pub engine_version: Option<String>,
     /// The version of cargo-loadgate that measured.
     pub tool_version: String,
-    /// How the load reached a container target: through the engine's published port (and its
-    /// proxy) or on the host's network. Absent for processes and URLs, and in fingerprints stored
-    /// before it was recorded (those containers were all reached through a published port), so a
-    /// baseline measured through the proxy is never compared with a run that was not.
+    /// `host` when the load reached a container target on the host's network; absent for a
+    /// published port (the path of every container before this was recorded, so those
+    /// fingerprints keep their keys), for processes and for URLs. A baseline measured through
+    /// the proxy is never compared with a run on the host network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPath>,
 }
@@ -52,7 +52,12 @@ pub fn fingerprint(
         pinned_cores: cpuset.and_then(cpuset_len),
         engine_version: environment.engine_version.clone(),
         tool_version: tool_version.to_owned(),
-        network: target.and_then(|t| t.network.as_ref()).map(|n| n.path),
+        // Only the host network is named: a published port is the path every container took
+        // before the field existed, so its fingerprints keep their keys.
+        network: target
+            .and_then(|t| t.network.as_ref())
+            .map(|n| n.path)
+            .filter(|p| *p == NetworkPath::Host),
     }
 }
 

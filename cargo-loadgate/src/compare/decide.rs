@@ -322,8 +322,7 @@ pub(super) fn judge(
     let tested = |d: &Draft| {
         d.primary
             && !d.forced
-            && (d.aborted.is_some()
-                || !matches!(d.estimate, Estimate::Missing | Estimate::HeldTop))
+            && (d.aborted.is_some() || !matches!(d.estimate, Estimate::Missing | Estimate::HeldTop))
     };
     let p: Vec<f64> = drafts
         .iter()
@@ -1345,11 +1344,19 @@ mod tests {
             .unwrap();
         assert_eq!(capacity.outcome, MetricOutcome::Pass, "{c:#?}");
         assert_eq!(
-            (capacity.estimate, capacity.low, capacity.high, capacity.p_value),
+            (
+                capacity.estimate,
+                capacity.low,
+                capacity.high,
+                capacity.p_value
+            ),
             (Some(1.0), Some(1.0), None, None)
         );
         let note = capacity.note.as_deref().unwrap_or_default();
-        assert!(note.contains("both held the ramp's highest step (60.000 sessions/s)"), "{note}");
+        assert!(
+            note.contains("both held the ramp's highest step (60.000 sessions/s)"),
+            "{note}"
+        );
         assert_eq!(c.verdict.outcome, VerdictOutcome::Pass, "{c:#?}");
 
         // The head broke where the base held: no longer "both held".

@@ -107,6 +107,7 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
                 .join(", ")
         ),
     );
+    kv(&mut out, target::NETWORK.name, &string(t.network.as_str()));
 
     section(&mut out, &slo::SECTION);
     for l in &cfg.slo.latency {

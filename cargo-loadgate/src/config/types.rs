@@ -128,9 +128,9 @@ pub struct TargetConfig {
     /// Arguments passed to the service.
     pub args: Vec<String>,
     /// How the load reaches a container target (`[target] network`). Left out of the serialized
-    /// config while it is `auto`, so configs that do not set it keep the config hash they had;
-    /// the path a run used is in its fingerprint instead (`baseline::Fingerprint::network`).
-    #[serde(skip_serializing_if = "NetworkChoice::is_auto")]
+    /// config, so it never changes the config hash: what matters to a comparison is the path a
+    /// run took, which is in its fingerprint (`baseline::Fingerprint::network`).
+    #[serde(skip)]
     pub network: NetworkChoice,
 }
 
@@ -159,11 +159,6 @@ impl NetworkChoice {
             Self::Host => "host",
             Self::Published => "published",
         }
-    }
-
-    /// Whether it is `auto` (the default, left out of the config hash).
-    pub fn is_auto(&self) -> bool {
-        *self == Self::Auto
     }
 }
 

@@ -388,10 +388,14 @@ pub(super) async fn run_phase_paced(
             }
             // The loops of one phase start together, on one clock: each has opened its
             // connections by now. One that failed before the line has let the others go
-            // (`None`), and the phase is stopped.
-            let clock = match role.link.and_then(|link| link.start.arrive()) {
-                Some(origin) => Clock::with_origin(origin),
+            // (`None`): this loop then sends nothing, and the coordinator reports that failure.
+            let clock = match role.link.map(|link| link.start.arrive()) {
                 None => Clock::start(),
+                Some(Some(origin)) => Clock::with_origin(origin),
+                Some(None) => {
+                    stop.cancel();
+                    Clock::start()
+                }
             };
             let cpu_start = cpu_time(CpuScope::Thread);
             let timer = PreciseTimer::with_early_window(clock, pacing.early_window)

@@ -317,18 +317,29 @@ async fn boot_container(
         }
     };
     let log = LogRing::new(DEFAULT_LOG_LINES);
-    let site = EngineSite::of(&docker).await;
+    let site = EngineSite::of(&docker).await?;
     let (path, fallback) = network::decide(
         req.config.network,
         &site,
         network::local_kernel().as_deref(),
+        matches!(req.config.source, TargetSource::Bin { .. }),
     )?;
     let host_network = path == NetworkPath::Host;
-    // On the host's network the service listens on a free loopback port of its own (or the
-    // `PORT` the user set); published, on the config's port inside its own namespace.
+    // On the host's network the service listens on a free loopback port of its own, or on the
+    // `PORT` the user set, which must be free (a paired run's base would otherwise find the
+    // head's listener and pass its readiness check against the head); published, on the
+    // config's port inside its own namespace.
     let port = match (host_network, port_override(req)) {
         (false, _) => req.config.port,
-        (true, Some(port)) => port,
+        (true, Some(port)) => {
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+                return Err(TargetError::PortInUse {
+                    port,
+                    log_tail: Vec::new(),
+                });
+            }
+            port
+        }
         (true, None) => free_loopback_port()?,
     };
     events(BootEvent::Starting {
@@ -343,8 +354,8 @@ async fn boot_container(
     if let Some(why) = &fallback {
         events(BootEvent::Warning {
             message: format!(
-                "host networking is not available ({why}); the port is published on 127.0.0.1 \
-                 instead, and the engine's proxy is in the measured path"
+                "not on the host network ({why}); the port is published on 127.0.0.1, and the \
+                 engine's proxy is in the measured path"
             ),
         });
     }
@@ -427,6 +438,23 @@ impl RunningTarget {
     /// warns when it is every interface.
     fn check_listener(&mut self, events: &dyn Fn(BootEvent)) {
         let Some(port) = self.info.port else { return };
+        if self.info.kind == TargetKind::Process {
+            // A process is on the host's network too: the same warning, from the same tables.
+            let seen = NetworkInfo {
+                path: NetworkPath::Host,
+                asked: self
+                    .info
+                    .network
+                    .as_ref()
+                    .map_or_else(Default::default, |n| n.asked),
+                fallback: None,
+                binds_every_interface: network::binds_every_interface(port),
+            };
+            if let Some(message) = seen.warning(port) {
+                events(BootEvent::Warning { message });
+            }
+            return;
+        }
         let Some(network) = self.info.network.as_mut() else {
             return;
         };

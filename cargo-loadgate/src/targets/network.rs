@@ -77,30 +77,26 @@ pub(crate) struct EngineSite {
     pub(crate) kernel_version: Option<String>,
     /// Whether `SecurityOptions` says `name=rootless`.
     pub(crate) rootless: bool,
-    /// Why the engine could not be asked, when it could not.
-    pub(crate) unknown: Option<String>,
 }
 
 impl EngineSite {
-    /// Asks the engine (`GET /info`).
-    pub(crate) async fn of(docker: &Docker) -> Self {
-        match docker.info().await {
-            Ok(info) => Self {
-                os_type: info.os_type,
-                operating_system: info.operating_system,
-                kernel_version: info.kernel_version,
-                rootless: info
-                    .security_options
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|o| o.split(',').any(|part| part == "name=rootless")),
-                unknown: None,
-            },
-            Err(e) => Self {
-                unknown: Some(e.to_string()),
-                ..Self::default()
-            },
-        }
+    /// Asks the engine (`GET /info`). A failure is the engine's, like any other call of the boot:
+    /// guessing a path instead would change the run's fingerprint on one flaky answer.
+    pub(crate) async fn of(docker: &Docker) -> Result<Self, TargetError> {
+        let info = docker
+            .info()
+            .await
+            .map_err(|e| TargetError::engine("describe the engine (GET /info)", e))?;
+        Ok(Self {
+            os_type: info.os_type,
+            operating_system: info.operating_system,
+            kernel_version: info.kernel_version,
+            rootless: info
+                .security_options
+                .unwrap_or_default()
+                .iter()
+                .any(|o| o.split(',').any(|part| part == "name=rootless")),
+        })
     }
 }
 
@@ -115,9 +111,6 @@ pub(crate) fn local_kernel() -> Option<String> {
 
 /// Why the engine's host network is not this machine's loopback, or `None` when it is.
 pub(crate) fn host_unavailable(site: &EngineSite, local_kernel: Option<&str>) -> Option<String> {
-    if let Some(why) = &site.unknown {
-        return Some(format!("the engine did not describe itself ({why})"));
-    }
     if let Some(os) = site.os_type.as_deref()
         && os != "linux"
     {
@@ -147,12 +140,20 @@ pub(crate) fn host_unavailable(site: &EngineSite, local_kernel: Option<&str>) ->
     }
 }
 
-/// The path for `choice` on an engine at `site`, with the reason `auto` fell back, or the error
-/// when `host` was asked for and cannot work.
+/// Why `auto` does not take the host network for a target loadgate did not build: its image may
+/// listen on a fixed port, which only a published port maps to `[target] port`.
+pub(crate) const NOT_BUILT_HERE: &str = "loadgate did not build this image, so it cannot know that \
+     the service listens on `$PORT` (set `[target] network = \"host\"` if it does)";
+
+/// The path for `choice` on an engine at `site`, with the reason `auto` did not take the host
+/// network, or the error when `host` was asked for and cannot work. `listens_on_port_env`: the
+/// target is the package's own binary, which listens on `$PORT` as a process target must; an
+/// `image` or a `dockerfile` may not, and `auto` publishes its port.
 pub(crate) fn decide(
     choice: NetworkChoice,
     site: &EngineSite,
     local_kernel: Option<&str>,
+    listens_on_port_env: bool,
 ) -> Result<(NetworkPath, Option<String>), TargetError> {
     match choice {
         NetworkChoice::Published => Ok((NetworkPath::Published, None)),
@@ -161,7 +162,8 @@ pub(crate) fn decide(
             Some(reason) => Err(TargetError::HostNetworkUnavailable { reason }),
         },
         NetworkChoice::Auto => Ok(match host_unavailable(site, local_kernel) {
-            None => (NetworkPath::Host, None),
+            None if listens_on_port_env => (NetworkPath::Host, None),
+            None => (NetworkPath::Published, Some(NOT_BUILT_HERE.to_owned())),
             Some(reason) => (NetworkPath::Published, Some(reason)),
         }),
     }
@@ -195,8 +197,8 @@ pub(crate) fn listeners(table: &str, v6: bool, port: u16) -> Vec<ListenScope> {
         .collect()
 }
 
-/// The scope of an address as `/proc/net/tcp{,6}` writes it: each 32-bit word in host (little
-/// endian) byte order.
+/// The scope of an address as `/proc/net/tcp{,6}` writes it: each 32-bit word in the host's byte
+/// order.
 fn scope(addr: &str, v6: bool) -> ListenScope {
     // The bytes of one 32-bit word as the kernel wrote it (little endian), in network order.
     let word =
@@ -251,7 +253,6 @@ mod tests {
             operating_system: Some(os.into()),
             kernel_version: Some(kernel.into()),
             rootless: false,
-            unknown: None,
         }
     }
 
@@ -260,13 +261,32 @@ mod tests {
         let site = linux("Debian GNU/Linux 12 (bookworm)", "6.1.0-18-amd64");
         for choice in [NetworkChoice::Auto, NetworkChoice::Host] {
             assert_eq!(
-                decide(choice, &site, Some("6.1.0-18-amd64")).expect("decides"),
+                decide(choice, &site, Some("6.1.0-18-amd64"), true).expect("decides"),
                 (NetworkPath::Host, None)
             );
         }
         assert_eq!(
-            decide(NetworkChoice::Published, &site, Some("6.1.0-18-amd64")).expect("decides"),
+            decide(
+                NetworkChoice::Published,
+                &site,
+                Some("6.1.0-18-amd64"),
+                true
+            )
+            .expect("decides"),
             (NetworkPath::Published, None)
+        );
+    }
+
+    #[test]
+    fn auto_publishes_the_port_of_an_image_it_did_not_build_and_host_is_still_allowed() {
+        let site = linux("Debian GNU/Linux 12 (bookworm)", "6.1.0");
+        let (path, why) =
+            decide(NetworkChoice::Auto, &site, Some("6.1.0"), false).expect("decides");
+        assert_eq!(path, NetworkPath::Published);
+        assert_eq!(why.as_deref(), Some(NOT_BUILT_HERE));
+        assert_eq!(
+            decide(NetworkChoice::Host, &site, Some("6.1.0"), false).expect("decides"),
+            (NetworkPath::Host, None)
         );
     }
 
@@ -274,16 +294,17 @@ mod tests {
     #[test_case(linux("Ubuntu 24.04", "6.8.0-1"), "another machine or a VM" ; "another kernel")]
     #[test_case(EngineSite { rootless: true, ..linux("Ubuntu 24.04", "6.1.0") }, "rootless" ; "rootless")]
     #[test_case(EngineSite { os_type: Some("windows".into()), ..linux("Windows Server", "10.0") }, "windows containers" ; "windows")]
-    #[test_case(EngineSite { unknown: Some("deserialize".into()), ..EngineSite::default() }, "did not describe itself" ; "unknown")]
     fn auto_falls_back_to_a_published_port_and_says_why_and_host_is_an_error(
         site: EngineSite,
         why: &str,
     ) {
-        let (path, fallback) = decide(NetworkChoice::Auto, &site, Some("6.1.0")).expect("decides");
+        let (path, fallback) =
+            decide(NetworkChoice::Auto, &site, Some("6.1.0"), true).expect("decides");
         assert_eq!(path, NetworkPath::Published);
         let fallback = fallback.expect("a stated fallback");
         assert!(fallback.contains(why), "{fallback}");
-        let err = decide(NetworkChoice::Host, &site, Some("6.1.0")).expect_err("host refused");
+        let err =
+            decide(NetworkChoice::Host, &site, Some("6.1.0"), true).expect_err("host refused");
         assert!(
             matches!(&err, TargetError::HostNetworkUnavailable { reason } if reason.contains(why)),
             "{err}"
@@ -294,7 +315,9 @@ mod tests {
     fn an_unknown_local_kernel_does_not_refuse_host_networking() {
         let site = linux("Debian", "6.1.0");
         assert_eq!(
-            decide(NetworkChoice::Auto, &site, None).expect("decides").0,
+            decide(NetworkChoice::Auto, &site, None, true)
+                .expect("decides")
+                .0,
             NetworkPath::Host
         );
     }

@@ -93,6 +93,22 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GeneratorConfig> {
         );
         return None;
     }
+    // `max-in-flight` is shared out too: every loop needs room for one request at least.
+    if let GeneratorThreads::Count(n) = config.threads
+        && config.max_in_flight < n
+        && let Some(v) = look.get(&[s.name, THREADS.name])
+    {
+        cx.error(
+            v.file,
+            v.span(),
+            format!(
+                "`threads = {n}` needs `max-in-flight` of at least {n}, one share per loop, but it is {}",
+                config.max_in_flight
+            ),
+            Some("raise `max-in-flight` to at least `threads`".to_owned()),
+        );
+        return None;
+    }
     Some(config)
 }
 

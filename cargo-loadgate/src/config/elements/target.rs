@@ -201,7 +201,7 @@ fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
     Some(s.to_owned())
 }
 
-fn network(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<NetworkChoice> {
+fn network(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<NetworkChoice> {
     let word = string(cx, v, "one of \"auto\", \"host\", \"published\"")?;
     match word {
         "auto" => Some(NetworkChoice::Auto),
@@ -215,7 +215,7 @@ fn network(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<NetworkChoice> {
             cx.error(
                 v.file,
                 v.span(),
-                format!("unknown network `{other}` in {what}"),
+                format!("unknown network `{other}` in `target.network`"),
                 Some(help),
             );
             None
@@ -398,6 +398,8 @@ mod tests {
     #[test_case("[target]\ncontext = \".\"\nimage = \"x:1\"\n", 7, 1, "`context` is only used with `dockerfile`", None; "context without dockerfile")]
     #[test_case("[target]\nenv = { A = 1 }\n", 7, 13, "expected a string (quote numbers and booleans), found integer 1", None; "env value not a string")]
     #[test_case("[target]\nready = { http = \"health\" }\n", 7, 18, "path \"health\" must start with `/`", None; "ready path without slash")]
+    #[test_case("[target]\nnetwork = \"hots\"\n", 7, 11, "unknown network `hots` in `target.network`", Some("did you mean `host`?"); "unknown network")]
+    #[test_case("[target]\nnetwork = true\n", 7, 11, "expected one of \"auto\", \"host\", \"published\", found boolean true", None; "network not a string")]
     fn one_problem_is_reported(
         text: &str,
         line: usize,

@@ -804,36 +804,24 @@ async fn run_phase_with_progress(
                 progress: &progress,
                 on_window: &*on_window,
             };
-            let outcome = if placement.loops.len() > 1 {
-                crate::engine::run_phase_on_loops(
-                    &base_url,
-                    &workload,
-                    &generator,
-                    slo_latency,
-                    &spec,
-                    &schedule,
-                    &placement.loops,
-                    hooks,
-                    CancellationSignal::new(),
-                )
+            // One loop runs on this thread (already pinned above, so no core is passed down);
+            // several are coordinated from it.
+            let loops = if placement.loops.len() > 1 {
+                &placement.loops[..]
             } else {
-                match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime.block_on(crate::engine::run_phase(
-                        &base_url,
-                        &workload,
-                        &generator,
-                        slo_latency,
-                        &spec,
-                        &schedule,
-                        hooks,
-                        CancellationSignal::new(),
-                    )),
-                    Err(e) => Err(EngineError::Timer(e)),
-                }
+                &[]
             };
+            let outcome = crate::engine::run_phase_on_loops(
+                &base_url,
+                &workload,
+                &generator,
+                slo_latency,
+                &spec,
+                &schedule,
+                loops,
+                hooks,
+                CancellationSignal::new(),
+            );
             let outcome = outcome.map(|mut m| {
                 m.generator_shares_target_cores = placement.shared;
                 m

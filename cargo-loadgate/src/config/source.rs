@@ -307,6 +307,40 @@ pub(crate) fn string<'a>(cx: &Cx<'_>, v: Val<'a>, expected: &str) -> Option<&'a 
     }
 }
 
+/// A string that must be one of `choices` (each as written, with the value it stands for): that
+/// value, or one problem at `v`, "{unknown} `word` in {place}", with the closest choice or the
+/// list as its help.
+pub(crate) fn keyword<T: Copy>(
+    cx: &Cx<'_>,
+    v: Val<'_>,
+    choices: &[(&str, T)],
+    unknown: &str,
+    place: &str,
+) -> Option<T> {
+    let words = || choices.iter().map(|(w, _)| *w);
+    let listed = |quote: &str| {
+        words()
+            .map(|w| format!("{quote}{w}{quote}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let word = string(cx, v, &format!("one of {}", listed("\"")))?;
+    if let Some((_, value)) = choices.iter().find(|(w, _)| *w == word) {
+        return Some(*value);
+    }
+    let help = match suggest(word, words()) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => format!("one of {}", listed("`")),
+    };
+    cx.error(
+        v.file,
+        v.span(),
+        format!("{unknown} `{word}` in {place}"),
+        Some(help),
+    );
+    None
+}
+
 /// `true` or `false`, reporting anything else (a string `"yes"` included).
 pub(crate) fn boolean(cx: &Cx<'_>, v: Val<'_>) -> Option<bool> {
     match v.get() {

@@ -187,11 +187,29 @@ pub fn run_phase_on_loops(
     hooks: PhaseHooks<'_>,
     stop: CancellationSignal,
 ) -> Result<PhaseMeasurement, EngineError> {
-    let cores: Vec<Option<usize>> = if cores.is_empty() {
-        vec![None]
-    } else {
-        cores.to_vec()
-    };
+    // One loop is the engine itself, on the calling thread (pinned to its core when it has one):
+    // no coordinator, nothing merged, the hot path as it is without threads.
+    if let [] | [_] = cores {
+        if let Some(&Some(core)) = cores.first() {
+            // Unpinned is slower but still measures honestly (lag is recorded), so go on.
+            let _ = super::pin_current_thread(core);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(EngineError::Timer)?;
+        return runtime.block_on(super::run_phase(
+            target,
+            workload,
+            generator,
+            slo_latency,
+            spec,
+            schedule,
+            hooks,
+            stop,
+        ));
+    }
+    let cores: Vec<Option<usize>> = cores.to_vec();
     let loops = cores.len();
     // The loops stop on the caller's signal and on the abort hook; the caller's signal stays
     // uncancelled by an abort, so it still tells a Ctrl-C apart.

@@ -5,14 +5,11 @@ use super::key::{Key, Section};
 use super::profile::Look;
 use crate::config::source::duration;
 use crate::config::source::{
-    Cx, Val, boolean, integer_in, positive_duration, positive_share, string, suggest,
+    Cx, Val, boolean, integer_in, keyword, positive_duration, positive_share,
 };
 use crate::config::types::{ComparisonMode, PairedConfig};
 use crate::config::units::format_duration;
 use std::time::Duration;
-
-/// The modes, as written.
-const MODES: [&str; 3] = ["auto", "paired", "stored"];
 
 /// `paired.mode`.
 pub(crate) const MODE: Key<ComparisonMode> = Key::qualified(
@@ -66,25 +63,13 @@ pub(crate) const SECTION: Section = Section {
 };
 
 fn mode(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<ComparisonMode> {
-    let word = string(cx, v, "one of \"auto\", \"paired\", \"stored\"")?;
-    match word {
-        "auto" => Some(ComparisonMode::Auto),
-        "paired" => Some(ComparisonMode::Paired),
-        "stored" => Some(ComparisonMode::Stored),
-        other => {
-            let help = match suggest(other, MODES) {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => "one of `auto`, `paired`, `stored`".to_owned(),
-            };
-            cx.error(
-                v.file,
-                v.span(),
-                format!("unknown mode `{other}` in {what}"),
-                Some(help),
-            );
-            None
-        }
-    }
+    let modes = [
+        ComparisonMode::Auto,
+        ComparisonMode::Paired,
+        ComparisonMode::Stored,
+    ];
+    let choices = modes.map(|m| (m.as_str(), m));
+    keyword(cx, v, &choices, "unknown mode", what)
 }
 
 /// Pass 2: `[paired]` of one profile; the warm-up must leave some of the block.

@@ -4,8 +4,8 @@
 use super::key::{Key, Section, SubTable, one_of};
 use super::profile::Look;
 use crate::config::source::{
-    Cx, Tbl, Val, array, integer_in, positive_duration, positive_number, size, string, string_map,
-    suggest,
+    Cx, Tbl, Val, array, integer_in, keyword, positive_duration, positive_number, size, string,
+    string_map, suggest,
 };
 use crate::config::types::{NetworkChoice, PackageRef, ReadyConfig, TargetConfig, TargetSource};
 use std::{collections::BTreeMap, path::Path, time::Duration};
@@ -81,8 +81,6 @@ pub(crate) const ENV: Key<BTreeMap<String, String>> =
                 .collect(),
         )
     });
-/// The network paths, as written.
-const NETWORKS: [&str; 3] = ["auto", "host", "published"];
 /// `target.network`.
 pub(crate) const NETWORK: Key<NetworkChoice> = Key::new(
     "network",
@@ -202,25 +200,13 @@ fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
 }
 
 fn network(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<NetworkChoice> {
-    let word = string(cx, v, "one of \"auto\", \"host\", \"published\"")?;
-    match word {
-        "auto" => Some(NetworkChoice::Auto),
-        "host" => Some(NetworkChoice::Host),
-        "published" => Some(NetworkChoice::Published),
-        other => {
-            let help = match suggest(other, NETWORKS) {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => "one of `auto`, `host`, `published`".to_owned(),
-            };
-            cx.error(
-                v.file,
-                v.span(),
-                format!("unknown network `{other}` in `target.network`"),
-                Some(help),
-            );
-            None
-        }
-    }
+    let networks = [
+        NetworkChoice::Auto,
+        NetworkChoice::Host,
+        NetworkChoice::Published,
+    ];
+    let choices = networks.map(|n| (n.as_str(), n));
+    keyword(cx, v, &choices, "unknown network", "`target.network`")
 }
 
 fn args(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Vec<String>> {

@@ -433,8 +433,15 @@ async fn run_both(
         dirty: false,
     });
     base_result.paired = None;
-    let generator_core = crate::engine::generator_core();
-    let server_core = crate::engine::target_cores().first().copied();
+    // The cores the head's run placed its generator and its target on (`[generator] threads`),
+    // as recorded, so both sides calibrate where the solo run would.
+    let generator_core = result.environment.generator_core;
+    let target_cores = result
+        .target
+        .as_ref()
+        .and_then(|t| t.cpuset.as_deref())
+        .and_then(crate::targets::parse_cpuset);
+    let server_core = super::run::calibration_server_core(target_cores.as_deref());
     result.calibration = calibrate(generator_core, server_core, None).await;
     base_result.calibration = result.calibration.clone();
     let statement = base.statement();

@@ -276,10 +276,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         ),
     }
 
-    let server_core = match &placement.target {
-        Some(cores) => cores.first().copied(),
-        None => crate::engine::target_cores().first().copied(),
-    };
+    let server_core = calibration_server_core(placement.target.as_deref());
     result.calibration = calibrate(generator_core, server_core, None).await;
     write_result(&result_path, &result)?;
 
@@ -742,6 +739,16 @@ fn placement(generator: &GeneratorConfig) -> Result<Placement, RunError> {
     crate::engine::place(&crate::engine::allowed_cores(), threads).map_err(|e| RunError::Usage {
         message: format!("{e}\nhint: lower [generator] threads, or write \"auto\""),
     })
+}
+
+/// The core the calibration's reference server runs on: the target's first, where the target is
+/// pinned (`target_cores`, the cores the placement gave it), else the first core the generator
+/// does not take by default.
+pub(super) fn calibration_server_core(target_cores: Option<&[usize]>) -> Option<usize> {
+    match target_cores {
+        Some(cores) => cores.first().copied(),
+        None => crate::engine::target_cores().first().copied(),
+    }
 }
 
 /// The warning of a generator that runs on the target's cores, recorded in each phase as

@@ -394,49 +394,29 @@ fn coordinate(
 
 #[cfg(test)]
 mod tests {
+    use super::super::phase::tests::{op, workload as one_entry};
     use super::super::test_server::{Logged, Reply, TestServer};
     use super::*;
-    use crate::config::{
-        EntryPoint, Expect, GeneratorThreads, OperationConfig, RequestTemplate, ThinkTime,
-        Transition,
-    };
+    use crate::config::{GeneratorThreads, ThinkTime, Transition};
 
     const MS: Duration = Duration::from_millis(1);
-
-    fn op(name: &str, path: &str) -> OperationConfig {
-        OperationConfig {
-            name: name.to_owned(),
-            request: RequestTemplate {
-                method: "GET".to_owned(),
-                path: path.to_owned(),
-                headers: Vec::new(),
-                body: None,
-            },
-            expect: Expect::default(),
-            capture: Vec::new(),
-            next: Vec::new(),
-            gate: false,
-        }
-    }
 
     /// Two operations, a coin-flip second step after a think time: sessions differ in length,
     /// path and timing, all drawn from the seed.
     fn workload() -> WorkloadConfig {
-        let mut first = op("first", "/a/{{session}}/{{seq}}?r={{rand}}");
+        let mut first = op("first", "GET", "/a/{{session}}/{{seq}}?r={{rand}}");
         first.next = vec![Transition {
             to: 1,
             p: 0.5,
             think: ThinkTime::Exponential(5 * MS),
         }];
-        WorkloadConfig {
-            seed: 7,
-            sessions_per_sec: 100.0,
-            entry: vec![EntryPoint {
-                operation: 0,
-                p: 1.0,
-            }],
-            operations: vec![first, op("second", "/b/{{session}}/{{seq}}?r={{rand}}")],
-        }
+        one_entry(
+            vec![
+                first,
+                op("second", "GET", "/b/{{session}}/{{seq}}?r={{rand}}"),
+            ],
+            100.0,
+        )
     }
 
     fn spec(rate: f64, duration: Duration, seed: u64) -> PhaseSpec {

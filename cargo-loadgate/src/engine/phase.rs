@@ -797,7 +797,7 @@ fn build_request(ctx: &Ctx, rendered: RenderedRequest) -> Option<http::Request<R
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::test_server::{Logged, Reply, TestServer};
     use super::*;
     use crate::config::{
@@ -809,7 +809,7 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    fn op(name: &str, method: &str, path: &str) -> OperationConfig {
+    pub(in crate::engine) fn op(name: &str, method: &str, path: &str) -> OperationConfig {
         OperationConfig {
             name: name.to_owned(),
             request: RequestTemplate {
@@ -833,7 +833,10 @@ mod tests {
         }
     }
 
-    fn workload(operations: Vec<OperationConfig>, rate: f64) -> WorkloadConfig {
+    pub(in crate::engine) fn workload(
+        operations: Vec<OperationConfig>,
+        rate: f64,
+    ) -> WorkloadConfig {
         WorkloadConfig {
             seed: 7,
             sessions_per_sec: rate,

@@ -1073,8 +1073,20 @@ mod tests {
         .unwrap();
     }
 
+    /// Runs a binary this test process just copied. A test on another thread that forks at that
+    /// moment holds the copy's write descriptor until its child execs, and exec then fails with
+    /// ETXTBSY ("text file busy", seen once in CI): tried again, a bounded number of times.
     fn run_binary(path: &Path) -> String {
-        let out = std::process::Command::new(path).output().unwrap();
+        let mut tries = 0;
+        let out = loop {
+            match std::process::Command::new(path).output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 20 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => break other.unwrap(),
+            }
+        };
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 

@@ -198,7 +198,8 @@ impl NoiseSummary {
                 self.history_runs, self.qualify_runs
             ),
             source => format!(
-                "run-to-run noise: from {} ({} stored run(s), {} qualify run(s))",
+                "run-to-run noise: from {} ({} stored run(s), {} qualify run(s); the default \
+                 weighs as one more)",
                 source.word(),
                 self.history_runs,
                 self.qualify_runs

@@ -32,7 +32,7 @@ pub(crate) fn classify(
             abandon: true,
         };
     };
-    let response = Response::new(answer.status, &answer.body);
+    let response = Response::with_pointers(answer.status, &answer.body, &operation.pointers);
     let mut outcome = match response.check(&operation.expect) {
         Ok(()) => Outcome::Ok,
         Err(wrong)

@@ -12,8 +12,9 @@
 use super::affinity::pinned_core;
 use super::classify::{AnswerClass, classify};
 use super::clock::Clock;
+use super::http1::WireRequest;
 use super::loops::{LoopLink, LoopReport, Shard};
-use super::pool::{Pool, RequestBody};
+use super::pool::Pool;
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
 use crate::config::{GeneratorConfig, MAX_CONNECTIONS, WorkloadConfig};
@@ -22,8 +23,7 @@ use crate::measure::{
     Window, cpu_time,
 };
 use crate::workload::{CompileError, CompiledWorkload, RenderedRequest, Schedule, SessionPlan};
-use http::{HeaderValue, header};
-use http_body_util::Full;
+use http::HeaderValue;
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -674,7 +674,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             seq,
             &vars,
         ) {
-            Ok(rendered) => build_request(&ctx, rendered),
+            Ok(rendered) => build_request(&ctx, &rendered),
             Err(_) => None,
         };
         let Some(request) = request else {
@@ -697,7 +697,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
         }
         let deadline = tokio::time::Instant::now() + ctx.timeout;
-        let exchange = ctx.pool.send(request, deadline).await;
+        let exchange = ctx.pool.send(&request, deadline).await;
         let done = ctx.clock.now();
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         ctx.outstanding.borrow_mut().remove(slot);
@@ -770,30 +770,17 @@ impl Slab {
     }
 }
 
-/// Turns a rendered request into an HTTP/1.1 request for the target: origin-form URI under the
-/// base path, `Host` first, `content-type` for JSON bodies.
-fn build_request(ctx: &Ctx, rendered: RenderedRequest) -> Option<http::Request<RequestBody>> {
-    let path = if ctx.base_path.is_empty() {
-        rendered.path_and_query
-    } else {
-        format!("{}{}", ctx.base_path, rendered.path_and_query)
-    };
-    let mut builder = http::Request::builder()
-        .method(rendered.method)
-        .uri(path)
-        .header(header::HOST, ctx.host.clone());
-    let mut has_content_type = false;
-    for (name, value) in rendered.headers {
-        has_content_type |= name == header::CONTENT_TYPE;
-        builder = builder.header(name, value);
-    }
-    if rendered.json && !has_content_type {
-        builder = builder.header(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
-    builder.body(Full::new(rendered.body)).ok()
+/// Encodes a rendered request for the target: origin-form target under the base path, `Host`
+/// first, `content-type` for JSON bodies. `None` for a target that is not sendable.
+fn build_request(ctx: &Ctx, rendered: &RenderedRequest) -> Option<WireRequest> {
+    WireRequest::encode(
+        &rendered.method,
+        &[&ctx.base_path, &rendered.path_and_query],
+        &ctx.host,
+        &rendered.headers,
+        rendered.json,
+        &rendered.body,
+    )
 }
 
 #[cfg(test)]

@@ -1,13 +1,11 @@
-//! Keep-alive HTTP/1.1 connections on hyper's client connection API, and one request on them.
+//! Keep-alive HTTP/1.1 connections, and one request on them.
 //!
-//! Not reqwest: its pool, its URL handling and its `Send` futures cost about 1.5× the CPU per
-//! request (DESIGN §5). Here a connection is hyper's `SendRequest` and its `Connection` future,
-//! and no task of its own drives the connection: the request that leases it polls the
-//! `Connection` itself, inside its own future. Bytes go out in the poll that sends the request
-//! (no wake-up of a connection task queued behind other ready tasks), and an answer arriving
-//! wakes the request's task once (not the connection task, which then wakes the request). An
-//! idle connection is not polled at all; a close by the server while it sat idle is seen at its
-//! next checkout, before anything is sent on it.
+//! Not reqwest, and on the hot path not hyper either (docs/decisions.md, *A minimal HTTP/1.1
+//! client on the hot path*): a connection is a `TcpStream` and the bytes read from it, a request
+//! is written as the bytes [`WireRequest`] encoded once, and its answer is parsed by
+//! [`super::http1`]. No task of its own drives a connection: the request that leases it writes
+//! and reads in its own future. An idle connection is not touched at all; a close by the server
+//! while it sat idle is seen at its next checkout, before anything is sent on it.
 //!
 //! The pool opens connections on demand up to a cap, reuses idle ones last-in first-out, and
 //! discards a connection at its first error. There are no retries: a failed request is counted
@@ -21,24 +19,20 @@
 //! connection, in order; its latency still counts from its intended send time, so the wait is
 //! measured, not hidden.
 
+use super::http1::{AnswerReader, WireRequest};
 use crate::measure::TransportErrorKind;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::{Pin, pin};
 use std::rc::{Rc, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// The body type of every request the engine sends.
-pub type RequestBody = Full<Bytes>;
+/// Spare room a connection's read buffer is given before a read.
+const READ_CHUNK: usize = 8 * 1024;
 
 /// A complete answer: its status and its whole body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,66 +55,62 @@ pub struct Exchange {
     pub handed_at: Option<Duration>,
 }
 
-type HyperConnection = hyper::client::conn::http1::Connection<TokioIo<TcpStream>, RequestBody>;
-
-/// One keep-alive connection: the request side and the connection future, driven by whoever
-/// leases it. Dropping it closes the socket and frees its slot in the pool.
+/// One keep-alive connection. Dropping it closes the socket and frees its slot in the pool.
 struct Connection {
-    sender: SendRequest<RequestBody>,
-    conn: HyperConnection,
-    /// Set once `conn` has finished (closed or failed); it must not be polled again.
-    ended: bool,
+    stream: TcpStream,
+    /// Bytes read and not yet part of an answer.
+    buf: BytesMut,
+    /// Set once the connection must not carry another request: an exchange on it failed or is
+    /// under way, or its last answer ended it.
+    spent: bool,
     _slot: OpenGuard,
 }
 
 impl Connection {
-    /// Polls the connection future (reads, writes, hands answers over), unless it has ended;
-    /// returns whether it has ended.
-    fn poll_conn(&mut self, cx: &mut Context<'_>) -> bool {
-        if !self.ended && Pin::new(&mut self.conn).poll(cx).is_ready() {
-            self.ended = true;
+    /// Whether the connection can take a request now. An idle connection the server closed (or
+    /// sent anything unasked on) is found here, before anything is sent on it. One non-blocking
+    /// read, made only when the socket was last seen readable.
+    fn usable(&mut self) -> bool {
+        if self.spent || !self.buf.is_empty() {
+            return false;
         }
-        self.ended
+        let mut probe = [0_u8; 1];
+        matches!(
+            self.stream.try_read(&mut probe),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        )
     }
 
-    /// Whether the connection can take a request now, polling it once first: an idle
-    /// connection the server closed ends here, before anything is sent on it.
-    fn poll_usable(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
-        if self.poll_conn(cx) || self.sender.is_closed() {
-            return Poll::Ready(false);
+    /// Writes `request` and reads its whole answer.
+    async fn exchange(&mut self, request: &WireRequest) -> Result<Answer, TransportErrorKind> {
+        self.spent = true;
+        self.stream
+            .write_all(request.bytes())
+            .await
+            .map_err(|e| io_kind(&e))?;
+        let mut reader = AnswerReader::new(request.is_head());
+        let mut eof = false;
+        loop {
+            if let Some(parsed) = reader.poll(&mut self.buf, eof)? {
+                // Bytes after the answer were not asked for: the connection is not reused.
+                self.spent = !parsed.keep_alive || !self.buf.is_empty();
+                return Ok(Answer {
+                    status: parsed.status,
+                    body: parsed.body,
+                });
+            }
+            self.buf.reserve(READ_CHUNK);
+            let n = self
+                .stream
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| io_kind(&e))?;
+            eof = n == 0;
         }
-        self.sender.poll_ready(cx).map(|ready| ready.is_ok())
-    }
-
-    /// Runs `fut` to its end while driving the connection, which is what makes it progress.
-    /// Ends with `None` when the connection ended first and `fut` could not finish.
-    async fn drive<F: Future>(&mut self, fut: F) -> Option<F::Output> {
-        let mut fut = pin!(fut);
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-                return Poll::Ready(Some(out));
-            }
-            let ended = self.poll_conn(cx);
-            // The connection may have handed `fut` what it waits for (an answer's head, a body
-            // frame): look again before sleeping.
-            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-                return Poll::Ready(Some(out));
-            }
-            if ended {
-                return Poll::Ready(None);
-            }
-            Poll::Pending
-        })
-        .await
     }
 }
 
 /// What a request waiting for a connection is handed, in the order the requests asked.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "sent once through a oneshot that holds the larger variant either way; boxing would \
-              only add an allocation"
-)]
 enum Handover {
     /// A connection checked in by a finished request.
     Conn(Connection),
@@ -215,18 +205,13 @@ impl Pool {
         stream
             .set_nodelay(true)
             .map_err(|_| TransportErrorKind::Connect)?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| TransportErrorKind::Connect)?;
         self.state.borrow_mut().opened_total += 1;
-        let conn = Connection {
-            sender,
-            conn,
-            ended: false,
+        Ok(Connection {
+            stream,
+            buf: BytesMut::new(),
+            spent: false,
             _slot: slot,
-        };
-        // A fresh connection is ready once hyper has seen it polled.
-        usable(conn).await.ok_or(TransportErrorKind::Connect)
+        })
     }
 
     /// An idle connection ready for a request, a new one when under the cap, or else the next
@@ -234,8 +219,8 @@ impl Pool {
     async fn checkout(&self) -> Result<Connection, TransportErrorKind> {
         loop {
             let idle = self.state.borrow_mut().idle.pop();
-            if let Some(conn) = idle {
-                if let Some(conn) = usable(conn).await {
+            if let Some(mut conn) = idle {
+                if conn.usable() {
                     return Ok(conn);
                 }
                 continue;
@@ -246,11 +231,13 @@ impl Pool {
                     let (tx, rx) = tokio::sync::oneshot::channel();
                     self.state.borrow_mut().waiters.push_back(tx);
                     match rx.await {
-                        Ok(Handover::Conn(conn)) => match usable(conn).await {
-                            Some(conn) => return Ok(conn),
+                        Ok(Handover::Conn(mut conn)) => {
+                            if conn.usable() {
+                                return Ok(conn);
+                            }
                             // It closed on the way: ask again.
-                            None => continue,
-                        },
+                            continue;
+                        }
                         Ok(Handover::Slot(slot)) => slot,
                         // The pool is being dropped.
                         Err(_) => return Err(TransportErrorKind::Connect),
@@ -262,7 +249,7 @@ impl Pool {
     }
 
     fn checkin(&self, mut conn: Connection) {
-        if conn.ended || conn.sender.is_closed() {
+        if conn.spent {
             return;
         }
         let mut state = self.state.borrow_mut();
@@ -285,12 +272,11 @@ impl Pool {
 
     /// Sends `request` and reads the whole answer, all before `deadline`.
     ///
-    /// The connection is driven by the returned future itself: the request is written in the
-    /// poll that finds a ready connection. A connection that fails to open is a
-    /// [`TransportErrorKind::Connect`] error, an answer not complete by the deadline a
-    /// [`TransportErrorKind::Timeout`]; the connection of any failed request is closed and not
+    /// The request is written in the poll that finds a ready connection. A connection that fails
+    /// to open is a [`TransportErrorKind::Connect`] error, an answer not complete by the deadline
+    /// a [`TransportErrorKind::Timeout`]; the connection of any failed request is closed and not
     /// reused.
-    pub async fn send(&self, request: http::Request<RequestBody>, deadline: Instant) -> Exchange {
+    pub async fn send(&self, request: &WireRequest, deadline: Instant) -> Exchange {
         // One timer for the wait, the connect and the exchange: each tokio timer registration
         // costs a lock of the time driver, and one whose deadline is the earliest pending an
         // eventfd write to unpark the driver.
@@ -299,34 +285,20 @@ impl Pool {
         let exchange = async {
             let conn = leased.insert(self.checkout().await?);
             handed_at = Some(super::clock::monotonic_now());
-            let sent = conn.sender.send_request(request);
-            let response = conn
-                .drive(sent)
-                .await
-                .ok_or(TransportErrorKind::Reset)?
-                .map_err(classify)?;
-            let status = response.status().as_u16();
-            let body = conn
-                .drive(response.into_body().collect())
-                .await
-                .ok_or(TransportErrorKind::Reset)?
-                .map_err(classify)?
-                .to_bytes();
-            Ok(Answer { status, body })
+            conn.exchange(request).await
         };
         let result = match tokio::time::timeout_at(deadline, exchange).await {
             Ok(result) => result,
             // Waiting for a free connection, the connect or the answer took the whole timeout.
             Err(_) => Err(TransportErrorKind::Timeout),
         };
-        let result = match (result, leased) {
-            (Ok(answer), Some(conn)) => {
-                self.checkin(conn);
-                Ok(answer)
-            }
-            // Dropping the connection of a failed request closes its socket at once.
-            (result, _) => result,
-        };
+        if let Some(conn) = leased
+            && result.is_ok()
+        {
+            // Spent connections (failed, or ended by their answer) are dropped there, which
+            // closes their sockets at once.
+            self.checkin(conn);
+        }
         Exchange { result, handed_at }
     }
 
@@ -373,38 +345,23 @@ impl Drop for OpenGuard {
     }
 }
 
-/// The connection if it can take a request now; a closed one is discarded. Nothing was sent on
-/// a connection found closed, so taking another one is not a retry of the request.
-async fn usable(mut conn: Connection) -> Option<Connection> {
-    let ready = std::future::poll_fn(|cx| conn.poll_usable(cx)).await;
-    ready.then_some(conn)
-}
-
-/// Sorts a hyper error into the transport error kinds the measurement counts.
-fn classify(err: hyper::Error) -> TransportErrorKind {
-    if err.is_incomplete_message() || err.is_canceled() || err.is_closed() {
-        return TransportErrorKind::Reset;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&err);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            if matches!(
-                io.kind(),
-                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
-            ) {
-                return TransportErrorKind::Reset;
-            }
+/// Sorts an I/O error on an open connection into the transport error kinds the measurement
+/// counts.
+fn io_kind(err: &std::io::Error) -> TransportErrorKind {
+    use std::io::ErrorKind as K;
+    match err.kind() {
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+            TransportErrorKind::Reset
         }
-        source = cause.source();
+        _ => TransportErrorKind::Other,
     }
-    TransportErrorKind::Other
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_server::{Reply, TestServer};
     use super::*;
+    use std::future::Future;
     use std::time::Duration;
 
     fn addr_of(server: &TestServer) -> SocketAddr {
@@ -415,12 +372,9 @@ mod tests {
             .expect("addr")
     }
 
-    fn get() -> http::Request<RequestBody> {
-        http::Request::builder()
-            .uri("/")
-            .header(http::header::HOST, "test")
-            .body(Full::new(Bytes::new()))
-            .expect("request")
+    fn get() -> WireRequest {
+        let host = http::HeaderValue::from_static("test");
+        WireRequest::encode(&http::Method::GET, &["/"], &host, &[], false, b"").expect("request")
     }
 
     /// Runs `f` on a current-thread runtime inside a `LocalSet` (the pool is `!Send`).
@@ -448,7 +402,7 @@ mod tests {
                 let pool = pool.clone();
                 tasks.push(tokio::task::spawn_local(async move {
                     let request = get();
-                    pool.send(request, deadline).await.result.map(|a| a.status)
+                    pool.send(&request, deadline).await.result.map(|a| a.status)
                 }));
             }
             let mut statuses = Vec::new();
@@ -476,7 +430,7 @@ mod tests {
             let capped = pool.prewarm(10, deadline).await;
             let request = get();
             let deadline = Instant::now() + Duration::from_secs(5);
-            let exchange = pool.send(request, deadline).await;
+            let exchange = pool.send(&request, deadline).await;
             assert!(exchange.handed_at.is_some());
             let status = exchange.result.map(|a| a.status);
             (warm, capped, status, pool.opened_total(), pool.open())
@@ -545,7 +499,7 @@ mod tests {
             let deadline = Instant::now() + Duration::from_millis(200);
             let send = |pool: Pool| async move {
                 let request = get();
-                pool.send(request, deadline).await.result.map(|a| a.status)
+                pool.send(&request, deadline).await.result.map(|a| a.status)
             };
             let a = tokio::task::spawn_local(send(pool.clone()));
             let b = tokio::task::spawn_local(send(pool.clone()));

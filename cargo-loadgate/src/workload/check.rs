@@ -1,10 +1,12 @@
 //! Judging an answer against what the operation expects, and capturing session variables from it.
 //!
-//! A [`Response`] is a view of one answer that parses the body as JSON at most once, and only when
+//! A [`Response`] is a view of one answer that reads the body as JSON at most once, and only when
 //! an expectation or a capture needs it; [`Response::check`] and [`Response::capture`] share that
-//! parse. A wrong answer is an error even when it is fast: the engine counts it against the
+//! read. With the operation's [`PointerSet`] the read looks up its pointers in one pass without
+//! building the document. A wrong answer is an error even when it is fast: the engine counts it against the
 //! operation and keeps the first few as examples.
 
+use super::pointer::PointerSet;
 use super::template::SessionVars;
 use crate::config::Expect;
 use serde::Serialize;
@@ -20,6 +22,9 @@ pub struct Response<'a> {
     status: u16,
     body: &'a [u8],
     json: OnceCell<Result<Value, String>>,
+    /// The operation's pointers, looked up in one pass without building the document.
+    pointers: Option<&'a PointerSet>,
+    values: OnceCell<Result<Vec<Option<Value>>, String>>,
 }
 
 impl<'a> Response<'a> {
@@ -29,6 +34,18 @@ impl<'a> Response<'a> {
             status,
             body,
             json: OnceCell::new(),
+            pointers: None,
+            values: OnceCell::new(),
+        }
+    }
+
+    /// Wraps an answer whose checks and captures read only `pointers` (the operation's
+    /// [`super::CompiledOperation::pointers`]): they are looked up in one pass over the body, and
+    /// the document is never built. Any other pointer falls back to the whole document.
+    pub fn with_pointers(status: u16, body: &'a [u8], pointers: &'a PointerSet) -> Self {
+        Response {
+            pointers: Some(pointers),
+            ..Self::new(status, body)
         }
     }
 
@@ -49,6 +66,21 @@ impl<'a> Response<'a> {
             .get_or_init(|| serde_json::from_slice(self.body).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(String::as_str)
+    }
+
+    /// The value at `pointer` (`None`: not there), or why the body is not JSON.
+    fn pointer(&self, pointer: &str) -> Result<Option<&Value>, &str> {
+        if let Some(set) = self.pointers
+            && let Some(at) = set.position(pointer)
+        {
+            let values = self
+                .values
+                .get_or_init(|| set.lookup(self.body))
+                .as_ref()
+                .map_err(String::as_str)?;
+            return Ok(values[at].as_ref());
+        }
+        Ok(self.json()?.pointer(pointer))
     }
 
     /// Checks the answer against `expect`: the status is one of those listed (any 2xx when none
@@ -74,20 +106,20 @@ impl<'a> Response<'a> {
         if expect.json_pointer.is_empty() && expect.json_equals.is_empty() {
             return Ok(());
         }
-        let json = self.json().map_err(|error| {
+        let not_json = |error: &str| {
             self.wrong(WrongAnswerKind::NotJson {
                 error: error.to_owned(),
             })
-        })?;
+        };
         for pointer in &expect.json_pointer {
-            if json.pointer(pointer).is_none() {
+            if self.pointer(pointer).map_err(not_json)?.is_none() {
                 return Err(self.wrong(WrongAnswerKind::PointerMissing {
                     pointer: pointer.clone(),
                 }));
             }
         }
         for (pointer, expected) in &expect.json_equals {
-            match json.pointer(pointer) {
+            match self.pointer(pointer).map_err(not_json)? {
                 None => {
                     return Err(self.wrong(WrongAnswerKind::PointerMissing {
                         pointer: pointer.clone(),
@@ -123,12 +155,12 @@ impl<'a> Response<'a> {
                 pointer: pointer.clone(),
                 kind,
             };
-            let json = self.json().map_err(|error| {
+            let found = self.pointer(pointer).map_err(|error| {
                 fail(CaptureErrorKind::NotJson {
                     error: error.to_owned(),
                 })
             })?;
-            let value = match json.pointer(pointer) {
+            let value = match found {
                 None => return Err(fail(CaptureErrorKind::Missing)),
                 Some(Value::String(s)) => s.clone(),
                 Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),

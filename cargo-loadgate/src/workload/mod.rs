@@ -7,6 +7,7 @@
 
 mod check;
 mod model;
+mod pointer;
 mod schedule;
 mod template;
 
@@ -18,6 +19,7 @@ pub use model::{
     MIX_CONFIDENCE, MixValidation, ModelAnalysis, ModelError, OperationMix, OperationShare,
     analyze, render_check, validate_mix, validate_mix_against,
 };
+pub use pointer::PointerSet;
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};
 pub use template::{
     CompileError, CompiledOperation, CompiledWorkload, RenderError, RenderedRequest, SessionVars,

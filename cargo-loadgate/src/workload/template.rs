@@ -9,6 +9,7 @@
 //! earlier response. Variables are numbered when the workload is compiled; a session keeps their
 //! values in a [`SessionVars`] indexed by that number.
 
+use super::pointer::PointerSet;
 use crate::config::{BodyTemplate, Expect, WorkloadConfig};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
@@ -84,6 +85,8 @@ pub struct CompiledOperation {
     pub expect: Expect,
     /// Session variables to capture from the answer: (variable index, JSON pointer).
     pub captures: Vec<(usize, String)>,
+    /// Every JSON pointer the expectation and the captures read, looked up in one pass.
+    pub pointers: PointerSet,
     path: Template,
     headers: Vec<(HeaderName, HeaderTemplate)>,
     body: Option<Template>,
@@ -275,12 +278,21 @@ impl CompiledWorkload {
                         c.pointer.clone(),
                     )
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            let pointers = PointerSet::new(
+                op.expect
+                    .json_pointer
+                    .iter()
+                    .chain(op.expect.json_equals.iter().map(|(p, _)| p))
+                    .chain(captures.iter().map(|(_, p)| p))
+                    .map(String::as_str),
+            );
             operations.push(CompiledOperation {
                 name,
                 method,
                 expect: op.expect.clone(),
                 captures,
+                pointers,
                 path,
                 headers,
                 body,

@@ -1,0 +1,593 @@
+//! The hot path's HTTP/1.1 on the wire: a request encoded once into its bytes, an answer parsed
+//! with `httparse` and read to the end its framing gives.
+//!
+//! Why not hyper here (docs/decisions.md, *A minimal HTTP/1.1 client on the hot path*): per
+//! request hyper built an `http::Request` (a `Uri` parse, a `HeaderMap`), moved it through its
+//! dispatcher, encoded it, parsed the answer into another `HeaderMap` and collected the body
+//! through its `Body` frames. The engine needs none of that: it knows the request's bytes when
+//! the session renders them, and of the answer it keeps the status and the body. hyper stays for
+//! readiness probes and setup.
+//!
+//! What is supported is what a load generator meets from HTTP/1.x servers: `Content-Length` and
+//! `chunked` bodies (trailers skipped), bodies to the close of the connection, answers without a
+//! body (to `HEAD`, 1xx, 204, 304), interim 1xx answers skipped, `Connection: close` and
+//! HTTP/1.0 keep-alive. Anything else malformed is an error of kind
+//! [`TransportErrorKind::Other`]; a connection that ends before the answer is complete is a
+//! [`TransportErrorKind::Reset`], as hyper's incomplete message was.
+
+use crate::measure::TransportErrorKind;
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderName, HeaderValue, Method, header};
+
+/// The most header lines an answer may have (hyper's default is 100).
+const MAX_HEADERS: usize = 100;
+
+/// The longest answer head or chunk-size line accepted before the answer is called malformed.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// One request, encoded for the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireRequest {
+    bytes: Bytes,
+    /// A `HEAD` request: its answer has no body whatever its headers say.
+    head: bool,
+}
+
+impl WireRequest {
+    /// The request's bytes: request line, headers and body.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Encodes a request for `target` (origin form: `/` then the path and query) on `host`, with
+    /// `headers` in order (a `content-length` or `transfer-encoding` among them is replaced by
+    /// the body's real length), `content-type: application/json` when `json` and no
+    /// `content-type` is given, and `body`. `None` when the target is not a valid origin-form
+    /// request target (it must start with `/` and hold only visible ASCII).
+    pub fn encode(
+        method: &Method,
+        target: &[&str],
+        host: &HeaderValue,
+        headers: &[(HeaderName, HeaderValue)],
+        json: bool,
+        body: &[u8],
+    ) -> Option<Self> {
+        let first = target.iter().find(|p| !p.is_empty())?;
+        if !first.starts_with('/')
+            || !target
+                .iter()
+                .flat_map(|p| p.bytes())
+                .all(|b| b.is_ascii_graphic())
+        {
+            return None;
+        }
+        let target_len: usize = target.iter().map(|p| p.len()).sum();
+        let headers_len: usize = headers
+            .iter()
+            .map(|(n, v)| n.as_str().len() + v.len() + 4)
+            .sum();
+        let mut out =
+            Vec::with_capacity(method.as_str().len() + target_len + headers_len + body.len() + 96);
+        out.extend_from_slice(method.as_str().as_bytes());
+        out.push(b' ');
+        for part in target {
+            out.extend_from_slice(part.as_bytes());
+        }
+        out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+        out.extend_from_slice(host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        let mut has_content_type = false;
+        for (name, value) in headers {
+            if *name == header::CONTENT_LENGTH
+                || *name == header::TRANSFER_ENCODING
+                || *name == header::HOST
+            {
+                continue;
+            }
+            has_content_type |= *name == header::CONTENT_TYPE;
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        if json && !has_content_type {
+            out.extend_from_slice(b"content-type: application/json\r\n");
+        }
+        // As hyper did: a body's length is always sent; an empty one only for methods that
+        // normally carry a body, where a server may otherwise wait for one.
+        if !body.is_empty()
+            || *method == Method::POST
+            || *method == Method::PUT
+            || *method == Method::PATCH
+        {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(body.len().to_string().as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
+        Some(Self {
+            bytes: Bytes::from(out),
+            head: *method == Method::HEAD,
+        })
+    }
+
+    /// Whether this is a `HEAD` request.
+    pub fn is_head(&self) -> bool {
+        self.head
+    }
+}
+
+/// How an answer's body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    /// No body.
+    Empty,
+    /// Exactly this many bytes.
+    Length(usize),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Everything until the server closes the connection.
+    UntilClose,
+}
+
+/// A parsed answer head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    framing: Framing,
+    /// The connection may carry another request after this answer.
+    keep_alive: bool,
+    /// The head's length in bytes, blank line included.
+    len: usize,
+}
+
+/// Parses an answer head at the start of `buf`: `Ok(None)` when it is not complete yet.
+fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, TransportErrorKind> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let len = match response.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD_BYTES => return Ok(None),
+        Ok(httparse::Status::Partial) | Err(_) => return Err(TransportErrorKind::Other),
+    };
+    let status = response.code.ok_or(TransportErrorKind::Other)?;
+    let version = response.version.ok_or(TransportErrorKind::Other)?;
+    let mut keep_alive = version >= 1;
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    let mut encoded = false;
+    for h in response.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let value = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .ok_or(TransportErrorKind::Other)?;
+            if length.is_some_and(|l| l != value) {
+                return Err(TransportErrorKind::Other);
+            }
+            length = Some(value);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            encoded = true;
+            // The last coding decides: chunked must be the final one to delimit the body.
+            chunked = h
+                .value
+                .rsplit(|b| *b == b',')
+                .next()
+                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|b| *b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    keep_alive = false;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == 0 {
+                    keep_alive = true;
+                }
+            }
+        }
+    }
+    let framing = if head_request || (100..200).contains(&status) || status == 204 || status == 304
+    {
+        Framing::Empty
+    } else if encoded {
+        // Transfer-Encoding wins over Content-Length (RFC 9112 §6.3).
+        if chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        }
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        Framing::UntilClose
+    };
+    if framing == Framing::UntilClose {
+        keep_alive = false;
+    }
+    Ok(Some(Head {
+        status,
+        framing,
+        keep_alive,
+        len,
+    }))
+}
+
+/// Where a chunked body's decoder stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChunkState {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside a chunk's data, this many bytes left.
+    Data(usize),
+    /// Expecting the CRLF after a chunk's data.
+    DataEnd,
+    /// After the last chunk: trailer lines until an empty one.
+    Trailer,
+    /// The body is complete.
+    Done,
+}
+
+/// Decodes as much of a chunked body as `buf` holds, consuming it from `buf` and appending the
+/// data to `body`.
+fn decode_chunked(
+    state: &mut ChunkState,
+    buf: &mut BytesMut,
+    body: &mut BytesMut,
+) -> Result<(), TransportErrorKind> {
+    loop {
+        match *state {
+            ChunkState::Size | ChunkState::Trailer => {
+                let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
+                    if buf.len() > MAX_HEAD_BYTES {
+                        return Err(TransportErrorKind::Other);
+                    }
+                    return Ok(());
+                };
+                let line = buf.split_to(end + 2);
+                let line = &line[..end];
+                if *state == ChunkState::Trailer {
+                    if line.is_empty() {
+                        *state = ChunkState::Done;
+                    }
+                    continue;
+                }
+                let size = line.split(|b| *b == b';').next().unwrap_or_default();
+                let size = std::str::from_utf8(size.trim_ascii())
+                    .ok()
+                    .and_then(|s| usize::from_str_radix(s, 16).ok())
+                    .ok_or(TransportErrorKind::Other)?;
+                *state = if size == 0 {
+                    ChunkState::Trailer
+                } else {
+                    ChunkState::Data(size)
+                };
+            }
+            ChunkState::Data(left) => {
+                if buf.is_empty() {
+                    return Ok(());
+                }
+                let take = left.min(buf.len());
+                body.extend_from_slice(&buf[..take]);
+                buf.advance(take);
+                *state = if take == left {
+                    ChunkState::DataEnd
+                } else {
+                    ChunkState::Data(left - take)
+                };
+            }
+            ChunkState::DataEnd => {
+                if buf.len() < 2 {
+                    return Ok(());
+                }
+                if &buf[..2] != b"\r\n" {
+                    return Err(TransportErrorKind::Other);
+                }
+                buf.advance(2);
+                *state = ChunkState::Size;
+            }
+            ChunkState::Done => return Ok(()),
+        }
+    }
+}
+
+/// What a connection must do to read one answer: fill `buf` (bytes already read are kept there
+/// between answers) until [`AnswerReader::poll`] returns the answer.
+#[derive(Debug)]
+pub(super) struct AnswerReader {
+    head_request: bool,
+    head: Option<Head>,
+    chunk: ChunkState,
+    body: BytesMut,
+}
+
+/// One complete answer and whether its connection can carry another request.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Parsed {
+    pub status: u16,
+    pub body: Bytes,
+    pub keep_alive: bool,
+}
+
+impl AnswerReader {
+    /// A reader for the answer to a request (`head_request`: a `HEAD`).
+    pub(super) fn new(head_request: bool) -> Self {
+        Self {
+            head_request,
+            head: None,
+            chunk: ChunkState::Size,
+            body: BytesMut::new(),
+        }
+    }
+
+    /// Consumes what it can of `buf`. `Ok(Some)` with the answer once complete, leaving any
+    /// bytes after it in `buf`; `Ok(None)` when more bytes are needed. `eof` says the peer has
+    /// closed: then an answer delimited by the close is complete, and any other is a reset.
+    pub(super) fn poll(
+        &mut self,
+        buf: &mut BytesMut,
+        eof: bool,
+    ) -> Result<Option<Parsed>, TransportErrorKind> {
+        let head = loop {
+            if let Some(head) = self.head {
+                break head;
+            }
+            match parse_head(buf, self.head_request)? {
+                Some(head) if (100..200).contains(&head.status) => {
+                    // An interim answer (100 Continue, 103 Early Hints): the final one follows;
+                    // 101 would switch protocols, which a load generator does not ask for.
+                    if head.status == 101 {
+                        return Err(TransportErrorKind::Other);
+                    }
+                    buf.advance(head.len);
+                }
+                Some(head) => {
+                    buf.advance(head.len);
+                    self.head = Some(head);
+                }
+                None if eof => return Err(TransportErrorKind::Reset),
+                None => return Ok(None),
+            }
+        };
+        let done = |body: Bytes| {
+            Ok(Some(Parsed {
+                status: head.status,
+                body,
+                keep_alive: head.keep_alive,
+            }))
+        };
+        match head.framing {
+            Framing::Empty => done(Bytes::new()),
+            // Copied out, so that `buf` stays the connection's one allocation: a body split off
+            // it would keep its memory and make the next read allocate anew.
+            Framing::Length(n) if buf.len() >= n => {
+                let body = Bytes::copy_from_slice(&buf[..n]);
+                buf.advance(n);
+                done(body)
+            }
+            Framing::Length(_) if eof => Err(TransportErrorKind::Reset),
+            Framing::Length(_) => Ok(None),
+            Framing::Chunked => {
+                decode_chunked(&mut self.chunk, buf, &mut self.body)?;
+                if self.chunk == ChunkState::Done {
+                    done(std::mem::take(&mut self.body).freeze())
+                } else if eof {
+                    Err(TransportErrorKind::Reset)
+                } else {
+                    Ok(None)
+                }
+            }
+            Framing::UntilClose if eof => done(buf.split().freeze()),
+            Framing::UntilClose => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(
+        chunks: &[&[u8]],
+        head_request: bool,
+    ) -> Result<(Parsed, Vec<u8>), TransportErrorKind> {
+        let mut reader = AnswerReader::new(head_request);
+        let mut buf = BytesMut::new();
+        for (i, chunk) in chunks.iter().enumerate() {
+            buf.extend_from_slice(chunk);
+            if let Some(p) = reader.poll(&mut buf, false)? {
+                assert_eq!(i, chunks.len() - 1, "complete before its last byte");
+                return Ok((p, buf.to_vec()));
+            }
+        }
+        reader
+            .poll(&mut buf, true)?
+            .map(|p| (p, buf.to_vec()))
+            .ok_or(TransportErrorKind::Reset)
+    }
+
+    /// Feeds `bytes` one byte at a time: the parser must not depend on how reads split them.
+    fn bytewise(bytes: &[u8], head_request: bool) -> Result<(Parsed, Vec<u8>), TransportErrorKind> {
+        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
+        read_all(&chunks, head_request)
+    }
+
+    #[test]
+    fn a_request_is_encoded_with_host_first_and_the_real_body_length() {
+        let host = HeaderValue::from_static("127.0.0.1:8080");
+        let headers = vec![
+            (header::ACCEPT, HeaderValue::from_static("*/*")),
+            (header::CONTENT_LENGTH, HeaderValue::from_static("999")),
+        ];
+        let r = WireRequest::encode(
+            &Method::POST,
+            &["/api", "/items?q=a%20b"],
+            &host,
+            &headers,
+            true,
+            b"{}",
+        )
+        .expect("valid");
+        assert_eq!(
+            std::str::from_utf8(r.bytes()).expect("ascii"),
+            "POST /api/items?q=a%20b HTTP/1.1\r\nhost: 127.0.0.1:8080\r\naccept: */*\r\n\
+             content-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        let get =
+            WireRequest::encode(&Method::GET, &["", "/"], &host, &[], false, b"").expect("valid");
+        assert_eq!(
+            get.bytes(),
+            b"GET / HTTP/1.1\r\nhost: 127.0.0.1:8080\r\n\r\n"
+        );
+        let head =
+            WireRequest::encode(&Method::HEAD, &["/x"], &host, &[], false, b"").expect("valid");
+        assert!(head.is_head() && !get.is_head());
+        // An empty POST still says so; a given content-type is kept and not doubled.
+        let typed = vec![(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))];
+        let post =
+            WireRequest::encode(&Method::POST, &["/x"], &host, &typed, true, b"").expect("valid");
+        assert_eq!(
+            post.bytes(),
+            b"POST /x HTTP/1.1\r\nhost: 127.0.0.1:8080\r\ncontent-type: text/plain\r\ncontent-length: 0\r\n\r\n"
+        );
+        for bad in ["x", "/a b", "/a\r\nevil: 1", "/é"] {
+            assert!(
+                WireRequest::encode(&Method::GET, &[bad], &host, &[], false, b"").is_none(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn content_length_answers_are_read_to_their_length_however_the_reads_split() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX: y\r\n\r\nhelloHTTP/1.1";
+        let (p, rest) = bytewise(&wire[..wire.len() - 8], false).expect("answer");
+        assert_eq!(
+            (p.status, &p.body[..], p.keep_alive),
+            (200, &b"hello"[..], true)
+        );
+        assert!(rest.is_empty());
+        // Bytes after the answer stay for the next one.
+        let (_, rest) = read_all(&[wire], false).expect("answer");
+        assert_eq!(rest, b"HTTP/1.1");
+        // Closed early: a reset, as an incomplete message was.
+        assert_eq!(
+            read_all(&[b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel"], false),
+            Err(TransportErrorKind::Reset)
+        );
+        assert_eq!(
+            read_all(&[b"HTTP/1.1 200 O"], false),
+            Err(TransportErrorKind::Reset)
+        );
+        assert_eq!(read_all(&[b""], false), Err(TransportErrorKind::Reset));
+    }
+
+    #[test]
+    fn chunked_answers_are_decoded_with_extensions_and_trailers_however_the_reads_split() {
+        let wire = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\
+                     Content-Length: 3\r\n\r\n5;ext=1\r\nhello\r\n1\r\n,\r\n6\r\n world\r\n0\r\nT: v\r\n\r\n";
+        let (p, rest) = bytewise(wire, false).expect("answer");
+        assert_eq!((p.status, &p.body[..]), (201, &b"hello, world"[..]));
+        assert!(p.keep_alive && rest.is_empty());
+        let (p, _) = read_all(&[wire], false).expect("answer");
+        assert_eq!(&p.body[..], b"hello, world");
+        // A bad size or a missing CRLF after the data is malformed; a cut is a reset.
+        for bad in [
+            &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY0\r\n\r\n",
+        ] {
+            assert_eq!(
+                read_all(&[bad], false),
+                Err(TransportErrorKind::Other),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            read_all(
+                &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe"],
+                false
+            ),
+            Err(TransportErrorKind::Reset)
+        );
+    }
+
+    #[test]
+    fn bodies_without_length_end_at_the_close_and_end_the_connection() {
+        let (p, _) =
+            read_all(&[b"HTTP/1.1 200 OK\r\n\r\nuntil ", b"close"], false).expect("answer");
+        assert_eq!((&p.body[..], p.keep_alive), (&b"until close"[..], false));
+        // A coding other than chunked last: delimited by the close too.
+        let (p, _) = read_all(
+            &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz"],
+            false,
+        )
+        .expect("answer");
+        assert_eq!((&p.body[..], p.keep_alive), (&b"zz"[..], false));
+    }
+
+    #[test]
+    fn answers_without_a_body_and_interim_answers() {
+        // HEAD: the length describes the body not sent.
+        let (p, rest) =
+            bytewise(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n", true).expect("answer");
+        assert_eq!((p.status, p.body.len(), rest.len()), (200, 0, 0));
+        for status in ["204 No Content", "304 Not Modified"] {
+            let wire = format!("HTTP/1.1 {status}\r\nContent-Length: 9\r\n\r\n");
+            let (p, _) = bytewise(wire.as_bytes(), false).expect("answer");
+            assert!(p.body.is_empty() && p.keep_alive);
+        }
+        let (p, _) = bytewise(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n\
+              HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            false,
+        )
+        .expect("answer");
+        assert_eq!((p.status, &p.body[..]), (200, &b"ok"[..]));
+        assert_eq!(
+            read_all(&[b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], false),
+            Err(TransportErrorKind::Other)
+        );
+    }
+
+    #[test]
+    fn keep_alive_follows_the_version_and_the_connection_header() {
+        let keep = |wire: &[u8]| read_all(&[wire], false).expect("answer").0.keep_alive;
+        assert!(keep(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
+        assert!(!keep(
+            b"HTTP/1.1 200 OK\r\nConnection: foo, Close\r\nContent-Length: 0\r\n\r\n"
+        ));
+        assert!(!keep(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"));
+        assert!(keep(
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"
+        ));
+    }
+
+    #[test]
+    fn malformed_answers_are_errors_of_kind_other() {
+        for bad in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            b"SMTP ready\r\n\r\n",
+        ] {
+            assert_eq!(
+                read_all(&[bad], false),
+                Err(TransportErrorKind::Other),
+                "{bad:?}"
+            );
+        }
+        // A head that never ends is cut off at the limit.
+        let mut endless = b"HTTP/1.1 200 OK\r\n".to_vec();
+        endless.extend(std::iter::repeat_n(b'a', MAX_HEAD_BYTES + 1));
+        let mut buf = BytesMut::from(&endless[..]);
+        assert_eq!(
+            AnswerReader::new(false).poll(&mut buf, false),
+            Err(TransportErrorKind::Other)
+        );
+        // Equal duplicate lengths are fine.
+        let (p, _) = read_all(
+            &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab"],
+            false,
+        )
+        .expect("answer");
+        assert_eq!(&p.body[..], b"ab");
+    }
+}

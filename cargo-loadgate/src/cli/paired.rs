@@ -884,15 +884,39 @@ fn finish(
     // With the adaptive design each primary metric was looked at repeatedly at its share α/m,
     // whose Pocock boundary gives the nominal level α′ of every look (docs/statistics.md). The
     // final comparison draws every interval at α′ and Holm divides it again: conservative.
+    // The intended changes of the commits between the base and the head (issue 18), as in a
+    // stored comparison; a base given as a binary, image or URL has no commit and accepts none.
+    let head_commit = result.git.as_ref().map(|g| g.commit.clone());
+    let base_commit = result.paired.as_ref().and_then(|p| p.base.commit.clone());
+    let accepts = match (repo.as_deref(), base_commit, head_commit) {
+        (Some(repo), Some(base), Some(head)) => {
+            gate::head_accepts(repo, &base, &head, &config.accept).unwrap_or_else(|e| {
+                gate::HeadAccepts {
+                    accepts: Vec::new(),
+                    warnings: vec![format!(
+                        "the head's commits could not be read for `Loadgate-Accept` trailers: \
+                         {e}; nothing is accepted"
+                    )],
+                }
+            })
+        }
+        _ => gate::HeadAccepts::default(),
+    };
     let options = CompareOptions {
         alpha: adaptive.as_ref().map_or(
             crate::compare::DEFAULT_ALPHA,
             SequentialDesign::nominal_alpha,
         ),
+        accepts: accepts.accepts,
         ..CompareOptions::default()
     };
-    let (comparison, mut verdict) =
+    let (mut comparison, mut verdict) =
         compare_paired(&base_result, &result, &config.gate, &inputs, &options);
+    comparison
+        .verdict
+        .warnings
+        .extend(accepts.warnings.iter().cloned());
+    verdict.warnings.extend(accepts.warnings);
     let used = result.paired.as_ref().map_or(0, |p| p.used_pairs().count());
     verdict.rule_fired = format!(
         "{} [paired: {used} pair(s) of base and head in this job]",

@@ -283,13 +283,14 @@ fn overall<'a>(result: &'a serde_json::Value, metric: &str) -> &'a serde_json::V
         .unwrap_or_else(|| panic!("no {metric} over all operations"))
 }
 
-/// Issue 18, end to end in a temporary repository with a stored baseline: a branch whose commit
+/// Issue 18, end to end in a temporary repository with stored baselines: a branch whose commit
 /// carries `Loadgate-Accept` trailers for a service made 30 ms slower per request passes that
 /// change as "accepted" (result, terminal, JUnit, Markdown); amended to accept less than it
 /// measured, the same change is a regression against the accepted amount; a malformed trailer is
 /// a warning that quotes it. The change is gross on purpose: with one stored run the run-to-run
 /// noise is the conservative default, and only gross changes decide (docs/statistics.md); the
-/// +20%/+50% goal is pinned on synthetic runs in `compare::accept`.
+/// +20%/+50% goal is pinned on synthetic runs in `compare::accept`. The noise history stops at
+/// the accepting commit of main the branch started from.
 #[test]
 fn a_trailer_accepts_an_intended_change_and_no_more() {
     let _load = load_lock();
@@ -300,10 +301,26 @@ fn a_trailer_accepts_an_intended_change_and_no_more() {
     std::fs::write(r.join("loadgate.toml"), CONFIG).unwrap();
     git(r, &["add", "loadgate.toml"]);
     git(r, &["commit", "-q", "-m", "service"]);
-    {
+    // Two stored runs on main, the newer on a commit that accepted a change when it merged: the
+    // noise history of a later comparison stops there (issue 12).
+    let stepped = {
         let demo = DemoProcess::start(&[]);
         run(r, out.path(), &demo.url, &["--save-baseline"]).assert_code(PASS);
-    }
+        git(
+            r,
+            &[
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "a cache",
+                "-m",
+                "Loadgate-Accept: capacity -5%\nLoadgate-Reason: memory for the cache",
+            ],
+        );
+        run(r, out.path(), &demo.url, &["--save-baseline"]).assert_code(PASS);
+        read_result(out.path())["git"]["commit"].as_str().unwrap()[..7].to_owned()
+    };
 
     git(r, &["checkout", "-q", "-b", "feature"]);
     let accepting = "Loadgate-Accept: p50 +100000%\nLoadgate-Accept: p99 +100000%\n\
@@ -374,6 +391,22 @@ fn a_trailer_accepts_an_intended_change_and_no_more() {
     );
     let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
     assert!(summary.contains("| accepted (+100000.0%) |"), "{summary}");
+    // The baseline is main's accepting commit: its run is the new level, the older one is not
+    // pooled, and the verdict says so.
+    assert_eq!(result["comparison"]["noise"]["history_runs"], 1);
+    let cut = format!(
+        "run-to-run noise: 1 older stored run(s) lie before the accepted change at {stepped} and \
+         were not pooled into the noise figure"
+    );
+    assert!(
+        result["verdict"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| *w == *cut),
+        "{}",
+        result["verdict"]
+    );
 
     // The same change, accepted only up to +100%, with a malformed trailer beside it.
     let less = "Loadgate-Accept: p50 +100%\nLoadgate-Accept: p99 +100000%\n\

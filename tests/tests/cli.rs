@@ -419,6 +419,7 @@ fn a_comparisons_noise_matches_the_schema() {
                 df: Some(7.5),
                 excluded: 2,
             }),
+            accepted: None,
         }],
         verdict: Verdict::no_baseline(Vec::new()),
         noise: Some(NoiseSummary {
@@ -443,6 +444,67 @@ fn a_comparisons_noise_matches_the_schema() {
     let mut value = serde_json::to_value(&comparison).unwrap();
     value["metrics"][0]["noise"]["run_sd"] = serde_json::json!("wide");
     assert!(!schema_errors(&comparison_schema, &value).is_empty());
+}
+
+/// An accepted metric (issue 18) as the types write it matches the schema, and the schema
+/// refuses an accept that lacks what it replaced.
+#[test]
+fn an_accepted_metric_matches_the_schema() {
+    use cargo_loadgate::result::{
+        AcceptedChange, Comparison, Metric, MetricComparison, MetricOutcome, Scale, Verdict,
+    };
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let comparison_schema =
+        serde_json::json!({"$defs": schema["$defs"], "$ref": "#/$defs/comparison"});
+    let comparison = Comparison {
+        base_commit: None,
+        head_commit: None,
+        alpha: 0.01,
+        metrics: vec![MetricComparison {
+            metric: Metric::P50,
+            operation: None,
+            primary: true,
+            scale: Scale::Ratio,
+            base: Some(2.0),
+            head: Some(2.4),
+            estimate: Some(1.2),
+            low: Some(1.15),
+            high: Some(1.25),
+            confidence: 0.98,
+            threshold: 1.3,
+            p_value: Some(0.99),
+            outcome: MetricOutcome::Accepted,
+            detectable: Some(0.1),
+            note: None,
+            noise: None,
+            accepted: Some(AcceptedChange {
+                sources: vec!["`Loadgate-Accept: p50 +30%` in 3f2a91c".to_owned()],
+                reasons: vec!["a new feature".to_owned()],
+                all: false,
+                gate_threshold: 1.05,
+            }),
+        }],
+        verdict: Verdict::no_baseline(Vec::new()),
+        noise: None,
+    };
+    let value = serde_json::to_value(&comparison).unwrap();
+    assert_eq!(
+        schema_errors(&comparison_schema, &value),
+        Vec::<String>::new()
+    );
+    assert_eq!(value["metrics"][0]["outcome"], "accepted");
+    let mut broken = value.clone();
+    broken["metrics"][0]["accepted"]
+        .as_object_mut()
+        .unwrap()
+        .remove("gate_threshold");
+    assert!(!schema_errors(&comparison_schema, &broken).is_empty());
 }
 
 /// The after fixture as a paired run (issue 13) would write it, built from the types: two pairs,

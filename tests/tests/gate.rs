@@ -262,3 +262,198 @@ fn the_gate_finds_saves_and_compares_baselines_by_commit() {
         offline.stdout
     );
 }
+
+/// The JUnit testcase of `name` (e.g. `p50 (all operations)`), parsed back independently.
+fn junit_case<'a>(report: &'a junit_parser::TestSuites, name: &str) -> &'a junit_parser::TestCase {
+    report
+        .suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find(|c| c.original_name == name)
+        .unwrap_or_else(|| panic!("no testcase `{name}` in junit.xml"))
+}
+
+/// The comparison's metric `metric` over all operations, from `result.json`.
+fn overall<'a>(result: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    result["comparison"]["metrics"]
+        .as_array()
+        .expect("a comparison")
+        .iter()
+        .find(|m| m["metric"] == metric && m["operation"].is_null())
+        .unwrap_or_else(|| panic!("no {metric} over all operations"))
+}
+
+/// Issue 18, end to end in a temporary repository with stored baselines: a branch whose commit
+/// carries `Loadgate-Accept` trailers for a service made 30 ms slower per request passes that
+/// change as "accepted" (result, terminal, JUnit, Markdown); amended to accept less than it
+/// measured, the same change is a regression against the accepted amount; a malformed trailer is
+/// a warning that quotes it. The change is gross on purpose: with one stored run the run-to-run
+/// noise is the conservative default, and only gross changes decide (docs/statistics.md); the
+/// +20%/+50% goal is pinned on synthetic runs in `compare::accept`. The noise history stops at
+/// the accepting commit of main the branch started from.
+#[test]
+fn a_trailer_accepts_an_intended_change_and_no_more() {
+    let _load = load_lock();
+    let repo = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("loadgate.toml"), CONFIG).unwrap();
+    git(r, &["add", "loadgate.toml"]);
+    git(r, &["commit", "-q", "-m", "service"]);
+    // Two stored runs on main, the newer on a commit that accepted a change when it merged: the
+    // noise history of a later comparison stops there (issue 12).
+    let stepped = {
+        let demo = DemoProcess::start(&[]);
+        run(r, out.path(), &demo.url, &["--save-baseline"]).assert_code(PASS);
+        git(
+            r,
+            &[
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "a cache",
+                "-m",
+                "Loadgate-Accept: capacity -5%\nLoadgate-Reason: memory for the cache",
+            ],
+        );
+        run(r, out.path(), &demo.url, &["--save-baseline"]).assert_code(PASS);
+        read_result(out.path())["git"]["commit"].as_str().unwrap()[..7].to_owned()
+    };
+
+    git(r, &["checkout", "-q", "-b", "feature"]);
+    let accepting = "Loadgate-Accept: p50 +100000%\nLoadgate-Accept: p99 +100000%\n\
+                     Loadgate-Accept: capacity -99%\nLoadgate-Reason: a new check on every request";
+    git(
+        r,
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "slower on purpose",
+            "-m",
+            accepting,
+        ],
+    );
+    let slow = DemoProcess::start(&[("DEMO_DELAY_MS", "30")]);
+
+    let accepted = run(r, out.path(), &slow.url, &[]);
+    assert_ne!(accepted.code, Some(REGRESSION), "{}", accepted.stdout);
+    let result = read_result(out.path());
+    assert_matches_result_schema(&result);
+    let head = result["git"]["commit"].as_str().unwrap()[..7].to_owned();
+    let p50 = overall(&result, "p50");
+    assert_eq!(p50["outcome"], "accepted", "{p50}");
+    assert_eq!(p50["threshold"], 1001.0);
+    // The [gate] threshold it replaced: +5%, or more where the floor or a calibration
+    // difference raised it.
+    let gate_threshold = p50["accepted"]["gate_threshold"].as_f64().unwrap();
+    assert!((1.05..2.0).contains(&gate_threshold), "{p50}");
+    assert_eq!(
+        p50["accepted"]["sources"][0],
+        format!("`Loadgate-Accept: p50 +100000%` in {head}")
+    );
+    assert!(
+        accepted.stdout.contains("accepted: p50 (all operations) +"),
+        "{}",
+        accepted.stdout
+    );
+    assert!(
+        accepted.stdout.contains("(a new check on every request)"),
+        "{}",
+        accepted.stdout
+    );
+    let report = junit(out.path());
+    let case = junit_case(&report, "p50 (all operations)");
+    assert!(case.status.is_success(), "{:?}", case.status);
+    assert!(
+        case.system_out
+            .as_deref()
+            .is_some_and(|o| o.starts_with("accepted: base ")),
+        "{:?}",
+        case.system_out
+    );
+    assert_eq!(
+        case.properties
+            .hashmap
+            .get("loadgate.accept")
+            .map(String::as_str),
+        Some(format!("`Loadgate-Accept: p50 +100000%` in {head}").as_str())
+    );
+    assert_eq!(
+        case.properties
+            .hashmap
+            .get("loadgate.accept.reason")
+            .map(String::as_str),
+        Some("a new check on every request")
+    );
+    let summary = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(summary.contains("| accepted (+100000.0%) |"), "{summary}");
+    // The baseline is main's accepting commit: its run is the new level, the older one is not
+    // pooled, and the verdict says so.
+    assert_eq!(result["comparison"]["noise"]["history_runs"], 1);
+    let cut = format!(
+        "run-to-run noise: 1 older stored run(s) lie before the accepted change at {stepped} and \
+         were not pooled into the noise figure"
+    );
+    assert!(
+        result["verdict"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| *w == *cut),
+        "{}",
+        result["verdict"]
+    );
+
+    // The same change, accepted only up to +100%, with a malformed trailer beside it.
+    let less = "Loadgate-Accept: p50 +100%\nLoadgate-Accept: p99 +100000%\n\
+                Loadgate-Accept: capacity -99%\nLoadgate-Accept: p50 of landing 5%\n\
+                Loadgate-Reason: a new check on every request";
+    git(
+        r,
+        &[
+            "commit",
+            "-q",
+            "--amend",
+            "--allow-empty",
+            "-m",
+            "slower on purpose",
+            "-m",
+            less,
+        ],
+    );
+    let regressed = run(r, out.path(), &slow.url, &[]);
+    regressed.assert_code(REGRESSION);
+    let result = read_result(out.path());
+    assert_matches_result_schema(&result);
+    let head = result["git"]["commit"].as_str().unwrap()[..7].to_owned();
+    let p50 = overall(&result, "p50");
+    assert_eq!(p50["outcome"], "regression", "{p50}");
+    assert_eq!(p50["threshold"], 2.0);
+    let warning = format!(
+        "malformed trailer `Loadgate-Accept: p50 of landing 5%` in {head}: the change `5%` has \
+         no sign; write e.g. `+15%`; nothing from it is accepted"
+    );
+    let warnings = result["verdict"]["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| *w == *warning), "{warnings:?}");
+    assert!(
+        regressed.stdout.contains(&format!("warning: {warning}")),
+        "{}",
+        regressed.stdout
+    );
+    let report = junit(out.path());
+    let case = junit_case(&report, "p50 (all operations)");
+    let junit_parser::TestStatus::Failure(failure) = &case.status else {
+        panic!("p50 is not a JUnit failure: {:?}", case.status)
+    };
+    assert!(
+        failure
+            .message
+            .contains("against the accepted +100.0% (`Loadgate-Accept: p50 +100%` in"),
+        "{}",
+        failure.message
+    );
+}

@@ -12,6 +12,7 @@ use super::fingerprint::Fingerprint;
 use super::git::Git;
 use super::note::{StoredEntry, newer_format};
 use super::store::Store;
+use super::trailers::first_parent_trailers;
 use crate::result::{ConfigHashes, RESULT_FORMAT_VERSION, SkippedAncestors};
 use std::fmt;
 use std::path::Path;
@@ -35,6 +36,33 @@ pub struct History {
     /// The ancestors with a stored result that did not match, by reason, over the whole walk
     /// (before and after the baseline); commits with nothing stored are not counted.
     pub skipped: SkippedAncestors,
+    /// Where the history stops at an accepted change (issue 12: runs on either side of an
+    /// intended change are not pooled into one noise figure); `None` when none was met.
+    pub accepted_step: Option<AcceptedStep>,
+}
+
+/// The nearest first-parent commit, from the baseline back, whose message carries a
+/// `Loadgate-Accept` trailer (or that an `[[accept]]` entry of the config names): its own stored
+/// run belongs to the new level and is kept; older ones are not pooled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcceptedStep {
+    /// The accepting commit (full id).
+    pub commit: String,
+    /// The matching stored results of older commits left out of the history because of it
+    /// (within the search and history limits).
+    pub excluded: u32,
+}
+
+impl AcceptedStep {
+    /// The sentence the verdict shows, like the change-point exclusion's.
+    pub fn describe(&self) -> String {
+        format!(
+            "run-to-run noise: {} older stored run(s) lie before the accepted change at {} and \
+             were not pooled into the noise figure",
+            self.excluded,
+            short(&self.commit)
+        )
+    }
 }
 
 impl History {
@@ -63,6 +91,20 @@ pub struct Wanted {
     /// When set, the baseline must have run a phase with this schedule hash (e.g. the first ramp
     /// step, which the config fixes before anything runs).
     pub schedule_hash: Option<String>,
+    /// The commits (full or abbreviated ids) the config's `[[accept]]` entries name: like a
+    /// commit with a `Loadgate-Accept` trailer, each stops the noise history.
+    pub accepted_commits: Vec<String>,
+}
+
+impl Wanted {
+    /// Whether `commit`, with these `Loadgate-Accept` trailer values, is an accepted change.
+    fn accepts(&self, commit: &str, trailers: &[String]) -> bool {
+        !trailers.is_empty()
+            || self
+                .accepted_commits
+                .iter()
+                .any(|c| !c.is_empty() && commit.starts_with(c.as_str()))
+    }
 }
 
 /// Why a candidate commit's baseline was not used.
@@ -228,9 +270,8 @@ pub fn lookup(
         None => default_base_ref(repo)?,
     };
     let merge_base = merge_base(repo, head, &base_ref)?;
-    let count = format!("--max-count={}", limit.max(1));
-    let list = Git::new(repo).run(&["rev-list", "--first-parent", &count, &merge_base])?;
-    let commits: Vec<&str> = list.lines().map(str::trim).collect();
+    let walk = first_parent_trailers(repo, &merge_base, limit)?;
+    let commits: Vec<&str> = walk.iter().map(|c| c.commit.as_str()).collect();
     let mut searched: Vec<Candidate> = Vec::new();
     for (distance, commit) in commits.iter().copied().enumerate() {
         match match_candidate(store, commit, wanted)? {
@@ -239,15 +280,34 @@ pub fn lookup(
                 for c in &searched {
                     history.count(&c.mismatch);
                 }
-                for older in &commits[distance + 1..] {
-                    if history.entries.len() >= DEFAULT_HISTORY_LIMIT {
+                // The history stops at the nearest accepted change from the baseline back: that
+                // commit's run belongs to the new level, older ones to the old one.
+                let mut step =
+                    wanted
+                        .accepts(commit, &walk[distance].accepts)
+                        .then(|| AcceptedStep {
+                            commit: commit.to_owned(),
+                            excluded: 0,
+                        });
+                for older in &walk[distance + 1..] {
+                    let collected =
+                        history.entries.len() + step.as_ref().map_or(0, |s| s.excluded as usize);
+                    if collected >= DEFAULT_HISTORY_LIMIT {
                         break;
                     }
-                    match match_candidate(store, older, wanted)? {
-                        Ok(e) => history.entries.push(e),
-                        Err(mismatch) => history.count(&mismatch),
+                    match (match_candidate(store, &older.commit, wanted)?, &mut step) {
+                        (Ok(_), Some(step)) => step.excluded += 1,
+                        (Ok(e), None) => history.entries.push(e),
+                        (Err(mismatch), _) => history.count(&mismatch),
+                    }
+                    if step.is_none() && wanted.accepts(&older.commit, &older.accepts) {
+                        step = Some(AcceptedStep {
+                            commit: older.commit.clone(),
+                            excluded: 0,
+                        });
                     }
                 }
+                history.accepted_step = step;
                 return Ok(Lookup::Found {
                     merge_base,
                     commit: commit.to_owned(),
@@ -351,6 +411,7 @@ mod tests {
             },
             fingerprint: Fingerprint::of_result(&r),
             schedule_hash: Some("s1".to_owned()),
+            accepted_commits: Vec::new(),
         }
     }
 
@@ -485,6 +546,74 @@ mod tests {
                 }
             );
         }
+    }
+
+    /// Issue 12, "bad input": stored runs on either side of an accepted change are not pooled.
+    /// The history stops at the nearest first-parent commit carrying a `Loadgate-Accept`
+    /// trailer (its own run is kept), or named by an `[[accept]]` entry of the config.
+    #[test]
+    fn the_history_stops_at_the_nearest_accepted_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let mut commits = vec![init(p)];
+        for i in 1..7 {
+            let message = if i == 3 {
+                "slower on purpose\n\nLoadgate-Accept: p50 +30%\nLoadgate-Reason: a new check"
+                    .to_owned()
+            } else {
+                format!("c{i}")
+            };
+            commits.push(commit(p, &message));
+        }
+        let store = NotesStore::new(p, "refs/notes/loadgate");
+        for c in &commits {
+            save(&store, c, "A", "h");
+        }
+        let history_of =
+            |wanted: &Wanted| match lookup(p, "HEAD", Some("main"), 50, &store, wanted).unwrap() {
+                Lookup::Found {
+                    commit, history, ..
+                } => (commit, history),
+                other => panic!("{other:?}"),
+            };
+        // c6 is the baseline; c5, c4 and c3 (the accepting commit, the new level) are pooled;
+        // c2, c1, c0 lie before the step.
+        let (baseline, history) = history_of(&wanted("A", "h"));
+        assert_eq!(baseline, commits[6]);
+        let pooled: Vec<&str> = history.entries.iter().map(|e| e.commit.as_str()).collect();
+        assert_eq!(pooled, [&commits[5], &commits[4], &commits[3]]);
+        let step = history.accepted_step.expect("the step is reported");
+        assert_eq!(step.commit, commits[3]);
+        assert_eq!(step.excluded, 3);
+        assert_eq!(
+            step.describe(),
+            format!(
+                "run-to-run noise: 3 older stored run(s) lie before the accepted change at {} \
+                 and were not pooled into the noise figure",
+                short(&commits[3])
+            )
+        );
+        // An `[[accept]]` entry naming c5 (abbreviated) stops it nearer.
+        let mut named = wanted("A", "h");
+        named.accepted_commits = vec![commits[5][..7].to_owned()];
+        let (_, history) = history_of(&named);
+        assert_eq!(history.entries.len(), 1);
+        assert_eq!(history.accepted_step.unwrap().excluded, 5);
+        // A baseline that is itself the accepting commit pools nothing older.
+        let step_base = lookup(
+            p,
+            &commits[3],
+            Some(&commits[3]),
+            50,
+            &store,
+            &wanted("A", "h"),
+        )
+        .unwrap();
+        let Lookup::Found { history, .. } = step_base else {
+            panic!("{step_base:?}")
+        };
+        assert!(history.entries.is_empty());
+        assert_eq!(history.accepted_step.unwrap().excluded, 3);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod lookup;
 mod note;
 mod notes;
 mod store;
+mod trailers;
 
 pub use builds::{BUILDS_DIR, StoredBuild, find_build, save_build, save_run_build};
 pub use dir::DirStore;
@@ -23,9 +24,10 @@ pub(crate) use git::Git;
 pub(crate) use git::testing as git_testing;
 pub use git::{FALLBACK_EMAIL, FALLBACK_NAME};
 pub use lookup::{
-    Candidate, DEFAULT_HISTORY_LIMIT, DEFAULT_SEARCH_LIMIT, History, Lookup, Mismatch, Wanted,
-    default_base_ref, lookup, merge_base, resolve_commit,
+    AcceptedStep, Candidate, DEFAULT_HISTORY_LIMIT, DEFAULT_SEARCH_LIMIT, History, Lookup,
+    Mismatch, Wanted, default_base_ref, lookup, merge_base, resolve_commit,
 };
 pub use note::{NOTE_FORMAT_VERSION, StoredEntry, StoredNote, StoredResult};
 pub use notes::{MAX_SAVE_ATTEMPTS, NotesStore};
 pub use store::{DEFAULT_NOTES_REF, Store, StoreSpec, is_full_commit_id};
+pub use trailers::{CommitTrailers, first_parent_trailers, head_trailers};

@@ -4,16 +4,17 @@
 
 use crate::baseline::{
     BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup, StoreSpec, StoredEntry,
-    StoredResult, Wanted, lookup, short,
+    StoredResult, Wanted, head_trailers, lookup, short,
 };
 use crate::compare::{
-    CompareOptions, DETECTION_POWER, NoiseRuns, Reachable, RunFigures, compare_results,
-    format_change, format_threshold, head_leak, metric_name, noise_model, record_leak,
+    ACCEPT_TRAILER, Accept, CompareOptions, DETECTION_POWER, NoiseRuns, REASON_TRAILER, Reachable,
+    RunFigures, accepted_phrase, compare_results, format_change, format_threshold, head_leak,
+    metric_name, noise_model, parse_accept, record_leak,
 };
-use crate::config::{GateConfig, LoadgateConfig};
+use crate::config::{AcceptConfig, GateConfig, LoadgateConfig};
 use crate::report::table;
 use crate::result::{BaselineRef, ConfigHashes, RunResult};
-use crate::result::{Comparison, Metric, NoiseSource, Verdict, VerdictOutcome};
+use crate::result::{Comparison, Metric, MetricOutcome, NoiseSource, Verdict, VerdictOutcome};
 use std::path::Path;
 
 /// Where the gate's options come from (a part of `RunOpts`).
@@ -39,6 +40,9 @@ pub enum Baseline {
         entry: Box<StoredEntry>,
         /// Older stored results of the same config and environment, for the noise figure.
         history: History,
+        /// The intended changes of the head's commits (those not reachable from the baseline's
+        /// commit), and the warnings about malformed ones.
+        accepts: HeadAccepts,
     },
     /// None: each line says why a candidate was passed over, or why no search was possible.
     Missing {
@@ -62,9 +66,78 @@ impl Baseline {
     }
 }
 
+/// The intended changes that apply to a comparison: the well-formed `Loadgate-Accept` trailers
+/// of the head's commits and the config's `[[accept]]` entries naming one of them, with a warning
+/// for each trailer that was not accepted and why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeadAccepts {
+    /// What is accepted, in the order the commits were made (newest first) and then the config's.
+    pub accepts: Vec<Accept>,
+    /// A trailer that does not parse, or has no reason, quoted; nothing of it is accepted.
+    pub warnings: Vec<String>,
+}
+
+/// The [`HeadAccepts`] of the commits reachable from `head` and not from `base` (the commit whose
+/// result the comparison uses) in `repo`, with the config's `entries`.
+pub fn head_accepts(
+    repo: &Path,
+    base: &str,
+    head: &str,
+    entries: &[AcceptConfig],
+) -> Result<HeadAccepts, BaselineError> {
+    let commits = head_trailers(repo, base, head)?;
+    let mut found = HeadAccepts::default();
+    for c in &commits {
+        let at = short(&c.commit);
+        for value in &c.accepts {
+            let quoted = format!("{ACCEPT_TRAILER}: {value}");
+            let reason = c.reasons.join("; ");
+            match parse_accept(value) {
+                Ok(_) if reason.is_empty() => found.warnings.push(format!(
+                    "trailer `{quoted}` in {at} has no `{REASON_TRAILER}:` line; nothing from \
+                     it is accepted"
+                )),
+                Ok((scope, amount)) => found.accepts.push(Accept {
+                    scope,
+                    amount,
+                    source: format!("`{quoted}` in {at}"),
+                    reason,
+                }),
+                Err(why) => found.warnings.push(format!(
+                    "malformed trailer `{quoted}` in {at}: {why}; nothing from it is accepted"
+                )),
+            }
+        }
+    }
+    for entry in entries {
+        // Only while one of its commits is the head's: an entry never outlives them.
+        let named = commits.iter().find(|c| {
+            entry
+                .commits
+                .iter()
+                .any(|id| c.commit.starts_with(id.as_str()))
+        });
+        if let Some(c) = named {
+            found.accepts.push(Accept {
+                scope: entry.scope.clone(),
+                amount: entry.amount,
+                source: format!(
+                    "`[[accept]]` at {} for {}",
+                    entry.location,
+                    short(&c.commit)
+                ),
+                reason: entry.reason.clone(),
+            });
+        }
+    }
+    Ok(found)
+}
+
 /// Looks for the baseline of `head` in the configured store: one with one of `config_hashes`, the
 /// environment `fingerprint` and, when given, a phase that followed `schedule_hash`. A failing search is an error only
 /// when a baseline is required; otherwise it becomes the explanation of a missing baseline.
+/// `accept` are the config's `[[accept]]` entries: with the head's `Loadgate-Accept` trailers
+/// they make the accepts of the comparison, and the commits they name stop the noise history.
 pub fn find(
     repo: Option<&Path>,
     head: Option<&str>,
@@ -72,6 +145,7 @@ pub fn find(
     config_hashes: ConfigHashes,
     schedule_hash: Option<String>,
     fingerprint: Fingerprint,
+    accept: &[AcceptConfig],
 ) -> Result<Baseline, BaselineError> {
     let (Some(repo), Some(head)) = (repo, head) else {
         return Ok(Baseline::Missing {
@@ -86,6 +160,7 @@ pub fn find(
         // The first ramp step's (`plan::comparable_schedule_hash`): fixed by the config before
         // anything runs, unlike the soak's, whose rate follows the baseline's knee.
         schedule_hash,
+        accepted_commits: accept.iter().flat_map(|a| a.commits.clone()).collect(),
     };
     let found = lookup(
         repo,
@@ -102,15 +177,26 @@ pub fn find(
             entry,
             history,
             ..
-        }) => Ok(Baseline::Found {
-            reference: BaselineRef {
-                commit,
-                distance,
-                store: store.describe(),
-            },
-            entry,
-            history,
-        }),
+        }) => {
+            // A head whose trailers cannot be read accepts nothing, and says so.
+            let accepts = head_accepts(repo, &commit, head, accept).unwrap_or_else(|e| HeadAccepts {
+                accepts: Vec::new(),
+                warnings: vec![format!(
+                    "the head's commits could not be read for `{ACCEPT_TRAILER}` trailers: {e}; \
+                     nothing is accepted"
+                )],
+            });
+            Ok(Baseline::Found {
+                reference: BaselineRef {
+                    commit,
+                    distance,
+                    store: store.describe(),
+                },
+                entry,
+                history,
+                accepts,
+            })
+        }
         Ok(Lookup::NotFound {
             merge_base,
             searched,
@@ -142,8 +228,13 @@ pub fn decide_with(
 ) -> (Option<Comparison>, Verdict) {
     let leak = head_leak(head, gate);
     let leak = leak.as_deref();
-    let (entry, history) = match baseline {
-        Baseline::Found { entry, history, .. } => (entry, history),
+    let (entry, history, accepts) = match baseline {
+        Baseline::Found {
+            entry,
+            history,
+            accepts,
+            ..
+        } => (entry, history, accepts),
         Baseline::Missing { explanations } => {
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
@@ -163,9 +254,20 @@ pub fn decide_with(
                     &CompareOptions::default(),
                 )),
                 gated_operations: gated_operations.to_vec(),
+                accepts: accepts.accepts.clone(),
                 ..CompareOptions::default()
             };
-            let (comparison, verdict) = compare_results(base, head, gate, &options);
+            let (mut comparison, mut verdict) = compare_results(base, head, gate, &options);
+            // What the comparison could not see: malformed trailers, and where the history
+            // stopped at an accepted change (issue 12).
+            let more: Vec<String> = accepts
+                .warnings
+                .iter()
+                .cloned()
+                .chain(history.accepted_step.as_ref().map(|s| s.describe()))
+                .collect();
+            comparison.verdict.warnings.extend(more.iter().cloned());
+            verdict.warnings.extend(more);
             (Some(comparison), verdict)
         }
         Err(reason) => {
@@ -279,6 +381,24 @@ pub fn render_verdict(
             &["check", "change", "interval", "threshold", "outcome"],
             &rows,
         ));
+        for m in comparison
+            .metrics
+            .iter()
+            .filter(|m| m.outcome == MetricOutcome::Accepted)
+        {
+            if let Some(a) = &m.accepted {
+                out.push_str(&format!(
+                    "accepted: {}: {}{}\n",
+                    accepted_phrase(m),
+                    a.sources.join("; "),
+                    if a.reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", a.reasons.join("; "))
+                    }
+                ));
+            }
+        }
     }
     for warning in &verdict.warnings {
         out.push_str(&format!("warning: {warning}\n"));
@@ -388,6 +508,60 @@ mod tests {
     const TWO: &str = "[[workload.operation]]\nname = \"home\"\nrequest = { path = \"/\" }\n\
         next = [{ to = \"buy\", p = 0.5 }]\n\
         [[workload.operation]]\nname = \"buy\"\nrequest = { path = \"/buy\" }\n";
+
+    /// The head's accepts: well-formed trailers with a reason; a malformed trailer, or one
+    /// without a reason, is a warning quoting it and accepts nothing; an `[[accept]]` entry
+    /// applies only while a commit it names is the head's.
+    #[test]
+    fn the_heads_accepts_come_from_its_trailers_and_the_entries_naming_its_commits() {
+        use crate::baseline::git_testing::{commit, git, init};
+        use crate::compare::AcceptScope;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let base = init(p);
+        git(p, &["checkout", "-q", "-b", "feature"]);
+        let good = commit(
+            p,
+            "slower login\n\nLoadgate-Accept: p50 of login +20%\n\
+             Loadgate-Accept: p99 15%\nLoadgate-Reason: bcrypt cost 12",
+        );
+        let bare = commit(p, "tune\n\nLoadgate-Accept: capacity -10%");
+        let entry = |id: &str| AcceptConfig {
+            commits: vec![id.to_owned()],
+            scope: AcceptScope::All,
+            amount: 0.0,
+            reason: "a rewrite".to_owned(),
+            location: "loadgate.toml:3:1".to_owned(),
+        };
+        let entries = [entry(&good[..7]), entry("0000000")];
+        let found = head_accepts(p, &base, "HEAD", &entries).unwrap();
+        let (g, b) = (short(&good), short(&bare));
+        assert_eq!(
+            found.warnings,
+            [
+                format!(
+                    "trailer `Loadgate-Accept: capacity -10%` in {b} has no `Loadgate-Reason:` \
+                     line; nothing from it is accepted"
+                ),
+                format!(
+                    "malformed trailer `Loadgate-Accept: p99 15%` in {g}: the change `15%` has \
+                     no sign; write e.g. `+15%`; nothing from it is accepted"
+                ),
+            ]
+        );
+        let sources: Vec<&str> = found.accepts.iter().map(|a| a.source.as_str()).collect();
+        assert_eq!(
+            sources,
+            [
+                format!("`Loadgate-Accept: p50 of login +20%` in {g}"),
+                format!("`[[accept]]` at loadgate.toml:3:1 for {g}"),
+            ]
+        );
+        assert_eq!(found.accepts[0].reason, "bcrypt cost 12");
+        // Against a base that already holds those commits, nothing applies.
+        let later = head_accepts(p, &bare, "HEAD", &entries).unwrap();
+        assert_eq!(later, HeadAccepts::default());
+    }
 
     #[test]
     fn the_family_counts_the_latencies_of_each_gated_operation() {

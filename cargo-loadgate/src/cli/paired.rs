@@ -351,6 +351,15 @@ pub(super) async fn run_paired(
             .map(|p| format!(" (pid {p})"))
             .unwrap_or_default()
     );
+    // The intended changes of the commits between the base and the head (issue 18), as in a
+    // stored comparison: known before the blocks, so that an adaptive look judges with them too.
+    // A base given as a binary, image or URL has no commit and accepts none.
+    let accepts = paired_accepts(
+        repo.as_deref(),
+        base.resolved.as_ref().map(|r| r.commit.as_str()),
+        result.git.as_ref().map(|g| g.commit.as_str()),
+        &config.accept,
+    );
     let outcome = run_both(
         opts,
         config,
@@ -359,6 +368,7 @@ pub(super) async fn run_paired(
         &head,
         &base_target,
         &mut result,
+        &accepts.accepts,
     )
     .await;
     let base_alive = base_target.check_alive().await;
@@ -395,7 +405,7 @@ pub(super) async fn run_paired(
             source: Box::new(crash.into()),
         });
     }
-    finish(opts, config, cwd, out_dir, result, outcome, &repo)
+    finish(opts, config, cwd, out_dir, result, outcome, &repo, accepts)
 }
 
 /// What both sides measured.
@@ -412,6 +422,10 @@ struct BothMeasured {
 
 /// Calibrates, runs both ramps in turn and then the blocks, writing both documents after every
 /// phase; the targets are the caller's to stop.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the paired run's parts, each its own; a struct would only rename them"
+)]
 async fn run_both(
     opts: &RunOpts,
     config: &LoadgateConfig,
@@ -420,6 +434,7 @@ async fn run_both(
     head: &RunningTarget,
     base_target: &RunningTarget,
     result: &mut RunResult,
+    accepts: &[crate::compare::Accept],
 ) -> Result<BothMeasured, RunError> {
     let result_path = out_dir.join("result.json");
     let base_path = out_dir.join("base-result.json");
@@ -742,6 +757,7 @@ async fn run_both(
                 },
                 &CompareOptions {
                     alpha: design.nominal_alpha(),
+                    accepts: accepts.to_vec(),
                     ..CompareOptions::default()
                 },
             );
@@ -863,7 +879,32 @@ fn block_line(record: &BlockRecord) -> String {
     line
 }
 
+/// The accepts of the commits reachable from `head` and not from `base` in `repo`
+/// ([`gate::head_accepts`]); none without a repository or a base commit, and a warning when the
+/// commits cannot be read.
+fn paired_accepts(
+    repo: Option<&Path>,
+    base: Option<&str>,
+    head: Option<&str>,
+    entries: &[crate::config::AcceptConfig],
+) -> gate::HeadAccepts {
+    let (Some(repo), Some(base), Some(head)) = (repo, base, head) else {
+        return gate::HeadAccepts::default();
+    };
+    gate::head_accepts(repo, base, head, entries).unwrap_or_else(|e| gate::HeadAccepts {
+        accepts: Vec::new(),
+        warnings: vec![format!(
+            "the head's commits could not be read for `Loadgate-Accept` trailers: {e}; nothing \
+             is accepted"
+        )],
+    })
+}
+
 /// Decides, writes the documents and prints the verdict.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the paired run's parts, each its own; a struct would only rename them"
+)]
 fn finish(
     opts: &RunOpts,
     config: &LoadgateConfig,
@@ -872,6 +913,7 @@ fn finish(
     mut result: RunResult,
     both: BothMeasured,
     repo: &Option<PathBuf>,
+    accepts: gate::HeadAccepts,
 ) -> Result<i32, RunError> {
     let BothMeasured {
         mut base_result,
@@ -889,10 +931,16 @@ fn finish(
             crate::compare::DEFAULT_ALPHA,
             SequentialDesign::nominal_alpha,
         ),
+        accepts: accepts.accepts,
         ..CompareOptions::default()
     };
-    let (comparison, mut verdict) =
+    let (mut comparison, mut verdict) =
         compare_paired(&base_result, &result, &config.gate, &inputs, &options);
+    comparison
+        .verdict
+        .warnings
+        .extend(accepts.warnings.iter().cloned());
+    verdict.warnings.extend(accepts.warnings);
     let used = result.paired.as_ref().map_or(0, |p| p.used_pairs().count());
     verdict.rule_fired = format!(
         "{} [paired: {used} pair(s) of base and head in this job]",

@@ -1491,6 +1491,7 @@ mod tests {
             detectable,
             note: None,
             noise: None,
+            accepted: None,
         };
         let mut result = crate::result::testing::before();
         assert!(overall(&result, Metric::P50).is_none());
@@ -1533,6 +1534,7 @@ mod tests {
             detectable: None,
             note: None,
             noise: None,
+            accepted: None,
         };
         let mut result = crate::result::testing::before();
         assert!(regressed_metrics(&result).is_empty());

@@ -253,6 +253,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         config_hashes,
         comparable_schedule_hash(&config),
         fp,
+        &config.accept,
     ) {
         Ok(b) => b,
         Err(e) => {

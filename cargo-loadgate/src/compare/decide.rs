@@ -15,6 +15,7 @@
 //! figure (`GateConfig::p50_delta`). The verdict names the rule
 //! that fired and the numbers behind it; see `docs/statistics.md` for the derivations.
 
+use super::accept;
 use super::estimate::{
     Draft, Estimate, FLOOR_RAISED, abort_names, capacity_draft, error_rate_draft, finite,
     latency_drafts, missing_same_load, rss_draft,
@@ -319,9 +320,15 @@ pub(super) fn judge(
     // latencies, the RSS slope) are judged alone at α. A primary metric with nothing to test (no
     // estimate, or one its phase's precondition voided) is no hypothesis of the family: it is
     // inconclusive whatever the others show, and it does not make them clear a stricter level.
+    let mut drafts = drafts;
+    let mut rss = rss;
+    for d in drafts.iter_mut().chain(rss.as_mut()) {
+        accept::apply(d, &options.accepts);
+    }
     let tested = |d: &Draft| {
         d.primary
             && !d.forced
+            && !accept::accepts_all(d)
             && (d.aborted.is_some() || !matches!(d.estimate, Estimate::Missing | Estimate::HeldTop))
     };
     let p: Vec<f64> = drafts
@@ -360,6 +367,8 @@ pub(super) fn judge(
             options.alpha,
         ));
     }
+    let mut warnings = warnings;
+    warnings.extend(accept::warnings(&metrics, &options.accepts));
     let verdict = decide(&metrics, machine, warnings);
     (metrics, verdict)
 }
@@ -544,6 +553,15 @@ fn classify(
         }
         draft.note = Some(why);
     }
+    // An intended change: judged against the accepted amount (already δ), or any change under
+    // `all`; a metric that passed within its `[gate]` threshold stays a pass.
+    let judged = !draft.forced && !matches!(draft.estimate, Estimate::Missing);
+    let accepted = draft.accept.take().map(|a| {
+        let (settled, accepted) =
+            accept::settle(a, draft.metric, scale, (low, high), judged, outcome);
+        outcome = settled;
+        accepted
+    });
     MetricComparison {
         metric: draft.metric,
         operation: draft.operation,
@@ -561,6 +579,7 @@ fn classify(
         detectable,
         note: draft.note,
         noise: draft.noise,
+        accepted,
     }
 }
 
@@ -700,8 +719,18 @@ fn decide(
     let improved: Vec<usize> = (0..metrics.len())
         .filter(|&i| metrics[i].outcome == MetricOutcome::Improvement)
         .collect();
+    let accepted: Vec<usize> = (0..metrics.len())
+        .filter(|&i| metrics[i].outcome == MetricOutcome::Accepted)
+        .collect();
     let primaries = metrics.iter().filter(|m| m.primary).count();
     let mut rule = format!("pass: all {primaries} primary metrics are within their thresholds");
+    if !accepted.is_empty() {
+        let phrases: Vec<String> = accepted
+            .iter()
+            .map(|&i| accept::accepted_phrase(&metrics[i]))
+            .collect();
+        rule.push_str(&format!("; accepted: {}", phrases.join(", ")));
+    }
     if !improved.is_empty() {
         let names: Vec<String> = improved.iter().map(|&i| metric_name(&metrics[i])).collect();
         rule.push_str(&format!("; improved: {}", names.join(", ")));
@@ -709,7 +738,7 @@ fn decide(
     Verdict {
         outcome: VerdictOutcome::Pass,
         rule_fired: rule,
-        metrics: improved,
+        metrics: accepted.into_iter().chain(improved).collect(),
         warnings,
         leak: None,
     }
@@ -1033,6 +1062,7 @@ mod tests {
             detectable: None,
             note: None,
             noise: None,
+            accepted: None,
         };
         let v = decide(
             &[

@@ -65,6 +65,8 @@ pub(super) struct Draft {
     /// Set when the metric may regress but never pass or improve (a capacity the generator's
     /// limit bounds): why.
     pub(super) no_pass: Option<String>,
+    /// The accepts that cover this metric (`accept.rs`), until it is classified.
+    pub(super) accept: Option<super::accept::DraftAccept>,
 }
 
 impl Draft {
@@ -89,6 +91,7 @@ impl Draft {
             noise: None,
             aborted: None,
             no_pass: None,
+            accept: None,
         }
     }
 

@@ -41,14 +41,28 @@ pub fn format_threshold(m: &MetricComparison) -> String {
 }
 
 /// The metric's change, interval, confidence and threshold in one phrase, for the verdict's rule.
+/// A threshold an accept replaced is named as the accepted amount, with where it was written.
 pub(super) fn describe(m: &MetricComparison) -> String {
     format!(
-        "{} changed {} (interval {} to {} at {:.2}% confidence) against a threshold of {}",
+        "{} changed {} (interval {} to {} at {:.2}% confidence) against {}",
         metric_name(m),
         format_change(m, m.estimate),
         format_change(m, m.low),
         format_change(m, m.high),
         m.confidence * 100.0,
-        format_threshold(m)
+        threshold_phrase(m)
     )
+}
+
+/// "a threshold of +5.0%", or for a metric an accept covers "the accepted +30.0% (Loadgate-Accept:
+/// p50 +30% in 3f2a91c)": what a change was judged against, for every reporter.
+pub fn threshold_phrase(m: &MetricComparison) -> String {
+    match &m.accepted {
+        Some(a) if !a.all => format!(
+            "the accepted {} ({})",
+            format_threshold(m),
+            a.sources.join("; ")
+        ),
+        _ => format!("a threshold of {}", format_threshold(m)),
+    }
 }

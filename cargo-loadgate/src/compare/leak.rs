@@ -63,6 +63,7 @@ fn leak_in_verdict(
                 MetricOutcome::Pass => "within the threshold",
                 MetricOutcome::Inconclusive => "inconclusive",
                 MetricOutcome::Improvement => "an improvement",
+                MetricOutcome::Accepted => "within the accepted change",
             };
             (
                 false,

@@ -4,8 +4,10 @@
 //!
 //! `options.rs` holds how a comparison is made, `estimate.rs` the per-metric drafts, `decide.rs`
 //! Holm, the widening for the machine and the verdict, `format.rs` the figures for people, `leak.rs` the
-//! one leak rule, `noise.rs` the run-to-run noise of a comparison with a stored baseline.
+//! one leak rule, `noise.rs` the run-to-run noise of a comparison with a stored baseline,
+//! `accept.rs` the intended changes (`Loadgate-Accept`) that replace a metric's threshold.
 
+mod accept;
 mod decide;
 mod estimate;
 mod figures;
@@ -17,9 +19,13 @@ mod paired;
 #[cfg(test)]
 mod testkit;
 
+pub use accept::{
+    ACCEPT_TRAILER, Accept, AcceptScope, REASON_TRAILER, accepted_phrase, check_operation,
+    format_amount, parse_accept, parse_change, parse_metric,
+};
 pub use decide::{compare, compare_results, compare_with};
 pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
-pub use format::{format_change, format_threshold, metric_name};
+pub use format::{format_change, format_threshold, metric_name, threshold_phrase};
 pub use leak::{head_leak, leak_finding, record_leak};
 pub use noise::{
     DEFAULT_RUN_NOISE, DefaultNoise, MIN_NOISE_RUNS, NoiseModel, NoiseRuns, Reachable,

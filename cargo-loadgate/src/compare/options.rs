@@ -2,6 +2,7 @@
 //! family's α, the power of the smallest detectable change, the tolerances of the preconditions
 //! and the least data a metric needs). Read by the estimates and the decisions.
 
+use super::accept::Accept;
 use super::noise::NoiseModel;
 use crate::stats::bootstrap::DEFAULT_RESAMPLES;
 
@@ -43,6 +44,10 @@ pub struct CompareOptions {
     /// `[[workload.operation]]`, [`crate::config::WorkloadConfig::gated_operations`]): they join
     /// Holm's family and decide the verdict; every other operation's latencies only warn.
     pub gated_operations: Vec<String>,
+    /// The intended changes of the head's commits (`Loadgate-Accept` trailers and the config's
+    /// `[[accept]]` entries, `compare::accept`): each replaces the threshold of the metrics it
+    /// covers with its amount.
+    pub accepts: Vec<Accept>,
 }
 
 impl Default for CompareOptions {
@@ -55,6 +60,7 @@ impl Default for CompareOptions {
             load_tolerance: LOAD_TOLERANCE,
             noise: None,
             gated_operations: Vec::new(),
+            accepts: Vec::new(),
         }
     }
 }

@@ -369,6 +369,42 @@ mod tests {
         assert!(p50.detectable.unwrap() < 0.10, "{p50:?}");
     }
 
+    /// Issue 18 in paired mode: the same accepts, judged on the pairs.
+    #[test]
+    fn an_accepted_change_passes_on_the_pairs_and_one_beyond_it_regresses() {
+        use crate::compare::{Accept, parse_accept};
+        let accepts: Vec<Accept> = ["p50 +30%", "p99 +30%"]
+            .iter()
+            .map(|v| {
+                let (scope, amount) = parse_accept(v).unwrap();
+                Accept {
+                    scope,
+                    amount,
+                    source: format!("`Loadgate-Accept: {v}` in 3f2a91c"),
+                    reason: "a new feature".to_owned(),
+                }
+            })
+            .collect();
+        let with_accepts = |record: PairedRecord| {
+            let mut base = crate::result::testing::before();
+            base.ramp = None;
+            let mut head = base.clone();
+            head.paired = Some(record);
+            let options = CompareOptions {
+                accepts: accepts.clone(),
+                ..CompareOptions::default()
+            };
+            compare_paired(&base, &head, &gate(), &PairedInputs::default(), &options).0
+        };
+        let c = with_accepts(record(12, 1.0, 1.2, 1.2, 0.02, 7));
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Pass, "{:?}", c.verdict);
+        assert_eq!(overall(&c, Metric::P50).outcome, MetricOutcome::Accepted);
+        assert_eq!(overall(&c, Metric::P99).outcome, MetricOutcome::Accepted);
+        let c = with_accepts(record(12, 1.0, 1.5, 1.5, 0.02, 8));
+        assert_eq!(c.verdict.outcome, VerdictOutcome::Regression);
+        assert_eq!(overall(&c, Metric::P50).outcome, MetricOutcome::Regression);
+    }
+
     #[test]
     fn a_slower_head_is_a_regression_named_with_its_interval() {
         let c = compared(record(12, 1.0, 1.25, 1.0, 0.02, 2), &gate(), &[]);

@@ -32,6 +32,26 @@ pub struct LoadgateConfig {
     pub gate: GateConfig,
     /// How base and head are compared: paired blocks in one job, or a stored baseline.
     pub paired: PairedConfig,
+    /// The intended changes scoped to commits (`[[accept]]`). Not serialized: like `[gate]` they
+    /// judge a measurement without changing it, and the legacy config hash must stay what it was.
+    #[serde(skip)]
+    pub accept: Vec<AcceptConfig>,
+}
+
+/// An `[[accept]]` entry: an intended change, for users who do not write `Loadgate-Accept`
+/// trailers. It applies only while one of `commits` is among the head's commits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AcceptConfig {
+    /// The commits whose change is intended: full or abbreviated ids, lowercase.
+    pub commits: Vec<String>,
+    /// What it covers.
+    pub scope: crate::compare::AcceptScope,
+    /// The accepted amount, as [`crate::compare::Accept::amount`].
+    pub amount: f64,
+    /// Why the change is intended.
+    pub reason: String,
+    /// Where it is written, `file:line:col`, for people.
+    pub location: String,
 }
 
 /// Where a configuration was read from.

@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, gate, generator, paired, profile_keys, ramp, slo, soak, target, top_keys,
-    workload,
+    SECTIONS, abort, accept, gate, generator, paired, profile_keys, ramp, slo, soak, target,
+    top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -166,6 +166,8 @@ fn validate_in(
         let pre = if file == 0 { prefix } else { "" };
         check_sections(cx, root, pre, false);
     }
+    // `[[accept]]` is the user's top level only: which change is intended is no profile's.
+    let accepts = accept::read(cx, &user, prefix);
     let user_profiles = profiles_of(cx, &user, prefix);
     let builtin_profiles = profiles_of(cx, &builtin, "");
     for (name, table) in user_profiles.iter().chain(&builtin_profiles) {
@@ -200,7 +202,10 @@ fn validate_in(
             anchor: (0, anchor.clone()),
             prefix,
         };
-        let config = build(cx, &look, name, package.clone());
+        let config = build(cx, &look, name, package.clone()).map(|c| LoadgateConfig {
+            accept: accepts.clone(),
+            ..c
+        });
         if name == profile {
             selected = config;
         }
@@ -248,6 +253,7 @@ fn build(
         abort: abort?,
         gate: gate?,
         paired: paired?,
+        accept: Vec::new(),
     })
 }
 

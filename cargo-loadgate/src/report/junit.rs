@@ -8,7 +8,7 @@
 //! base and the pairs it used). The XML is written with nextest's `quick-junit`, which escapes
 //! markup and drops characters XML cannot carry.
 
-use crate::compare::{format_change, format_threshold, metric_name};
+use crate::compare::{format_change, metric_name, threshold_phrase};
 use crate::result::{BaseSource, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
@@ -134,16 +134,20 @@ pub fn write_junit(path: &Path, result: &RunResult) -> std::io::Result<()> {
 
 fn check_case(m: &MetricComparison) -> TestCase {
     let detail = format!(
-        "base {}, head {}: change {} (interval {} to {}) against a threshold of {}",
+        "base {}, head {}: change {} (interval {} to {}) against {}",
         m.base.map_or_else(|| "?".to_owned(), |v| format!("{v:.6}")),
         m.head.map_or_else(|| "?".to_owned(), |v| format!("{v:.6}")),
         format_change(m, m.estimate),
         format_change(m, m.low),
         format_change(m, m.high),
-        format_threshold(m),
+        threshold_phrase(m),
     );
     let status = match m.outcome {
-        MetricOutcome::Pass | MetricOutcome::Improvement => TestCaseStatus::success(),
+        // An intended change within its accepted amount passes; its properties name the
+        // accept, its system-out says "accepted".
+        MetricOutcome::Pass | MetricOutcome::Improvement | MetricOutcome::Accepted => {
+            TestCaseStatus::success()
+        }
         MetricOutcome::Regression => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("regression: {detail}"))
@@ -159,7 +163,21 @@ fn check_case(m: &MetricComparison) -> TestCase {
         }
     };
     let mut case = TestCase::new(metric_name(m), status);
-    case.set_system_out(detail);
+    case.set_system_out(if m.outcome == MetricOutcome::Accepted {
+        format!("accepted: {detail}")
+    } else {
+        detail
+    });
+    if let Some(accepted) = &m.accepted {
+        // Every accept that covers the check, also when it was not needed or the change went
+        // beyond it: the trailer (or config entry) as written, with its commit.
+        for source in &accepted.sources {
+            case.add_property(Property::new("loadgate.accept", source.clone()));
+        }
+        for reason in &accepted.reasons {
+            case.add_property(Property::new("loadgate.accept.reason", reason.clone()));
+        }
+    }
     case
 }
 

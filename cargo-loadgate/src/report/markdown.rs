@@ -4,7 +4,7 @@
 //! from the result and the comparison.
 
 use super::table::{Cell, Table};
-use crate::compare::{format_change, format_threshold, metric_name};
+use crate::compare::{accepted_phrase, format_change, format_threshold, metric_name};
 use crate::config::format_millis;
 use crate::plan::pairing::Side;
 use crate::plan::{SoakOutcome, format_latency, format_rate};
@@ -67,11 +67,14 @@ pub fn markdown_summary(result: &RunResult) -> String {
         .left(&[4, 6])
         .tight_rule()
         .rows(comparison.metrics.iter().map(|m| {
-            let outcome = match m.outcome {
-                MetricOutcome::Regression => {
+            let outcome = match (m.outcome, &m.accepted) {
+                (MetricOutcome::Regression, _) => {
                     format!("{} {}", VerdictOutcome::Regression.icon(), m.outcome.word())
                 }
-                other => other.word().to_owned(),
+                // The amount an intended change was accepted up to, or `all`.
+                (MetricOutcome::Accepted, Some(a)) if a.all => "accepted (all)".to_owned(),
+                (MetricOutcome::Accepted, _) => format!("accepted ({})", format_threshold(m)),
+                (other, _) => other.word().to_owned(),
             };
             [
                 metric_name(m),
@@ -85,6 +88,24 @@ pub fn markdown_summary(result: &RunResult) -> String {
         }));
         md.push_str(&checks.markdown());
         md.push('\n');
+        for m in comparison
+            .metrics
+            .iter()
+            .filter(|m| m.outcome == MetricOutcome::Accepted)
+        {
+            let Some(a) = &m.accepted else { continue };
+            let _ = writeln!(
+                md,
+                "**Accepted:** {}: {}{}\n",
+                escape(&accepted_phrase(m)),
+                escape(&a.sources.join("; ")),
+                if a.reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", escape(&a.reasons.join("; ")))
+                }
+            );
+        }
         if let Some(noise) = &comparison.noise {
             let _ = writeln!(md, "{}\n", escape(&noise.describe()));
         }

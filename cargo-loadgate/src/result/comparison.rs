@@ -67,6 +67,10 @@ pub enum MetricOutcome {
     Inconclusive,
     /// The whole interval lies beyond the threshold on the good side (a pass, worth reporting).
     Improvement,
+    /// An intended change (a `Loadgate-Accept` trailer or an `[[accept]]` entry of the config,
+    /// [`MetricComparison::accepted`]): the interval lies within the accepted amount but not
+    /// within the `[gate]` threshold. A pass.
+    Accepted,
 }
 
 /// One metric of the comparison.
@@ -111,6 +115,29 @@ pub struct MetricComparison {
     /// absent in comparisons of two given results (and in results written before it was added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<MetricNoise>,
+    /// The intended change this metric was judged against, when one applies to it: its amount
+    /// replaced the `[gate]` threshold in `threshold`; absent otherwise (and in results written
+    /// before accepts existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<AcceptedChange>,
+}
+
+/// An intended change applied to one metric (`compare::accept`): where it was written and what
+/// it replaced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AcceptedChange {
+    /// Every accept that applies to the metric, as written: `Loadgate-Accept: p50 +30%` with
+    /// its commit, or the config's `[[accept]]` entry with its file and line. Several of one
+    /// metric add up (their ratios multiply).
+    pub sources: Vec<String>,
+    /// The reasons given with them (`Loadgate-Reason:` or the entry's `reason`).
+    pub reasons: Vec<String>,
+    /// Whether an `all` accept applies: any change of the metric is accepted, and `threshold`
+    /// stays the `[gate]` one.
+    pub all: bool,
+    /// The `[gate]` threshold the accepted amount replaced, on the estimate's scale (as
+    /// [`MetricComparison::threshold`]).
+    pub gate_threshold: f64,
 }
 
 /// Where a stored comparison's run-to-run noise figure came from.
@@ -275,14 +302,21 @@ impl VerdictOutcome {
 }
 
 impl MetricOutcome {
-    /// The metric's outcome for people: `regression`, `pass`, `inconclusive`, `improvement`.
+    /// The metric's outcome for people: `regression`, `pass`, `inconclusive`, `improvement`,
+    /// `accepted`.
     pub fn word(self) -> &'static str {
         match self {
             Self::Regression => "regression",
             Self::Pass => "pass",
             Self::Inconclusive => "inconclusive",
             Self::Improvement => "improvement",
+            Self::Accepted => "accepted",
         }
+    }
+
+    /// Whether the outcome lets the run pass: a pass, an improvement or an accepted change.
+    pub fn passes(self) -> bool {
+        matches!(self, Self::Pass | Self::Improvement | Self::Accepted)
     }
 }
 

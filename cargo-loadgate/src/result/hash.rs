@@ -47,6 +47,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         source: _,
         profile: _,
         gate: _,
+        accept: _,
         paired,
         target,
         slo,

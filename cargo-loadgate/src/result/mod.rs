@@ -14,8 +14,8 @@ mod run;
 mod write;
 
 pub use comparison::{
-    Comparison, LeakFinding, Metric, MetricComparison, MetricNoise, MetricOutcome, NoiseSource,
-    NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
+    AcceptedChange, Comparison, LeakFinding, Metric, MetricComparison, MetricNoise, MetricOutcome,
+    NoiseSource, NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
 pub use paired::{

@@ -3,6 +3,7 @@
 //! passes of `validate`, the building of its validated type, and its own checks.
 
 pub(crate) mod abort;
+pub(crate) mod accept;
 pub(crate) mod gate;
 pub(crate) mod generator;
 pub(crate) mod key;
@@ -35,7 +36,7 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
     SECTIONS
         .iter()
         .map(|s| s.name)
-        .chain([profile::PROFILE])
+        .chain([accept::ACCEPT, profile::PROFILE])
         .collect()
 }
 
@@ -56,8 +57,16 @@ mod tests {
     fn docs_config_md_has_a_row_for_every_key_with_its_meaning() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/config.md");
         let docs = std::fs::read_to_string(path).expect("docs/config.md is readable");
-        for section in SECTIONS {
-            let heading = format!("## `[{}]`", section.name);
+        let accept = key::Section {
+            name: accept::ACCEPT,
+            keys: accept::KEYS,
+            check_table: None,
+        };
+        for (section, heading) in SECTIONS
+            .iter()
+            .map(|s| (*s, format!("## `[{}]`", s.name)))
+            .chain([(&accept, format!("## `[[{}]]`", accept::ACCEPT))])
+        {
             let start = docs
                 .find(&heading)
                 .unwrap_or_else(|| panic!("no {heading}"));

@@ -42,7 +42,9 @@ pub const MIN_NOISE_RUNS: usize = 3;
 /// machine three history runs with a run-to-run SD of 0.016 (within-run error dominating, so
 /// Satterthwaite's df was 107) made the next save of the same binary a p50 regression of +54%
 /// (interval +24% … +92%), exit 10 (issue 12, stop 22). With the prior the same runs give a
-/// run-to-run SD of 0.08 and 3 df, and that change is inside the interval. Its weight fades as
+/// run-to-run SD of 0.08 and Satterthwaite's ν ≈ 6, and that change is inside the interval. Like
+/// the default alone, the prior counts within-run noise twice (σ₀ was measured as the whole
+/// spread): conservative. Its weight fades as
 /// runs are stored: at 20 runs it moves a run-to-run SD of 0.05 to 0.057.
 pub const PRIOR_DF: f64 = 1.0;
 

@@ -31,6 +31,8 @@ pub struct WireRequest {
     bytes: Bytes,
     /// A `HEAD` request: its answer has no body whatever its headers say.
     head: bool,
+    /// The request says `Connection: close`.
+    close: bool,
 }
 
 impl WireRequest {
@@ -39,11 +41,13 @@ impl WireRequest {
         &self.bytes
     }
 
-    /// Encodes a request for `target` (origin form: `/` then the path and query) on `host`, with
-    /// `headers` in order (a `content-length` or `transfer-encoding` among them is replaced by
-    /// the body's real length), `content-type: application/json` when `json` and no
-    /// `content-type` is given, and `body`. `None` when the target is not a valid origin-form
-    /// request target (it must start with `/` and hold only visible ASCII).
+    /// Encodes a request for `target` (origin form: `/` then the path and query; a `#fragment`
+    /// is cut off, as a URI's is never sent) on `host`, with `headers` in order, then
+    /// `content-type: application/json` when `json` and no `content-type` is given, and `body`.
+    /// A `host` among `headers` replaces the URL's (a virtual host behind an address); a
+    /// `content-length` or `transfer-encoding` among them is replaced by the body's real length,
+    /// sent whenever the body is not empty (as hyper did). `None` when the target is not a valid
+    /// origin-form request target (it must start with `/` and hold only visible ASCII).
     pub fn encode(
         method: &Method,
         target: &[&str],
@@ -53,30 +57,39 @@ impl WireRequest {
         body: &[u8],
     ) -> Option<Self> {
         let first = target.iter().find(|p| !p.is_empty())?;
-        if !first.starts_with('/')
-            || !target
-                .iter()
-                .flat_map(|p| p.bytes())
-                .all(|b| b.is_ascii_graphic())
-        {
+        if !first.starts_with('/') {
             return None;
         }
+        let host = headers
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == header::HOST)
+            .map_or(host, |(_, v)| v);
         let target_len: usize = target.iter().map(|p| p.len()).sum();
         let headers_len: usize = headers
             .iter()
             .map(|(n, v)| n.as_str().len() + v.len() + 4)
             .sum();
-        let mut out =
-            Vec::with_capacity(method.as_str().len() + target_len + headers_len + body.len() + 96);
+        let mut out = Vec::with_capacity(
+            method.as_str().len() + target_len + host.len() + headers_len + body.len() + 96,
+        );
         out.extend_from_slice(method.as_str().as_bytes());
         out.push(b' ');
-        for part in target {
-            out.extend_from_slice(part.as_bytes());
+        for b in target
+            .iter()
+            .flat_map(|p| p.bytes())
+            .take_while(|b| *b != b'#')
+        {
+            if !b.is_ascii_graphic() {
+                return None;
+            }
+            out.push(b);
         }
         out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
         out.extend_from_slice(host.as_bytes());
         out.extend_from_slice(b"\r\n");
         let mut has_content_type = false;
+        let mut close = false;
         for (name, value) in headers {
             if *name == header::CONTENT_LENGTH
                 || *name == header::TRANSFER_ENCODING
@@ -85,6 +98,12 @@ impl WireRequest {
                 continue;
             }
             has_content_type |= *name == header::CONTENT_TYPE;
+            if *name == header::CONNECTION {
+                close |= value
+                    .as_bytes()
+                    .split(|b| *b == b',')
+                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+            }
             out.extend_from_slice(name.as_str().as_bytes());
             out.extend_from_slice(b": ");
             out.extend_from_slice(value.as_bytes());
@@ -93,23 +112,24 @@ impl WireRequest {
         if json && !has_content_type {
             out.extend_from_slice(b"content-type: application/json\r\n");
         }
-        // As hyper did: a body's length is always sent; an empty one only for methods that
-        // normally carry a body, where a server may otherwise wait for one.
-        if !body.is_empty()
-            || *method == Method::POST
-            || *method == Method::PUT
-            || *method == Method::PATCH
-        {
-            out.extend_from_slice(b"content-length: ");
-            out.extend_from_slice(body.len().to_string().as_bytes());
-            out.extend_from_slice(b"\r\n");
+        if !body.is_empty() {
+            use std::io::Write as _;
+            // Writing into a Vec cannot fail.
+            let _ = write!(out, "content-length: {}\r\n", body.len());
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(body);
         Some(Self {
             bytes: Bytes::from(out),
             head: *method == Method::HEAD,
+            close,
         })
+    }
+
+    /// Whether the request asks the server to close the connection after its answer: the
+    /// connection is not used again, whatever the answer says.
+    pub fn closes(&self) -> bool {
+        self.close
     }
 
     /// Whether this is a `HEAD` request.
@@ -159,9 +179,11 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, TransportE
     let mut encoded = false;
     for h in response.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
-            let value = std::str::from_utf8(h.value)
+            let digits = h.value.trim_ascii();
+            let value = std::str::from_utf8(digits)
                 .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<usize>().ok())
                 .ok_or(TransportErrorKind::Other)?;
             if length.is_some_and(|l| l != value) {
                 return Err(TransportErrorKind::Other);
@@ -254,6 +276,7 @@ fn decode_chunked(
                 let size = line.split(|b| *b == b';').next().unwrap_or_default();
                 let size = std::str::from_utf8(size.trim_ascii())
                     .ok()
+                    .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()))
                     .and_then(|s| usize::from_str_radix(s, 16).ok())
                     .ok_or(TransportErrorKind::Other)?;
                 *state = if size == 0 {
@@ -441,14 +464,22 @@ mod tests {
         let head =
             WireRequest::encode(&Method::HEAD, &["/x"], &host, &[], false, b"").expect("valid");
         assert!(head.is_head() && !get.is_head());
-        // An empty POST still says so; a given content-type is kept and not doubled.
-        let typed = vec![(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"))];
-        let post =
-            WireRequest::encode(&Method::POST, &["/x"], &host, &typed, true, b"").expect("valid");
+        // An empty body has no length, as with hyper; a given content-type is kept and not
+        // doubled; a given host replaces the URL's; a fragment is not sent; a request that asks
+        // for the close says so.
+        let typed = vec![
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/plain")),
+            (header::HOST, HeaderValue::from_static("shop.example")),
+            (header::CONNECTION, HeaderValue::from_static("Close")),
+        ];
+        let post = WireRequest::encode(&Method::POST, &["/x?q=1#top"], &host, &typed, true, b"")
+            .expect("valid");
         assert_eq!(
-            post.bytes(),
-            b"POST /x HTTP/1.1\r\nhost: 127.0.0.1:8080\r\ncontent-type: text/plain\r\ncontent-length: 0\r\n\r\n"
+            std::str::from_utf8(post.bytes()).expect("ascii"),
+            "POST /x?q=1 HTTP/1.1\r\nhost: shop.example\r\ncontent-type: text/plain\r\n\
+             connection: Close\r\n\r\n"
         );
+        assert!(post.closes() && !get.closes());
         for bad in ["x", "/a b", "/a\r\nevil: 1", "/é"] {
             assert!(
                 WireRequest::encode(&Method::GET, &[bad], &host, &[], false, b"").is_none(),
@@ -566,6 +597,10 @@ mod tests {
         for bad in [
             &b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"[..],
             b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nab",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\nab\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nab",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n+2\r\nab\r\n0\r\n\r\n",
             b"SMTP ready\r\n\r\n",
         ] {
             assert_eq!(

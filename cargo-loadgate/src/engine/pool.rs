@@ -92,8 +92,9 @@ impl Connection {
         let mut eof = false;
         loop {
             if let Some(parsed) = reader.poll(&mut self.buf, eof)? {
-                // Bytes after the answer were not asked for: the connection is not reused.
-                self.spent = !parsed.keep_alive || !self.buf.is_empty();
+                // Bytes after the answer were not asked for: the connection is not reused; nor
+                // when either side asked for the close.
+                self.spent = !parsed.keep_alive || request.closes() || !self.buf.is_empty();
                 return Ok(Answer {
                     status: parsed.status,
                     body: parsed.body,
@@ -416,6 +417,40 @@ mod tests {
         assert_eq!(server.connections(), 2);
         // Three rounds of 100 ms on two connections.
         assert!(elapsed >= Duration::from_millis(290), "{elapsed:?}");
+    }
+
+    #[test]
+    fn a_connection_is_reused_unless_the_request_asked_for_the_close() {
+        let server = TestServer::start(|_| Reply::ok("ok"));
+        let addr = addr_of(&server);
+        let host = http::HeaderValue::from_static("test");
+        let close = WireRequest::encode(
+            &http::Method::GET,
+            &["/"],
+            &host,
+            &[(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            )],
+            false,
+            b"",
+        )
+        .expect("request");
+        let opened = block_on_local(async {
+            let pool = Pool::new(addr, 4);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut opened = Vec::new();
+            for request in [get(), get(), close.clone(), get()] {
+                let status = pool.send(&request, deadline).await.result.map(|a| a.status);
+                assert_eq!(status, Ok(200));
+                opened.push(pool.opened_total());
+            }
+            opened
+        });
+        // Two requests on one connection; the one that asked for the close ends it, so the next
+        // opens another.
+        assert_eq!(opened, vec![1, 1, 1, 2]);
+        assert_eq!(server.connections(), 2);
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! string and node; walking it with the pointers' tokens as a guide keeps only the values
 //! pointed at and skips the rest with [`IgnoredAny`], which still checks that the whole body is
 //! JSON. The answers are those of [`Value::pointer`] on the parsed document, duplicate keys
-//! included (the last wins), and so are the errors of a body that is not JSON, with one
-//! difference: in the parts skipped, a number beyond `f64`'s range (valid JSON, which
-//! `serde_json` refuses to hold as a value) is not an error.
+//! included (the last wins), and so are the errors of a body that is not JSON, with one kind of
+//! difference: the parts skipped are checked for JSON's grammar only, so a number beyond `f64`'s
+//! range, invalid UTF-8 or a lone `\u` surrogate inside a skipped string, which
+//! `serde_json::from_slice` refuses, is not an error there.
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};

@@ -377,12 +377,8 @@ fn a_verdicts_leak_finding_matches_the_schema() {
 
 /// A stored comparison's `noise` and each metric's (issue 12, added within format version 1) are
 /// in the schema: written, they validate, and mistyped ones do not.
-#[test]
-fn a_comparisons_noise_matches_the_schema() {
-    use cargo_loadgate::result::{
-        Comparison, Metric, MetricComparison, MetricNoise, MetricOutcome, NoiseSource,
-        NoiseSummary, Scale, SkippedAncestors, Verdict,
-    };
+/// The checked-in run-result schema's `comparison` definition, as a schema of its own.
+fn comparison_schema() -> serde_json::Value {
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
@@ -390,8 +386,16 @@ fn a_comparisons_noise_matches_the_schema() {
         .unwrap(),
     )
     .unwrap();
-    let comparison_schema =
-        serde_json::json!({"$defs": schema["$defs"], "$ref": "#/$defs/comparison"});
+    serde_json::json!({"$defs": schema["$defs"], "$ref": "#/$defs/comparison"})
+}
+
+#[test]
+fn a_comparisons_noise_matches_the_schema() {
+    use cargo_loadgate::result::{
+        Comparison, Metric, MetricComparison, MetricNoise, MetricOutcome, NoiseSource,
+        NoiseSummary, Scale, SkippedAncestors, Verdict,
+    };
+    let comparison_schema = comparison_schema();
     let comparison = Comparison {
         base_commit: None,
         head_commit: None,
@@ -453,15 +457,7 @@ fn an_accepted_metric_matches_the_schema() {
     use cargo_loadgate::result::{
         AcceptedChange, Comparison, Metric, MetricComparison, MetricOutcome, Scale, Verdict,
     };
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let comparison_schema =
-        serde_json::json!({"$defs": schema["$defs"], "$ref": "#/$defs/comparison"});
+    let comparison_schema = comparison_schema();
     let comparison = Comparison {
         base_commit: None,
         head_commit: None,

@@ -637,18 +637,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "a table for docs/statistics.md, not a check"]
-    fn coverage_table() {
-        for k in [3, 5, 10, 20] {
-            for sigma_b in [0.02, 0.05, 0.10, 0.13, 0.26, 0.40] {
-                let with = coverage(2_000, k, sigma_b, 0.05, 0.98, P50_MODEL);
-                let without = coverage(2_000, k, sigma_b, 0.05, 0.98, Model::Runs(0.13, 0.0));
-                eprintln!("k {k:2} sigma_b {sigma_b:.2}: prior {with:.4} no prior {without:.4}");
-            }
-        }
-    }
-
-    #[test]
     fn the_interval_covers_the_true_change_at_its_level_and_the_within_only_one_does_not() {
         // The stored runs' estimator alone (no prior), as drawn from the model it assumes.
         // 2,000 seeds: a binomial share at 90% has an SD of 0.67 points, at 98% 0.31 points; the

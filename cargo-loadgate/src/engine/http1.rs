@@ -98,12 +98,7 @@ impl WireRequest {
                 continue;
             }
             has_content_type |= *name == header::CONTENT_TYPE;
-            if *name == header::CONNECTION {
-                close |= value
-                    .as_bytes()
-                    .split(|b| *b == b',')
-                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
-            }
+            close |= *name == header::CONNECTION && has_token(value.as_bytes(), b"close");
             out.extend_from_slice(name.as_str().as_bytes());
             out.extend_from_slice(b": ");
             out.extend_from_slice(value.as_bytes());
@@ -136,6 +131,13 @@ impl WireRequest {
     pub fn is_head(&self) -> bool {
         self.head
     }
+}
+
+/// Whether a comma-separated header value (`Connection`) holds `token`, case-insensitively.
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|b| *b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 /// How an answer's body is delimited.
@@ -174,6 +176,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, TransportE
     let status = response.code.ok_or(TransportErrorKind::Other)?;
     let version = response.version.ok_or(TransportErrorKind::Other)?;
     let mut keep_alive = version >= 1;
+    let mut close = false;
     let mut length: Option<usize> = None;
     let mut chunked = false;
     let mut encoded = false;
@@ -198,13 +201,10 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, TransportE
                 .next()
                 .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         } else if h.name.eq_ignore_ascii_case("connection") {
-            for token in h.value.split(|b| *b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && version == 0 {
-                    keep_alive = true;
-                }
+            if has_token(h.value, b"close") {
+                close = true;
+            } else if version == 0 && has_token(h.value, b"keep-alive") {
+                keep_alive = true;
             }
         }
     }
@@ -223,7 +223,7 @@ fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, TransportE
     } else {
         Framing::UntilClose
     };
-    if framing == Framing::UntilClose {
+    if close || framing == Framing::UntilClose {
         keep_alive = false;
     }
     Ok(Some(Head {
@@ -589,6 +589,10 @@ mod tests {
         assert!(!keep(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"));
         assert!(keep(
             b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"
+        ));
+        // A close wins over a keep-alive in the same header.
+        assert!(!keep(
+            b"HTTP/1.0 200 OK\r\nConnection: close, keep-alive\r\nContent-Length: 0\r\n\r\n"
         ));
     }
 

@@ -272,7 +272,17 @@ fn a_bin_target_pairs_with_its_merge_base_built_in_a_worktree() {
     let _load = load_lock();
     // The base answers at once, the head 5 ms later.
     let repo = tiny_repo(&TINY_MAIN.replace("DELAY;", "0;"), 5);
-    let out = bin_run(repo.path(), &["--paired"]);
+    let store = repo.path().join("store");
+    let store_arg = format!("dir:{}", store.display());
+    let out = bin_run(
+        repo.path(),
+        &[
+            "--paired",
+            "--save-baseline",
+            "--baseline-store",
+            &store_arg,
+        ],
+    );
     out.assert_code(REGRESSION);
     assert!(out.stderr.contains("Paired head:"), "{}", out.stderr);
     assert!(
@@ -292,6 +302,27 @@ fn a_bin_target_pairs_with_its_merge_base_built_in_a_worktree() {
     assert_eq!(
         result["paired"]["base"]["commit"].as_str().unwrap(),
         String::from_utf8_lossy(&base_commit.stdout).trim()
+    );
+    // Both sides are stored, each under its own commit, as paired results.
+    let head_commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    for commit in [&base_commit.stdout, &head_commit.stdout] {
+        let commit = String::from_utf8_lossy(commit).trim().to_owned();
+        let text = std::fs::read_to_string(store.join(format!("{commit}.json")))
+            .unwrap_or_else(|e| panic!("no stored result for {commit}: {e}\n{}", out.stderr));
+        let note: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let stored = &note["entries"][0]["result"];
+        assert_eq!(stored["git"]["commit"], commit.as_str());
+        assert_eq!(stored["mode"], "paired");
+        assert_matches_result_schema(stored);
+    }
+    assert!(
+        out.stderr.contains("Saved the base's side"),
+        "{}",
+        out.stderr
     );
     assert_eq!(worktrees(repo.path()), 1, "the base's worktree was removed");
     // The base's binary is kept (for the next run), its build dir is its own.

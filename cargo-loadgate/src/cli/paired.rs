@@ -900,6 +900,21 @@ fn paired_accepts(
     })
 }
 
+/// The commit to store the base's side of a paired run under, when `--save-baseline` stores both
+/// sides (issue 13: "both sides' results are stored per commit"): only a base measured from a
+/// build of its own commit (built in a worktree, or that commit's stored build), and never the
+/// head's own commit, whose entry the head's result already is. A given binary, image or URL is
+/// not known to be the merge-base's code, so it is not stored as that commit's result.
+fn base_commit_to_store<'a>(result: &RunResult, base_result: &'a RunResult) -> Option<&'a str> {
+    let source = result.paired.as_ref()?.base.source;
+    if !matches!(source, BaseSource::Built | BaseSource::StoredBuild) {
+        return None;
+    }
+    let base = base_result.git.as_ref()?;
+    let head = result.git.as_ref().map(|g| g.commit.as_str());
+    (!base.commit.is_empty() && head != Some(base.commit.as_str())).then_some(base.commit.as_str())
+}
+
 /// Decides, writes the documents and prints the verdict.
 #[expect(
     clippy::too_many_arguments,
@@ -1011,6 +1026,13 @@ fn finish(
                 };
                 let saved = gate::save(repo, &gate_options, &result)?;
                 eprintln!("       Saved the paired result in {saved}");
+                if let Some(commit) = base_commit_to_store(&result, &base_result) {
+                    let saved = gate::save(repo, &gate_options, &base_result)?;
+                    eprintln!(
+                        "       Saved the base's side ({}) in {saved}",
+                        short(commit)
+                    );
+                }
             }
             None => {
                 return Err(RunError::Usage {
@@ -1040,4 +1062,47 @@ fn finish(
         opts.fail_on_inconclusive,
         false,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_case::test_case;
+
+    fn sides(source: BaseSource, head: &str, base: &str) -> (RunResult, RunResult) {
+        let mut result = crate::result::testing::paired();
+        result.paired.as_mut().unwrap().base.source = source;
+        result.git = Some(GitInfo {
+            commit: head.to_owned(),
+            dirty: false,
+        });
+        let mut base_result = result.clone();
+        base_result.paired = None;
+        base_result.git = Some(GitInfo {
+            commit: base.to_owned(),
+            dirty: false,
+        });
+        (result, base_result)
+    }
+
+    #[test_case(BaseSource::Built, Some("b"); "built from the merge-base")]
+    #[test_case(BaseSource::StoredBuild, Some("b"); "the merge-base's stored build")]
+    #[test_case(BaseSource::GivenBinary, None; "a given binary is not known to be the base's code")]
+    #[test_case(BaseSource::GivenImage, None; "a given image")]
+    #[test_case(BaseSource::GivenUrl, None; "a given url")]
+    #[test_case(BaseSource::SameAsHead, None; "an a-a run")]
+    fn the_base_side_is_stored_only_when_it_was_built_from_its_commit(
+        source: BaseSource,
+        expected: Option<&str>,
+    ) {
+        let (result, base_result) = sides(source, "h", "b");
+        assert_eq!(base_commit_to_store(&result, &base_result), expected);
+    }
+
+    #[test]
+    fn a_base_at_the_heads_own_commit_is_not_stored_over_the_heads_result() {
+        // A dirty tree is measured against its own HEAD: both sides carry that commit.
+        let (result, base_result) = sides(BaseSource::Built, "same", "same");
+        assert_eq!(base_commit_to_store(&result, &base_result), None);
+    }
 }

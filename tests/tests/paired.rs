@@ -118,6 +118,53 @@ fn paired_blocks_pass_a_a_and_name_a_slower_head() {
     assert!(verdict.contains("paired"), "{verdict}");
 }
 
+/// `[paired] adaptive = true` (issue 13's sequential design) end to end: with a head 5 ms slower
+/// the verdict decides at an early look, so the run stops well before its most pairs, and the
+/// result records the looks and why it stopped.
+#[test]
+fn an_adaptive_paired_run_stops_at_the_look_that_decides() {
+    let _load = load_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let config = CONFIG
+        .replace("pairs = 10", "pairs = 40\nadaptive = true")
+        .replace("block = \"1500ms\"", "block = \"1s\"");
+    std::fs::write(dir.path().join("loadgate.toml"), config).unwrap();
+    let base = DemoProcess::start(&[]);
+    let slow = DemoProcess::start(&[("DEMO_DELAY_MS", "5")]);
+    let out = paired_run(dir.path(), &slow.url, &base.url, &[]);
+    out.assert_code(REGRESSION);
+    let result = read_result(&dir.path().join("out"));
+    assert_matches_result_schema(&result);
+    let design = &result["paired"]["design"];
+    assert_eq!(design["adaptive"], true, "{design}");
+    let looks: Vec<u64> = design["looks"]
+        .as_array()
+        .expect("the looks are recorded")
+        .iter()
+        .map(|l| l.as_u64().unwrap())
+        .collect();
+    assert!(
+        !looks.is_empty() && looks.windows(2).all(|w| w[0] < w[1]),
+        "{looks:?}"
+    );
+    assert_eq!(
+        *looks.last().unwrap(),
+        40,
+        "the last look is at the most pairs: {looks:?}"
+    );
+    let pairs = result["paired"]["pairs"].as_array().unwrap().len() as u64;
+    assert!(
+        pairs < 40 && looks.contains(&pairs),
+        "a 5 ms slower head decides at an early look, not after all 40 pairs: {pairs} pair(s), looks {looks:?}"
+    );
+    let why = design["stopped_early"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("decided") && why.contains(&format!("{pairs} pairs")),
+        "{design}"
+    );
+    assert!(out.stdout.contains("adaptive"), "{}", out.stdout);
+}
+
 #[test]
 fn paired_mode_with_a_url_target_and_no_base_url_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();

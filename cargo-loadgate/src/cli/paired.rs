@@ -767,7 +767,7 @@ async fn run_both(
             );
             if decided {
                 looked = Some(format!(
-                    "adaptive: the verdict decided at the look after {pairs_done} pairs"
+                    "the verdict decided at the look after {pairs_done} pairs"
                 ));
             }
             decided
@@ -986,8 +986,9 @@ fn finish(
     let base_line = result
         .paired
         .as_ref()
-        .map(|p| format!("paired: {}", p.base.statement))
+        .map(|p| [format!("paired: {}", p.base.statement), p.describe()])
         .into_iter()
+        .flatten()
         .collect::<Vec<_>>();
     print!(
         "{}",

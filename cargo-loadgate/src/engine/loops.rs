@@ -115,12 +115,19 @@ impl StartLine {
 }
 
 /// Abandons the start line when a loop's thread ends, whether it returns or panics, so that no
-/// other loop waits for it for ever.
-struct Release(Arc<StartLine>);
+/// other loop waits for it for ever; and when it panics, halts the other loops, so the phase ends
+/// at once with the lost loop's error instead of being run out without it.
+struct Release {
+    start: Arc<StartLine>,
+    halt: CancellationSignal,
+}
 
 impl Drop for Release {
     fn drop(&mut self) {
-        self.0.abandon();
+        self.start.abandon();
+        if std::thread::panicking() {
+            self.halt.cancel();
+        }
     }
 }
 
@@ -234,7 +241,10 @@ pub fn run_phase_on_loops(
             let spawned = std::thread::Builder::new()
                 .name(format!("loadgate-loop-{index}"))
                 .spawn_scoped(scope, move || {
-                    let release = Release(Arc::clone(&link.start));
+                    let release = Release {
+                        start: Arc::clone(&link.start),
+                        halt: loop_halt.clone(),
+                    };
                     if let Some(core) = core {
                         // Unpinned is slower but still measures honestly (lag is recorded).
                         let _ = pin_current_thread(core);
@@ -400,6 +410,33 @@ mod tests {
     use crate::config::{GeneratorThreads, ThinkTime, Transition};
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_loop_that_panics_halts_the_others_and_one_that_returns_does_not() {
+        let halt = CancellationSignal::new();
+        let start = Arc::new(StartLine::new(2));
+        let guard = Release {
+            start: Arc::clone(&start),
+            halt: halt.clone(),
+        };
+        let panicked = std::thread::spawn(move || {
+            let _release = guard;
+            panic!("a loop's bug");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert!(halt.is_cancelled(), "the other loops are halted");
+
+        let calm = CancellationSignal::new();
+        drop(Release {
+            start,
+            halt: calm.clone(),
+        });
+        assert!(
+            !calm.is_cancelled(),
+            "a loop that returns leaves the others running"
+        );
+    }
 
     /// Two operations, a coin-flip second step after a think time: sessions differ in length,
     /// path and timing, all drawn from the seed.

@@ -321,7 +321,7 @@ async fn boot_container(
     let (path, fallback) = network::decide(
         req.config.network,
         &site,
-        network::local_kernel().as_deref(),
+        &network::LocalSite::here(),
         matches!(req.config.source, TargetSource::Bin { .. }),
     )?;
     let host_network = path == NetworkPath::Host;

@@ -129,6 +129,14 @@ pub enum TargetError {
         /// Why the engine's host network is not this machine's loopback.
         reason: String,
     },
+    /// The engine's host is another network namespace than loadgate's (loadgate runs in a
+    /// container with the engine's socket, or beside a Docker-in-Docker engine): neither a port
+    /// published on the engine's 127.0.0.1 nor its host network is this process's loopback.
+    #[error("the Docker engine's containers cannot be reached on this loopback: {reason}")]
+    EngineNetworkElsewhere {
+        /// What showed it.
+        reason: String,
+    },
     /// A Docker engine call failed.
     #[error("docker engine: failed to {context}")]
     Engine {
@@ -167,6 +175,7 @@ impl TargetError {
             | Self::ReadinessTimeout { .. }
             | Self::Crashed { .. }
             | Self::PortInUse { .. }
+            | Self::EngineNetworkElsewhere { .. }
             | Self::Engine { .. } => TargetErrorKind::Target,
         }
     }
@@ -203,6 +212,9 @@ impl TargetError {
             }
             Self::HostNetworkUnavailable { .. } => {
                 "set `[target] network = \"auto\"` (host networking where the engine allows it, a port published on 127.0.0.1 otherwise) or `\"published\"`".into()
+            }
+            Self::EngineNetworkElsewhere { .. } => {
+                "run loadgate in the engine host's network namespace (a job container: `--network host`), or use `--target process` or `--url`".into()
             }
             Self::Engine { .. } | Self::Io { .. } => return None,
         })
@@ -354,6 +366,14 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
             },
         ),
         (
+            "engine_network_elsewhere",
+            TargetError::EngineNetworkElsewhere {
+                reason: "the engine's bridge `docker0` is not an interface of this network \
+                         namespace"
+                    .into(),
+            },
+        ),
+        (
             "engine",
             TargetError::engine(
                 "create the container",
@@ -407,6 +427,7 @@ mod tests {
     #[test_case("crashed_silent", TargetErrorKind::Target)]
     #[test_case("port_in_use", TargetErrorKind::Target)]
     #[test_case("engine", TargetErrorKind::Target)]
+    #[test_case("engine_network_elsewhere", TargetErrorKind::Target)]
     #[test_case("io", TargetErrorKind::Io)]
     fn kinds(name: &str, kind: TargetErrorKind) {
         let (_, err) = examples()

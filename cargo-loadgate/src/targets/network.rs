@@ -77,6 +77,10 @@ pub(crate) struct EngineSite {
     pub(crate) kernel_version: Option<String>,
     /// Whether `SecurityOptions` says `name=rootless`.
     pub(crate) rootless: bool,
+    /// The interface of the engine's default bridge network on the engine's host
+    /// (`com.docker.network.bridge.name`, e.g. `docker0`); `None` when the engine has none or
+    /// does not say.
+    pub(crate) bridge_interface: Option<String>,
 }
 
 impl EngineSite {
@@ -96,8 +100,59 @@ impl EngineSite {
                 .unwrap_or_default()
                 .iter()
                 .any(|o| o.split(',').any(|part| part == "name=rootless")),
+            // An engine without its default bridge (`--bridge=none`) answers 404: nothing to
+            // tell by, which is not the boot's failure.
+            bridge_interface: docker
+                .inspect_network("bridge", None)
+                .await
+                .ok()
+                .and_then(|n| n.options)
+                .and_then(|o| o.get("com.docker.network.bridge.name").cloned())
+                .filter(|name| !name.is_empty()),
         })
     }
+}
+
+/// What this process's side looks like, as far as reaching the engine's containers cares.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LocalSite {
+    /// This machine's kernel release ([`local_kernel`]).
+    pub(crate) kernel: Option<String>,
+    /// The network interfaces of this process's network namespace (`/sys/class/net`, which
+    /// shows the namespace of whoever mounted it: a container sees its own); `None` when
+    /// unreadable.
+    pub(crate) interfaces: Option<Vec<String>>,
+}
+
+impl LocalSite {
+    /// This process's side, read from `/proc` and `/sys`.
+    pub(crate) fn here() -> Self {
+        let interfaces = std::fs::read_dir("/sys/class/net").ok().map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        });
+        Self {
+            kernel: local_kernel(),
+            interfaces,
+        }
+    }
+}
+
+/// Why the engine's containers cannot be reached on this process's loopback at all, or `None`
+/// when they can (or nothing tells). The engine's bridge interface lives in its host's network
+/// namespace: when this process cannot see it, loadgate runs in another namespace (a job
+/// container with the engine's socket mounted, or beside a Docker-in-Docker engine), where
+/// neither the engine's host network nor a port it publishes on 127.0.0.1 is this loopback.
+/// Without this the boot would only time out waiting for readiness.
+pub(crate) fn engine_elsewhere(site: &EngineSite, local: &LocalSite) -> Option<String> {
+    let bridge = site.bridge_interface.as_deref()?;
+    let interfaces = local.interfaces.as_ref()?;
+    (!interfaces.iter().any(|i| i == bridge)).then(|| {
+        format!(
+            "the engine's bridge `{bridge}` is not an interface of this network namespace, so              loadgate runs in another one than the engine's host (in a container with the              engine's socket, or beside a Docker-in-Docker engine); neither the engine's host              network nor a port it publishes on 127.0.0.1 is this loopback"
+        )
+    })
 }
 
 /// This machine's kernel release (`/proc/sys/kernel/osrelease`), to tell whether the engine runs
@@ -152,9 +207,13 @@ pub(crate) const NOT_BUILT_HERE: &str = "loadgate did not build this image, so i
 pub(crate) fn decide(
     choice: NetworkChoice,
     site: &EngineSite,
-    local_kernel: Option<&str>,
+    local: &LocalSite,
     listens_on_port_env: bool,
 ) -> Result<(NetworkPath, Option<String>), TargetError> {
+    if let Some(reason) = engine_elsewhere(site, local) {
+        return Err(TargetError::EngineNetworkElsewhere { reason });
+    }
+    let local_kernel = local.kernel.as_deref();
     match choice {
         NetworkChoice::Published => Ok((NetworkPath::Published, None)),
         NetworkChoice::Host => match host_unavailable(site, local_kernel) {
@@ -253,7 +312,66 @@ mod tests {
             operating_system: Some(os.into()),
             kernel_version: Some(kernel.into()),
             rootless: false,
+            bridge_interface: Some("docker0".into()),
         }
+    }
+
+    /// This side on `kernel`, in the engine host's namespace (it sees `docker0`).
+    fn here(kernel: Option<&str>) -> LocalSite {
+        LocalSite {
+            kernel: kernel.map(str::to_owned),
+            interfaces: Some(vec!["lo".into(), "eth0".into(), "docker0".into()]),
+        }
+    }
+
+    #[test]
+    fn an_engine_whose_bridge_is_not_here_is_refused_on_every_path() {
+        let site = linux("Debian GNU/Linux 12 (bookworm)", "6.1.0");
+        // A job container's own namespace: its loopback and its end of a veth.
+        let container = LocalSite {
+            kernel: Some("6.1.0".into()),
+            interfaces: Some(vec!["lo".into(), "eth0".into()]),
+        };
+        for choice in [
+            NetworkChoice::Auto,
+            NetworkChoice::Host,
+            NetworkChoice::Published,
+        ] {
+            let err = decide(choice, &site, &container, true).expect_err("refused");
+            assert!(
+                matches!(&err, TargetError::EngineNetworkElsewhere { reason } if reason.contains("`docker0`")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test_case(None, Some(vec!["lo".into()]) ; "an engine without a default bridge")]
+    #[test_case(Some("docker0".into()), None ; "no interface list here")]
+    fn nothing_to_tell_by_is_not_a_refusal(
+        bridge: Option<String>,
+        interfaces: Option<Vec<String>>,
+    ) {
+        let site = EngineSite {
+            bridge_interface: bridge,
+            ..linux("Debian", "6.1.0")
+        };
+        let local = LocalSite {
+            kernel: Some("6.1.0".into()),
+            interfaces,
+        };
+        assert_eq!(
+            decide(NetworkChoice::Auto, &site, &local, true).expect("decides"),
+            (NetworkPath::Host, None)
+        );
+    }
+
+    #[test]
+    fn this_machine_sees_the_bridge_of_the_engine_it_runs_beside() {
+        // The engine on this machine (CI starts one) has its default bridge in this namespace;
+        // where there is no engine or no bridge, `/sys/class/net` still lists loopback.
+        let local = LocalSite::here();
+        let interfaces = local.interfaces.expect("/sys/class/net is readable");
+        assert!(interfaces.iter().any(|i| i == "lo"), "{interfaces:?}");
     }
 
     #[test]
@@ -261,7 +379,7 @@ mod tests {
         let site = linux("Debian GNU/Linux 12 (bookworm)", "6.1.0-18-amd64");
         for choice in [NetworkChoice::Auto, NetworkChoice::Host] {
             assert_eq!(
-                decide(choice, &site, Some("6.1.0-18-amd64"), true).expect("decides"),
+                decide(choice, &site, &here(Some("6.1.0-18-amd64")), true).expect("decides"),
                 (NetworkPath::Host, None)
             );
         }
@@ -269,7 +387,7 @@ mod tests {
             decide(
                 NetworkChoice::Published,
                 &site,
-                Some("6.1.0-18-amd64"),
+                &here(Some("6.1.0-18-amd64")),
                 true
             )
             .expect("decides"),
@@ -281,11 +399,11 @@ mod tests {
     fn auto_publishes_the_port_of_an_image_it_did_not_build_and_host_is_still_allowed() {
         let site = linux("Debian GNU/Linux 12 (bookworm)", "6.1.0");
         let (path, why) =
-            decide(NetworkChoice::Auto, &site, Some("6.1.0"), false).expect("decides");
+            decide(NetworkChoice::Auto, &site, &here(Some("6.1.0")), false).expect("decides");
         assert_eq!(path, NetworkPath::Published);
         assert_eq!(why.as_deref(), Some(NOT_BUILT_HERE));
         assert_eq!(
-            decide(NetworkChoice::Host, &site, Some("6.1.0"), false).expect("decides"),
+            decide(NetworkChoice::Host, &site, &here(Some("6.1.0")), false).expect("decides"),
             (NetworkPath::Host, None)
         );
     }
@@ -299,12 +417,12 @@ mod tests {
         why: &str,
     ) {
         let (path, fallback) =
-            decide(NetworkChoice::Auto, &site, Some("6.1.0"), true).expect("decides");
+            decide(NetworkChoice::Auto, &site, &here(Some("6.1.0")), true).expect("decides");
         assert_eq!(path, NetworkPath::Published);
         let fallback = fallback.expect("a stated fallback");
         assert!(fallback.contains(why), "{fallback}");
-        let err =
-            decide(NetworkChoice::Host, &site, Some("6.1.0"), true).expect_err("host refused");
+        let err = decide(NetworkChoice::Host, &site, &here(Some("6.1.0")), true)
+            .expect_err("host refused");
         assert!(
             matches!(&err, TargetError::HostNetworkUnavailable { reason } if reason.contains(why)),
             "{err}"
@@ -315,7 +433,7 @@ mod tests {
     fn an_unknown_local_kernel_does_not_refuse_host_networking() {
         let site = linux("Debian", "6.1.0");
         assert_eq!(
-            decide(NetworkChoice::Auto, &site, None, true)
+            decide(NetworkChoice::Auto, &site, &here(None), true)
                 .expect("decides")
                 .0,
             NetworkPath::Host

@@ -13,6 +13,7 @@
 use super::decide::{ABORTED_BLOCKS, capacity_with_notes, judge};
 use super::estimate::{Draft, Estimate, abort_names, floor_note, missing_same_load, rss_draft};
 use super::figures::RunFigures;
+use super::headroom::{headroom_comparison, headroom_warning, settle_headroom};
 use super::options::CompareOptions;
 use crate::config::GateConfig;
 use crate::plan::pairing::Side;
@@ -111,15 +112,21 @@ pub fn compare_paired(
         );
         d
     });
-    let (metrics, verdict) = judge(drafts, rss, Vec::new(), warnings, options);
-    let comparison = Comparison {
+    let (metrics, mut verdict) = judge(drafts, rss, Vec::new(), warnings, options);
+    let headroom = headroom_comparison(&base_figures, &head_figures, &metrics, gate, options);
+    verdict
+        .warnings
+        .extend(headroom.as_ref().and_then(headroom_warning));
+    let mut comparison = Comparison {
         base_commit: base.git.as_ref().map(|g| g.commit.clone()),
         head_commit: head.git.as_ref().map(|g| g.commit.clone()),
         alpha: options.alpha,
         metrics,
         verdict: verdict.clone(),
         noise: None,
+        headroom,
     };
+    settle_headroom(head, Some(&mut comparison), &mut verdict);
     (comparison, verdict)
 }
 

@@ -3,13 +3,15 @@
 //! A regression is a `failure` whose message carries base, head, change, interval and threshold; an
 //! inconclusive check is `skipped` with the reason; a phase that could not keep its schedule is an
 //! `error`. A leak finding fails only when the verdict counts it (`verdict.leak`), else it is
-//! `skipped` with why not: JUnit decides nothing of its own. Properties hold the commits, the
+//! `skipped` with why not, and the `[slo] headroom` check is a case of the ramp's suite that
+//! fails, passes or is skipped as `compare::headroom` decided: JUnit decides nothing of its own. Properties hold the commits, the
 //! profile, the environment and the measurement mode (`stored` or `paired`; a paired run adds its
 //! base and the pairs it used). The XML is written with nextest's `quick-junit`, which escapes
 //! markup and drops characters XML cannot carry.
 
 use crate::compare::{format_change, metric_name, threshold_phrase};
-use crate::result::{BaseSource, MeasurementMode, RunResult};
+use crate::config::format_factor;
+use crate::result::{BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
@@ -74,6 +76,32 @@ pub fn junit_report(result: &RunResult) -> Report {
             ),
             "ramp",
         ));
+    }
+    // The `[slo] headroom` check as `compare::headroom` decided it: a failure fails the gate.
+    if let Some(h) = &result.headroom
+        && let (Some(outcome), Some(limit), Some(reason)) = (h.outcome, h.limit, &h.reason)
+    {
+        let status = match outcome {
+            HeadroomOutcome::Pass => TestCaseStatus::success(),
+            HeadroomOutcome::Fail => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("regression: {reason}"))
+                    .set_type("headroom");
+                s
+            }
+            HeadroomOutcome::Inconclusive => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("inconclusive: {reason}"))
+                    .set_type("inconclusive");
+                s
+            }
+        };
+        let mut case = TestCase::new(
+            format!("headroom at least {}", format_factor(limit)),
+            status,
+        );
+        case.set_system_out(h.statement.clone());
+        ramp.add_test_case(with_class(case, "ramp"));
     }
     // The leak finding as the verdict counts it (`compare::record_leak`): a failure only when the
     // verdict is a regression because of it, else skipped with why it is not one.
@@ -278,6 +306,7 @@ mod tests {
             target: None,
             target_exit: None,
             ramp: None,
+            headroom: None,
             soak: None,
             soak_skipped: None,
             valid: Some(true),

@@ -34,6 +34,8 @@ pub(super) const MUTED: RGBColor = RGBColor(87, 96, 106);
 /// The fitted slope in the soak chart.
 pub(super) const FIT_COLOR: RGBColor = RGBColor(214, 39, 40);
 pub(super) const SERIES_COLOR: RGBColor = RGBColor(31, 119, 180);
+/// The production load's line in the throughput chart.
+pub(super) const PRODUCTION_COLOR: RGBColor = RGBColor(148, 103, 189);
 /// Goodput in the throughput chart.
 pub(super) const GOODPUT_COLOR: RGBColor = RGBColor(44, 160, 44);
 
@@ -357,6 +359,42 @@ where
                 ),
         ))?;
     }
+    Ok(())
+}
+
+/// The vertical line of the production load at `at`, labelled at the bottom (the knees' labels
+/// are at the top), in a chart's data coordinates.
+pub(super) fn draw_production<Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+    at: f64,
+    label: &str,
+) -> DrawResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let (x, y) = (chart.x_range(), chart.y_range());
+    chart.draw_series(DashedLineSeries::new(
+        vec![(at, y.start), (at, y.end)],
+        2,
+        3,
+        PRODUCTION_COLOR.stroke_width(2),
+    ))?;
+    let right_half = at > x.start + (x.end - x.start) * 0.6;
+    let (dx, anchor) = if right_half {
+        (-6, HPos::Right)
+    } else {
+        (6, HPos::Left)
+    };
+    chart.draw_series(std::iter::once(
+        EmptyElement::at((at, y.start))
+            + Text::new(
+                label.to_owned(),
+                (dx, -20),
+                TextStyle::from((FONT, 13).into_font())
+                    .color(&PRODUCTION_COLOR)
+                    .pos(Pos::new(anchor, VPos::Top)),
+            ),
+    ))?;
     Ok(())
 }
 

@@ -468,6 +468,71 @@ mod tests {
         assert!(names.contains(&"capacity"), "{names:?}");
     }
 
+    /// The `[slo] headroom` check's case in the ramp suite, as `compare::headroom` decided it:
+    /// a failure, a skip when inconclusive, a success; none without a limit.
+    #[test]
+    fn the_headroom_check_is_a_case_of_the_ramp_suite() {
+        use crate::compare::{ProductionLoad, headroom};
+        use crate::plan::{BreakPoint, RampOutcome};
+        let production = ProductionLoad {
+            sessions_per_sec: 20.0,
+            requests_per_session: Some(1.0),
+        };
+        let case = |held: f64, broke: Option<f64>, limit: Option<f64>| {
+            let mut ramp = RampOutcome::conclude(Vec::new(), Vec::new());
+            ramp.knee_sessions_per_sec = Some(held);
+            ramp.lowest_break = broke.map(|b| BreakPoint {
+                phase: "refine-1".to_owned(),
+                sessions_per_sec: b,
+                offered_rate_per_sec: b,
+                reasons: Vec::new(),
+            });
+            let mut result = empty_result();
+            result.headroom = Some(headroom(&ramp, &production, limit));
+            let report = junit_report(&result);
+            let ramp_suite = report
+                .test_suites
+                .iter()
+                .find(|s| s.name.as_str() == "ramp")
+                .expect("a ramp suite")
+                .clone();
+            ramp_suite
+                .test_cases
+                .iter()
+                .find(|c| c.name.as_str().starts_with("headroom"))
+                .cloned()
+        };
+        let failed = case(20.0, Some(22.0), Some(1.2)).expect("a case");
+        assert_eq!(failed.name.as_str(), "headroom at least 1.2x");
+        assert_eq!(failed.classname.as_deref(), Some("loadgate.ramp"));
+        let TestCaseStatus::NonSuccess {
+            kind: NonSuccessKind::Failure,
+            message,
+            ty,
+            ..
+        } = &failed.status
+        else {
+            panic!("{:?}", failed.status)
+        };
+        assert_eq!(ty.as_deref(), Some("headroom"));
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "regression: headroom 1.00x to 1.10x is below slo.headroom 1.2x: the capacity \
+                 broke below the limit"
+            )
+        );
+        let unsure = case(22.0, Some(26.0), Some(1.2)).expect("a case");
+        assert!(
+            matches!(&unsure.status, TestCaseStatus::Skipped { ty, .. } if ty.as_deref() == Some("inconclusive")),
+            "{:?}",
+            unsure.status
+        );
+        let passed = case(30.0, None, Some(1.2)).expect("a case");
+        assert!(matches!(passed.status, TestCaseStatus::Success { .. }));
+        assert!(case(30.0, None, None).is_none(), "no limit, no case");
+    }
+
     /// A run whose soak leaked and whose verdict holds `leak`.
     fn leaking_result(verdict: crate::result::Verdict) -> RunResult {
         use crate::plan::{CapacitySource, Slopes, SoakOutcome};

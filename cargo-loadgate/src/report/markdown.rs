@@ -528,6 +528,37 @@ mod tests {
         });
     }
 
+    /// The headroom's lines: the statement and the failed check after the ramp, the comparison
+    /// with the baseline's under the checks.
+    #[test]
+    fn the_summary_states_the_headroom_its_check_and_its_comparison() {
+        use crate::compare::{ProductionLoad, headroom};
+        use crate::result::{HeadroomComparison, MetricOutcome};
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        let mut result = typed(&value);
+        let ramp = result.ramp.clone().unwrap();
+        let production = ProductionLoad {
+            sessions_per_sec: ramp.knee_sessions_per_sec.unwrap() / 0.9,
+            requests_per_session: Some(4.4),
+        };
+        result.headroom = Some(headroom(&ramp, &production, Some(1.2)));
+        result.comparison.as_mut().unwrap().headroom = Some(HeadroomComparison {
+            base_production_sessions_per_sec: production.sessions_per_sec,
+            head_production_sessions_per_sec: production.sessions_per_sec,
+            same_as_capacity: true,
+            estimate: Some(0.8),
+            low: Some(0.7),
+            high: Some(0.9),
+            outcome: MetricOutcome::Regression,
+            note: "the production load is 25.0 sessions/s on both sides, so the headroom's ratio \
+                   is capacity's (-20.0%, interval -30.0% to -10.0%): judged once, as capacity"
+                .to_owned(),
+        });
+        let md = markdown_summary(&result);
+        let lines: Vec<&str> = md.lines().filter(|l| l.contains("Headroom")).collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
     #[test]
     fn a_stored_run_has_no_paired_section() {
         let value: Value = serde_json::from_str(AFTER).unwrap();

@@ -199,6 +199,26 @@ mod tests {
         }
     }
 
+    /// The resolved listing writes the headroom back as a factor, and reads back as the same
+    /// config; the config hash does not see it (it judges the knee without moving it).
+    #[test]
+    fn the_headroom_goes_round_the_listing_and_stays_out_of_the_config_hash() {
+        let quick = "[profile.quick.ramp]\nsteps = [\"50%\", \"150%\"]\n";
+        let text = with_workload(&format!("[slo]\nheadroom = \"125%\"\n{quick}"));
+        let cfg = parse(&text, "default").unwrap();
+        let listing = crate::config::render_resolved(&cfg);
+        assert!(listing.contains("headroom = \"1.25x\"\n"), "{listing}");
+        // The listing is one profile's; read back, every profile is resolved again, so the
+        // built-in `quick` needs the same mending as the source had.
+        assert_eq!(parse(&format!("{listing}{quick}"), "default").unwrap(), cfg);
+        let without = parse(&with_workload(""), "default").unwrap();
+        let mode = crate::result::MeasurementMode::Stored;
+        assert_eq!(
+            crate::result::config_hash(&cfg, mode),
+            crate::result::config_hash(&without, mode)
+        );
+    }
+
     /// The built-in `quick` profile's ramp stops at 100%: a top-level headroom of 1.2x is a
     /// problem of that profile (and only of it), reported at the value with what to change.
     #[test]

@@ -64,8 +64,11 @@ steps = ["50%", "100%", "150%"]
     )
 }
 
-fn run(dir: &Path, url: &str) -> RunOutput {
-    LoadgateCommand::new([
+/// Runs the gate with `config` against `url` in a new directory, which it returns with the run.
+fn run(url: &str, config: &str) -> (tempfile::TempDir, RunOutput) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("loadgate.toml"), config).unwrap();
+    let out = LoadgateCommand::new([
         "run",
         "--profile",
         "default",
@@ -75,9 +78,10 @@ fn run(dir: &Path, url: &str) -> RunOutput {
         url,
     ])
     .args(["--out-dir"])
-    .arg_path(dir.join("out"))
-    .current_dir(dir)
-    .output()
+    .arg_path(dir.path().join("out"))
+    .current_dir(dir.path())
+    .output();
+    (dir, out)
 }
 
 /// The JUnit case of the headroom check, parsed back by an independent parser.
@@ -99,13 +103,7 @@ fn a_headroom_below_the_limit_fails_the_run_and_one_above_it_passes() {
     let _load = load_lock();
     let demo = DemoProcess::start(&SLOW);
 
-    let busy = tempfile::tempdir().unwrap();
-    std::fs::write(
-        busy.path().join("loadgate.toml"),
-        config(400, "200ms", "1.2x"),
-    )
-    .unwrap();
-    let failed = run(busy.path(), &demo.url);
+    let (busy, failed) = run(&demo.url, &config(400, "200ms", "1.2x"));
     failed.assert_code(REGRESSION);
     assert!(
         failed
@@ -154,9 +152,7 @@ fn a_headroom_below_the_limit_fails_the_run_and_one_above_it_passes() {
         "no production line"
     );
 
-    let quiet = tempfile::tempdir().unwrap();
-    std::fs::write(quiet.path().join("loadgate.toml"), config(10, "1s", "1.2x")).unwrap();
-    let passed = run(quiet.path(), &demo.url);
+    let (quiet, passed) = run(&demo.url, &config(10, "1s", "1.2x"));
     passed.assert_code(PASS);
     assert!(
         passed

@@ -222,22 +222,10 @@ pub fn settle_headroom(
             verdict.rule_fired.push_str(&format!("; and {reason}"));
         }
         (HeadroomOutcome::Fail, _) => {
-            let before =
-                std::mem::replace(&mut verdict.rule_fired, format!("regression: {reason}"));
-            verdict
-                .warnings
-                .insert(0, format!("without the headroom check: {before}"));
-            verdict.outcome = VerdictOutcome::Regression;
-            verdict.metrics.clear();
+            decide_by_headroom(verdict, VerdictOutcome::Regression, reason);
         }
         (HeadroomOutcome::Inconclusive, VerdictOutcome::Pass) => {
-            let before =
-                std::mem::replace(&mut verdict.rule_fired, format!("inconclusive: {reason}"));
-            verdict
-                .warnings
-                .insert(0, format!("without the headroom check: {before}"));
-            verdict.outcome = VerdictOutcome::Inconclusive;
-            verdict.metrics.clear();
+            decide_by_headroom(verdict, VerdictOutcome::Inconclusive, reason);
         }
         (HeadroomOutcome::Inconclusive, _) => verdict
             .warnings
@@ -246,6 +234,20 @@ pub fn settle_headroom(
     if let Some(c) = comparison {
         c.verdict = verdict.clone();
     }
+}
+
+/// The verdict becomes `outcome` by the headroom check (`reason`); the rule it replaces goes
+/// first among the warnings, and no comparison metric is behind the new one.
+fn decide_by_headroom(verdict: &mut Verdict, outcome: VerdictOutcome, reason: &str) {
+    let before = std::mem::replace(
+        &mut verdict.rule_fired,
+        format!("{}: {reason}", outcome.as_str()),
+    );
+    verdict
+        .warnings
+        .insert(0, format!("without the headroom check: {before}"));
+    verdict.outcome = outcome;
+    verdict.metrics.clear();
 }
 
 /// This run's headroom against the baseline's, by capacity's rule; `None` when either side has

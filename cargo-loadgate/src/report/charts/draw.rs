@@ -330,35 +330,54 @@ pub(super) fn draw_knees<Y>(
 where
     Y: Ranged<ValueType = f64>,
 {
-    let (x, y) = (chart.x_range(), chart.y_range());
     let knees = [
         head.knee.map(|k| (k, head.knee_label(k, ""), KNEE_COLOR)),
         base.and_then(|b| b.knee.map(|k| (k, b.knee_label(k, "base "), MUTED))),
     ];
     for (row, (at, label, color)) in knees.into_iter().flatten().enumerate() {
-        chart.draw_series(DashedLineSeries::new(
-            vec![(at, y.start), (at, y.end)],
-            6,
-            4,
-            color.stroke_width(2),
-        ))?;
-        let right_half = at > x.start + (x.end - x.start) * 0.6;
-        let (dx, anchor) = if right_half {
-            (-6, HPos::Right)
-        } else {
-            (6, HPos::Left)
-        };
-        chart.draw_series(std::iter::once(
-            EmptyElement::at((at, y.end))
-                + Text::new(
-                    label,
-                    (dx, 6 + 16 * row as i32),
-                    TextStyle::from((FONT, 13).into_font())
-                        .color(&color)
-                        .pos(Pos::new(anchor, VPos::Top)),
-                ),
-        ))?;
+        let y = chart.y_range().end;
+        draw_vertical(chart, at, (6, 4), color, label, (y, 6 + 16 * row as i32))?;
     }
+    Ok(())
+}
+
+/// A vertical dashed line at `at` (`dash`: on and off lengths) in `color`, with `label` written
+/// at `label_at` (a y in data coordinates and a pixel offset below it); a label near the right
+/// edge is written to the left of its line.
+fn draw_vertical<Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+    at: f64,
+    dash: (u32, u32),
+    color: RGBColor,
+    label: String,
+    label_at: (f64, i32),
+) -> DrawResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let (x, y) = (chart.x_range(), chart.y_range());
+    chart.draw_series(DashedLineSeries::new(
+        vec![(at, y.start), (at, y.end)],
+        dash.0,
+        dash.1,
+        color.stroke_width(2),
+    ))?;
+    let right_half = at > x.start + (x.end - x.start) * 0.6;
+    let (dx, anchor) = if right_half {
+        (-6, HPos::Right)
+    } else {
+        (6, HPos::Left)
+    };
+    chart.draw_series(std::iter::once(
+        EmptyElement::at((at, label_at.0))
+            + Text::new(
+                label,
+                (dx, label_at.1),
+                TextStyle::from((FONT, 13).into_font())
+                    .color(&color)
+                    .pos(Pos::new(anchor, VPos::Top)),
+            ),
+    ))?;
     Ok(())
 }
 
@@ -372,30 +391,15 @@ pub(super) fn draw_production<Y>(
 where
     Y: Ranged<ValueType = f64>,
 {
-    let (x, y) = (chart.x_range(), chart.y_range());
-    chart.draw_series(DashedLineSeries::new(
-        vec![(at, y.start), (at, y.end)],
-        2,
-        3,
-        PRODUCTION_COLOR.stroke_width(2),
-    ))?;
-    let right_half = at > x.start + (x.end - x.start) * 0.6;
-    let (dx, anchor) = if right_half {
-        (-6, HPos::Right)
-    } else {
-        (6, HPos::Left)
-    };
-    chart.draw_series(std::iter::once(
-        EmptyElement::at((at, y.start))
-            + Text::new(
-                label.to_owned(),
-                (dx, -20),
-                TextStyle::from((FONT, 13).into_font())
-                    .color(&PRODUCTION_COLOR)
-                    .pos(Pos::new(anchor, VPos::Top)),
-            ),
-    ))?;
-    Ok(())
+    let y = chart.y_range().start;
+    draw_vertical(
+        chart,
+        at,
+        (2, 3),
+        PRODUCTION_COLOR,
+        label.to_owned(),
+        (y, -20),
+    )
 }
 
 /// The legend row of the head's knee line.

@@ -948,6 +948,7 @@ fn finish(
     };
     let (mut comparison, mut verdict) =
         compare_paired(&base_result, &result, &config.gate, &inputs, &options);
+    crate::compare::settle_headroom(&result, Some(&mut comparison), &mut verdict);
     comparison
         .verdict
         .warnings

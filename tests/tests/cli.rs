@@ -436,6 +436,7 @@ fn a_comparisons_noise_matches_the_schema() {
                 unreadable: 2,
             },
         }),
+        headroom: None,
     };
     let mut value = serde_json::to_value(&comparison).unwrap();
     assert_eq!(
@@ -488,6 +489,7 @@ fn an_accepted_metric_matches_the_schema() {
         }],
         verdict: Verdict::no_baseline(Vec::new()),
         noise: None,
+        headroom: None,
     };
     let value = serde_json::to_value(&comparison).unwrap();
     assert_eq!(
@@ -503,27 +505,33 @@ fn an_accepted_metric_matches_the_schema() {
     assert!(!schema_errors(&comparison_schema, &broken).is_empty());
 }
 
-/// The after fixture as a paired run (issue 13) would write it, built from the types: two pairs,
-/// the second left out because its base block could not keep its schedule.
-fn paired_result() -> cargo_loadgate::result::RunResult {
-    use cargo_loadgate::plan::pairing::Side;
-    use cargo_loadgate::result::{
-        BaseSource, BlockFigures, BlockRecord, MeasurementMode, PairedBase, PairedDesign,
-        PairedRecord, pair_records, result_from_str,
-    };
-    let mut result = result_from_str(
+/// The after fixture (`tests/fixtures/report/after.json`) read typed, with the SLO a run now
+/// records (the fixture predates it).
+fn after_result() -> cargo_loadgate::result::RunResult {
+    let mut result = cargo_loadgate::result::result_from_str(
         &std::fs::read_to_string(
             loadgate_tests::workspace_root().join("tests/fixtures/report/after.json"),
         )
         .unwrap(),
     )
     .unwrap();
-    // The fixture predates the recorded SLO; a run writes it.
     result.slo = Some(cargo_loadgate::result::SloSummary {
         latency: Vec::new(),
         error_rate: 0.01,
         min_requests: 100,
     });
+    result
+}
+
+/// The after fixture as a paired run (issue 13) would write it, built from the types: two pairs,
+/// the second left out because its base block could not keep its schedule.
+fn paired_result() -> cargo_loadgate::result::RunResult {
+    use cargo_loadgate::plan::pairing::Side;
+    use cargo_loadgate::result::{
+        BaseSource, BlockFigures, BlockRecord, MeasurementMode, PairedBase, PairedDesign,
+        PairedRecord, pair_records,
+    };
+    let mut result = after_result();
     let block = |pair: usize, side: Side, p50: f64, valid: bool| {
         let total = BlockFigures {
             operation: None,
@@ -592,6 +600,32 @@ fn paired_result() -> cargo_loadgate::result::RunResult {
 /// schema: a paired result built from the types validates, and mistyped parts do not.
 #[test]
 fn a_paired_result_matches_the_schema() {
+    let value = serde_json::to_value(paired_result()).unwrap();
+    assert_eq!(value["mode"], "paired");
+    let mut unknown = value.clone();
+    unknown["paired"]["pairs"][0]["ratio"] = serde_json::json!(1.0);
+    assert_schema_takes_only(
+        &value,
+        &[
+            ("/mode", serde_json::json!("interleaved")),
+            ("/paired/base/source", serde_json::json!("downloaded")),
+            ("/paired/blocks/0/side", serde_json::json!("left")),
+            ("/paired/blocks/0/total/p50_ms", serde_json::json!("fast")),
+            ("/paired/pairs/1/used", serde_json::json!("no")),
+            ("/paired/design/order", serde_json::json!("ABC")),
+        ],
+        &unknown,
+    );
+}
+
+/// `value` validates against the checked-in run-result schema; each of `mistyped` (a JSON
+/// pointer into it and a wrong value) does not, nor does `unknown` (it with a key the schema
+/// does not allow).
+fn assert_schema_takes_only(
+    value: &serde_json::Value,
+    mistyped: &[(&str, serde_json::Value)],
+    unknown: &serde_json::Value,
+) {
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             loadgate_tests::workspace_root().join("docs/schema/run-result-v1.json"),
@@ -599,28 +633,16 @@ fn a_paired_result_matches_the_schema() {
         .unwrap(),
     )
     .unwrap();
-    let result = paired_result();
-    let value = serde_json::to_value(&result).unwrap();
-    assert_eq!(schema_errors(&schema, &value), Vec::<String>::new());
-    assert_eq!(value["mode"], "paired");
-    for (pointer, wrong) in [
-        ("/mode", serde_json::json!("interleaved")),
-        ("/paired/base/source", serde_json::json!("downloaded")),
-        ("/paired/blocks/0/side", serde_json::json!("left")),
-        ("/paired/blocks/0/total/p50_ms", serde_json::json!("fast")),
-        ("/paired/pairs/1/used", serde_json::json!("no")),
-        ("/paired/design/order", serde_json::json!("ABC")),
-    ] {
-        let mut mistyped = value.clone();
-        *mistyped.pointer_mut(pointer).unwrap() = wrong;
+    assert_eq!(schema_errors(&schema, value), Vec::<String>::new());
+    for (pointer, wrong) in mistyped {
+        let mut changed = value.clone();
+        *changed.pointer_mut(pointer).unwrap() = wrong.clone();
         assert!(
-            !schema_errors(&schema, &mistyped).is_empty(),
+            !schema_errors(&schema, &changed).is_empty(),
             "{pointer} mistyped still validates"
         );
     }
-    let mut unknown = value.clone();
-    unknown["paired"]["pairs"][0]["ratio"] = serde_json::json!(1.0);
-    assert!(!schema_errors(&schema, &unknown).is_empty());
+    assert!(!schema_errors(&schema, unknown).is_empty());
 }
 
 /// A paired run's JUnit, parsed back by an independent parser: every suite records the mode,
@@ -667,4 +689,100 @@ fn the_result_schema_is_not_vacuous() {
     .unwrap();
     assert!(!schema_errors(&schema, &serde_json::json!({})).is_empty());
     assert!(!schema_errors(&schema, &serde_json::json!({"format_version": 2})).is_empty());
+}
+
+/// The after fixture with a failed `[slo] headroom` check (issue 17), as the gate settles it:
+/// capacity 15 to 17.5 sessions/s over a production load of 20 sessions/s, against 1.2x.
+fn headroom_failed_result() -> cargo_loadgate::result::RunResult {
+    use cargo_loadgate::compare::{ProductionLoad, headroom, settle_headroom};
+    use cargo_loadgate::plan::BreakPoint;
+    let mut result = after_result();
+    let mut ramp = result.ramp.clone().expect("the fixture ran a ramp");
+    ramp.knee_sessions_per_sec = Some(15.0);
+    ramp.lowest_break = Some(BreakPoint {
+        phase: "refine-1".to_owned(),
+        sessions_per_sec: 17.5,
+        offered_rate_per_sec: 52.5,
+        reasons: vec!["`landing` p99 340 ms > 200 ms".to_owned()],
+    });
+    let production = ProductionLoad {
+        sessions_per_sec: 20.0,
+        requests_per_session: Some(3.0),
+    };
+    result.headroom = Some(headroom(&ramp, &production, Some(1.2)));
+    let mut verdict = result.verdict.take().expect("the fixture has a verdict");
+    let mut comparison = result.comparison.take();
+    if let Some(c) = comparison.as_mut() {
+        c.headroom = Some(cargo_loadgate::result::HeadroomComparison {
+            base_production_sessions_per_sec: 20.0,
+            head_production_sessions_per_sec: 20.0,
+            same_as_capacity: true,
+            estimate: Some(0.8),
+            low: Some(0.7),
+            high: None,
+            outcome: cargo_loadgate::result::MetricOutcome::Regression,
+            note: "the production load is 20.0 sessions/s on both sides".to_owned(),
+        });
+    }
+    settle_headroom(&result, comparison.as_mut(), &mut verdict);
+    result.comparison = comparison;
+    result.verdict = Some(verdict);
+    result
+}
+
+/// The headroom and its check are in the schema: a result built from the types validates, and
+/// mistyped parts do not.
+#[test]
+fn a_headroom_result_matches_the_schema() {
+    let value = serde_json::to_value(headroom_failed_result()).unwrap();
+    assert_eq!(value["headroom"]["outcome"], "fail");
+    assert_eq!(value["verdict"]["outcome"], "regression");
+    let mut unknown = value.clone();
+    unknown["headroom"]["ratio"] = serde_json::json!(1.0);
+    assert_schema_takes_only(
+        &value,
+        &[
+            ("/headroom/outcome", serde_json::json!("failed")),
+            ("/headroom/bound", serde_json::json!("somewhere")),
+            ("/headroom/low", serde_json::json!(-1.0)),
+            ("/headroom/limit", serde_json::json!("1.2x")),
+            ("/headroom/statement", serde_json::json!(null)),
+            (
+                "/comparison/headroom/same_as_capacity",
+                serde_json::json!("yes"),
+            ),
+        ],
+        &unknown,
+    );
+    // Results written before the headroom was recorded still read.
+    let mut older = value.clone();
+    older.as_object_mut().unwrap().remove("headroom");
+    let read = cargo_loadgate::result::result_from_value(&older).expect("an older result reads");
+    assert_eq!(read.headroom, None);
+}
+
+/// The failed check is its own JUnit case, a failure with the numbers, parsed back by an
+/// independent parser.
+#[test]
+fn a_failed_headroom_check_is_a_junit_failure() {
+    let xml = cargo_loadgate::report::junit_report(&headroom_failed_result())
+        .to_string()
+        .unwrap();
+    let suites = junit_parser::from_reader(std::io::Cursor::new(xml)).expect("the XML parses");
+    let case = suites
+        .suites
+        .iter()
+        .flat_map(|s| s.cases.iter())
+        .find(|c| c.original_name == "headroom at least 1.2x")
+        .expect("a headroom case");
+    assert_eq!(case.classname.as_deref(), Some("loadgate.ramp"));
+    let junit_parser::TestStatus::Failure(failure) = &case.status else {
+        panic!("not a failure: {:?}", case.status)
+    };
+    assert_eq!(failure.failure_type, "headroom");
+    assert_eq!(
+        failure.message,
+        "regression: headroom 0.75x to 0.88x is below slo.headroom 1.2x: the capacity broke \
+         below the limit"
+    );
 }

@@ -351,6 +351,7 @@ pub(crate) mod testing {
             target: None,
             target_exit: None,
             ramp: None,
+            headroom: None,
             soak: None,
             soak_skipped: None,
             valid: Some(true),

@@ -9,7 +9,7 @@ use crate::baseline::{
 use crate::compare::{
     ACCEPT_TRAILER, Accept, CompareOptions, DETECTION_POWER, NoiseRuns, REASON_TRAILER, Reachable,
     RunFigures, accepted_phrase, compare_results, format_change, format_threshold, head_leak,
-    metric_name, noise_model, parse_accept, record_leak,
+    metric_name, noise_model, parse_accept, record_leak, settle_headroom,
 };
 use crate::config::{AcceptConfig, GateConfig, LoadgateConfig};
 use crate::report::table;
@@ -238,6 +238,7 @@ pub fn decide_with(
         Baseline::Missing { explanations } => {
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
+            settle_headroom(head, None, &mut verdict);
             return (None, verdict);
         }
     };
@@ -279,6 +280,7 @@ pub fn decide_with(
                 leak: None,
             };
             record_leak(leak, None, &mut verdict);
+            settle_headroom(head, None, &mut verdict);
             (None, verdict)
         }
     }
@@ -399,6 +401,10 @@ pub fn render_verdict(
                 ));
             }
         }
+    }
+    if let Some(h) = comparison.and_then(|c| c.headroom.as_ref()) {
+        out.push_str(&crate::report::headroom_comparison_line(h));
+        out.push('\n');
     }
     for warning in &verdict.warnings {
         out.push_str(&format!("warning: {warning}\n"));

@@ -607,6 +607,18 @@ async fn run_both(
     };
     result.ramp = Some(head_ramp.ramp.clone());
     base_result.ramp = Some(base_ramp.ramp.clone());
+    // Both sides ran the same workload: the same production load.
+    let production = crate::compare::ProductionLoad::of(&config.workload);
+    result.headroom = Some(crate::compare::headroom(
+        &head_ramp.ramp,
+        &production,
+        config.slo.headroom,
+    ));
+    base_result.headroom = Some(crate::compare::headroom(
+        &base_ramp.ramp,
+        &production,
+        config.slo.headroom,
+    ));
     result.valid = Some(head_ramp.valid);
     base_result.valid = Some(base_ramp.valid);
 
@@ -951,6 +963,7 @@ fn finish(
     };
     let (mut comparison, mut verdict) =
         compare_paired(&base_result, &result, &config.gate, &inputs, &options);
+    crate::compare::settle_headroom(&result, Some(&mut comparison), &mut verdict);
     comparison
         .verdict
         .warnings

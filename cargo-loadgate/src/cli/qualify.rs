@@ -1506,6 +1506,7 @@ mod tests {
             ],
             verdict: Verdict::no_baseline(Vec::new()),
             noise: None,
+            headroom: None,
         });
         assert_eq!(
             overall(&result, Metric::P50).and_then(|m| m.detectable),
@@ -1551,6 +1552,7 @@ mod tests {
             ],
             verdict,
             noise: None,
+            headroom: None,
         });
         assert_eq!(
             regressed_metrics(&result),

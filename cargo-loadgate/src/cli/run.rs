@@ -206,6 +206,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         target: Some(info),
         target_exit: None,
         ramp: None,
+        headroom: None,
         soak: None,
         soak_skipped: None,
         valid: None,
@@ -400,6 +401,11 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         return Err(crash.into());
     }
     result.status = RunStatus::Complete;
+    result.headroom = Some(crate::compare::headroom(
+        &outcome.ramp,
+        &crate::compare::ProductionLoad::of(&config.workload),
+        config.slo.headroom,
+    ));
     let (comparison, verdict) = gate::decide_with(
         &baseline,
         &result,
@@ -919,6 +925,9 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     out.push('\n');
     out.push_str(&render_step_table(&outcome.ramp));
     out.push_str(&format!("ramp: {}\n", outcome.ramp.sentence));
+    if let Some(h) = &result.headroom {
+        out.push_str(&crate::report::headroom_lines(h));
+    }
     // The recorded soak, which carries the leak finding (the plan's outcome leaves it to compare).
     if let Some(soak) = result.soak.as_ref().or(outcome.soak.as_ref()) {
         out.push_str(&format!(

@@ -22,6 +22,7 @@ use super::estimate::{
 };
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
+use super::headroom::{headroom_comparison, headroom_warning, settle_headroom};
 use super::leak::{head_leak, record_leak};
 use super::noise::detectable_change;
 use super::options::CompareOptions;
@@ -58,6 +59,7 @@ pub fn compare_results(
         Some(&mut comparison),
         &mut verdict,
     );
+    settle_headroom(head, Some(&mut comparison), &mut verdict);
     (comparison, verdict)
 }
 
@@ -254,7 +256,11 @@ pub fn compare_with(
         d
     });
 
-    let (metrics, verdict) = judge(drafts, rss, machine, warnings, options);
+    let (metrics, mut verdict) = judge(drafts, rss, machine, warnings, options);
+    let headroom = headroom_comparison(base, head, &metrics, gate, options);
+    verdict
+        .warnings
+        .extend(headroom.as_ref().and_then(headroom_warning));
     Comparison {
         base_commit: base.commit.clone(),
         head_commit: head.commit.clone(),
@@ -262,6 +268,7 @@ pub fn compare_with(
         metrics,
         verdict,
         noise: options.noise.as_ref().map(|n| n.summary().clone()),
+        headroom,
     }
 }
 
@@ -377,7 +384,7 @@ pub(super) fn judge(
 /// `alpha`, the level the pass rule needs (a pass of the run is an intersection–union test: every
 /// metric within, each at α). `detect_level` is the level a regression of this metric would have
 /// to clear alone, α/m for a primary metric, which the smallest detectable change is quoted at.
-fn classify(
+pub(super) fn classify(
     mut draft: Draft,
     alpha: f64,
     holm_level: f64,

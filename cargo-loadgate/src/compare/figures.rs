@@ -47,6 +47,10 @@ pub struct RunFigures {
     /// The soak's RSS slope in bytes per second with its interval at
     /// [`RSS_SLOPE_CONFIDENCE`], as the plan computed it over exactly the soak's samples.
     pub rss_slope: Option<SlopeEstimate>,
+    /// The production load the headroom is taken against, in sessions per second: the run's
+    /// recorded headroom's, else the workload's rate at 100% as its ramp steps imply it (a step's
+    /// session rate over its fraction), for results written before the headroom was recorded.
+    pub production_sessions_per_sec: Option<f64>,
     /// The calibration figure (a fixed reference load's throughput on this machine), when measured.
     pub calibration: Option<f64>,
     /// How far the calibration moved during the run (`after / before − 1`), when both were measured.
@@ -113,12 +117,25 @@ impl RunFigures {
             .as_ref()
             .and_then(|c| c.drift)
             .filter(|d| d.is_finite());
+        let production_sessions_per_sec = result
+            .headroom
+            .as_ref()
+            .map(|h| h.production_sessions_per_sec)
+            .or_else(|| {
+                let ramp = result.ramp.as_ref()?;
+                ramp.steps
+                    .iter()
+                    .find(|s| s.kind == crate::plan::StepKind::Step && s.fraction > 0.0)
+                    .map(|s| s.sessions_per_sec / s.fraction)
+            })
+            .filter(|p| p.is_finite() && *p > 0.0);
         Self {
             commit: result.git.as_ref().map(|g| g.commit.clone()),
             phase: measurement,
             knee,
             rss,
             rss_slope,
+            production_sessions_per_sec,
             calibration,
             calibration_drift,
         }

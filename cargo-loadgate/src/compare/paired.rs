@@ -13,6 +13,7 @@
 use super::decide::{ABORTED_BLOCKS, capacity_with_notes, judge};
 use super::estimate::{Draft, Estimate, abort_names, floor_note, missing_same_load, rss_draft};
 use super::figures::RunFigures;
+use super::headroom::{headroom_comparison, headroom_warning};
 use super::options::CompareOptions;
 use crate::config::GateConfig;
 use crate::plan::pairing::Side;
@@ -31,7 +32,9 @@ pub struct PairedInputs {
 }
 
 /// Compares the head of a paired run with its base: `head.paired` holds the blocks, `base` the
-/// base side's result (its ramp). Returns the comparison and the verdict.
+/// base side's result (its ramp). Returns the comparison and the verdict of the two sides; the
+/// head's `[slo] headroom` check is settled into them once, after the last block
+/// ([`super::settle_headroom`]), so that the adaptive design's looks judge the blocks alone.
 pub fn compare_paired(
     base: &RunResult,
     head: &RunResult,
@@ -111,7 +114,11 @@ pub fn compare_paired(
         );
         d
     });
-    let (metrics, verdict) = judge(drafts, rss, Vec::new(), warnings, options);
+    let (metrics, mut verdict) = judge(drafts, rss, Vec::new(), warnings, options);
+    let headroom = headroom_comparison(&base_figures, &head_figures, &metrics, gate, options);
+    verdict
+        .warnings
+        .extend(headroom.as_ref().and_then(headroom_warning));
     let comparison = Comparison {
         base_commit: base.git.as_ref().map(|g| g.commit.clone()),
         head_commit: head.git.as_ref().map(|g| g.commit.clone()),
@@ -119,6 +126,7 @@ pub fn compare_paired(
         metrics,
         verdict: verdict.clone(),
         noise: None,
+        headroom,
     };
     (comparison, verdict)
 }

@@ -126,6 +126,7 @@ pub(super) fn figures(phase: PhaseMeasurement) -> RunFigures {
         knee: None,
         rss: Vec::new(),
         rss_slope: None,
+        production_sessions_per_sec: None,
         calibration: None,
         calibration_drift: None,
     }

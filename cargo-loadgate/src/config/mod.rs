@@ -26,7 +26,7 @@ pub use find::{CONFIG_FILE_NAME, LoadOpts, load};
 pub use render::{render_diagnostics, render_resolved};
 pub use types::*;
 pub use units::{
-    format_duration, format_millis, format_number, format_percent, format_size, format_size_rate,
-    parse_duration, parse_percent, parse_size, parse_size_rate,
+    format_duration, format_factor, format_millis, format_number, format_percent, format_size,
+    format_size_rate, parse_duration, parse_factor, parse_percent, parse_size, parse_size_rate,
 };
 pub use validate::{BUILTIN_CONFIG, BUILTIN_PATH, BUILTIN_PROFILES, parse_config_str};

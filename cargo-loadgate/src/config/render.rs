@@ -6,7 +6,9 @@ use super::elements::operation::{expected_requests_per_session, keys as op};
 use super::elements::{abort, gate, generator, paired, ramp, slo, soak, target, workload};
 use super::error::{Diagnostic, Sources};
 use super::types::*;
-use super::units::{format_duration, format_number, format_percent, format_size, format_size_rate};
+use super::units::{
+    format_duration, format_factor, format_number, format_percent, format_size, format_size_rate,
+};
 use std::fmt::Write;
 
 /// Renders every diagnostic the way rustc does (message, `-->` location, the source line with the
@@ -127,6 +129,9 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         slo::MIN_REQUESTS.name,
         &cfg.slo.min_requests.to_string(),
     );
+    if let Some(limit) = cfg.slo.headroom {
+        kv(&mut out, slo::HEADROOM.name, &string(&format_factor(limit)));
+    }
 
     let w = &cfg.workload;
     section(&mut out, &workload::SECTION);

@@ -202,6 +202,12 @@ pub struct SloConfig {
     pub error_rate: f64,
     /// A class needs at least this many requests in a step before its percentiles are judged.
     pub min_requests: u64,
+    /// `slo.headroom`: the least capacity / production load a run must show (1.5 = 1.5×), the
+    /// production load being the workload's rate at 100%. A judgement of the knee, not a part of
+    /// the failure condition: like `[gate]` it is left out of the serialized config, so the
+    /// config hash (and every stored baseline's match) does not change with it.
+    #[serde(skip)]
+    pub headroom: Option<f64>,
 }
 
 /// One latency limit of the SLO.

@@ -81,6 +81,42 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(value / 100.0)
 }
 
+/// Parses a factor such as `1.5x` (also `1.5×`) or `150%` into a number (1.5): how
+/// `slo.headroom` is written. It must be greater than zero; a bare number is refused, so that
+/// `1.5` cannot be read as 1.5% or as 150%.
+pub fn parse_factor(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let hint = "write e.g. \"1.5x\" or \"150%\"";
+    let value = if let Some(number) = t.strip_suffix('x').or_else(|| t.strip_suffix('×')) {
+        number
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("`{s}` is not a factor; {hint}"))?
+    } else if let Some(number) = t.strip_suffix('%') {
+        number
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("`{s}` is not a factor; {hint}"))?
+            / 100.0
+    } else if t.parse::<f64>().is_ok() {
+        return Err(format!("`{s}` has no unit; {hint}"));
+    } else {
+        return Err(format!("`{s}` is not a factor; {hint}"));
+    };
+    if !value.is_finite() {
+        return Err(format!("`{s}` is not a factor; {hint}"));
+    }
+    if value <= 0.0 {
+        return Err(format!("factor `{s}` must be greater than zero; {hint}"));
+    }
+    Ok(value)
+}
+
+/// Formats a factor the way the config writes it, e.g. 1.5 as `1.5x`.
+pub fn format_factor(value: f64) -> String {
+    format!("{}x", format_number(value))
+}
+
 /// Formats a duration the way the config writes it, choosing the largest exact unit.
 pub fn format_duration(d: Duration) -> String {
     let nanos = d.as_nanos();
@@ -204,6 +240,35 @@ mod tests {
         assert_eq!(parse_percent("60%").unwrap(), 0.6);
         assert!(parse_percent("60").is_err());
         assert!(parse_percent("-5%").is_err());
+    }
+
+    #[test_case("1.5x", 1.5; "a factor")]
+    #[test_case("1.5×", 1.5; "the multiplication sign")]
+    #[test_case(" 2 x ", 2.0; "spaces")]
+    #[test_case("150%", 1.5; "a percentage")]
+    #[test_case("0.5x", 0.5; "below one")]
+    fn factors_parse(s: &str, expected: f64) {
+        assert_eq!(parse_factor(s), Ok(expected), "{s}");
+    }
+
+    #[test_case("0x", "factor `0x` must be greater than zero; write e.g. \"1.5x\" or \"150%\""; "zero")]
+    #[test_case("0%", "factor `0%` must be greater than zero; write e.g. \"1.5x\" or \"150%\""; "zero percent")]
+    #[test_case("-1.5x", "factor `-1.5x` must be greater than zero; write e.g. \"1.5x\" or \"150%\""; "negative")]
+    #[test_case("-150%", "factor `-150%` must be greater than zero; write e.g. \"1.5x\" or \"150%\""; "negative percent")]
+    #[test_case("1.5", "`1.5` has no unit; write e.g. \"1.5x\" or \"150%\""; "bare number")]
+    #[test_case("lots", "`lots` is not a factor; write e.g. \"1.5x\" or \"150%\""; "garbage")]
+    #[test_case("x", "`x` is not a factor; write e.g. \"1.5x\" or \"150%\""; "no number")]
+    #[test_case("2X", "`2X` is not a factor; write e.g. \"1.5x\" or \"150%\""; "upper case")]
+    #[test_case("infx", "`infx` is not a factor; write e.g. \"1.5x\" or \"150%\""; "infinite")]
+    fn bad_factors_are_refused(s: &str, message: &str) {
+        assert_eq!(parse_factor(s).unwrap_err(), message);
+    }
+
+    #[test]
+    fn factors_format_as_written() {
+        assert_eq!(format_factor(1.5), "1.5x");
+        assert_eq!(format_factor(2.0), "2x");
+        assert_eq!(parse_factor(&format_factor(1.25)).unwrap(), 1.25);
     }
 
     #[test]

@@ -238,6 +238,9 @@ fn build(
     let abort = abort::build(cx, look);
     let gate = gate::build(cx, look);
     let paired = paired::build(cx, look);
+    if let (Some(slo), Some(ramp)) = (&slo, &ramp) {
+        slo::check_headroom_reachable(cx, look, profile, slo, ramp);
+    }
     Some(LoadgateConfig {
         source: ConfigSource {
             path: cx.files[0].path.clone(),

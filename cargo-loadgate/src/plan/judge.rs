@@ -248,6 +248,7 @@ mod tests {
             ],
             error_rate: 0.01,
             min_requests: 100,
+            headroom: None,
         }
     }
 

@@ -3,13 +3,15 @@
 //! A regression is a `failure` whose message carries base, head, change, interval and threshold; an
 //! inconclusive check is `skipped` with the reason; a phase that could not keep its schedule is an
 //! `error`. A leak finding fails only when the verdict counts it (`verdict.leak`), else it is
-//! `skipped` with why not: JUnit decides nothing of its own. Properties hold the commits, the
+//! `skipped` with why not, and the `[slo] headroom` check is a case of the ramp's suite that
+//! fails, passes or is skipped as `compare::headroom` decided: JUnit decides nothing of its own. Properties hold the commits, the
 //! profile, the environment and the measurement mode (`stored` or `paired`; a paired run adds its
 //! base and the pairs it used). The XML is written with nextest's `quick-junit`, which escapes
 //! markup and drops characters XML cannot carry.
 
 use crate::compare::{format_change, metric_name, threshold_phrase};
-use crate::result::{BaseSource, MeasurementMode, RunResult};
+use crate::config::format_factor;
+use crate::result::{BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
@@ -74,6 +76,32 @@ pub fn junit_report(result: &RunResult) -> Report {
             ),
             "ramp",
         ));
+    }
+    // The `[slo] headroom` check as `compare::headroom` decided it: a failure fails the gate.
+    if let Some(h) = &result.headroom
+        && let (Some(outcome), Some(limit), Some(reason)) = (h.outcome, h.limit, &h.reason)
+    {
+        let status = match outcome {
+            HeadroomOutcome::Pass => TestCaseStatus::success(),
+            HeadroomOutcome::Fail => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("regression: {reason}"))
+                    .set_type("headroom");
+                s
+            }
+            HeadroomOutcome::Inconclusive => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("inconclusive: {reason}"))
+                    .set_type("inconclusive");
+                s
+            }
+        };
+        let mut case = TestCase::new(
+            format!("headroom at least {}", format_factor(limit)),
+            status,
+        );
+        case.set_system_out(h.statement.clone());
+        ramp.add_test_case(with_class(case, "ramp"));
     }
     // The leak finding as the verdict counts it (`compare::record_leak`): a failure only when the
     // verdict is a regression because of it, else skipped with why it is not one.
@@ -278,6 +306,7 @@ mod tests {
             target: None,
             target_exit: None,
             ramp: None,
+            headroom: None,
             soak: None,
             soak_skipped: None,
             valid: Some(true),
@@ -437,6 +466,71 @@ mod tests {
             .collect();
         assert!(names.contains(&"p50 (all operations)"), "{names:?}");
         assert!(names.contains(&"capacity"), "{names:?}");
+    }
+
+    /// The `[slo] headroom` check's case in the ramp suite, as `compare::headroom` decided it:
+    /// a failure, a skip when inconclusive, a success; none without a limit.
+    #[test]
+    fn the_headroom_check_is_a_case_of_the_ramp_suite() {
+        use crate::compare::{ProductionLoad, headroom};
+        use crate::plan::{BreakPoint, RampOutcome};
+        let production = ProductionLoad {
+            sessions_per_sec: 20.0,
+            requests_per_session: Some(1.0),
+        };
+        let case = |held: f64, broke: Option<f64>, limit: Option<f64>| {
+            let mut ramp = RampOutcome::conclude(Vec::new(), Vec::new());
+            ramp.knee_sessions_per_sec = Some(held);
+            ramp.lowest_break = broke.map(|b| BreakPoint {
+                phase: "refine-1".to_owned(),
+                sessions_per_sec: b,
+                offered_rate_per_sec: b,
+                reasons: Vec::new(),
+            });
+            let mut result = empty_result();
+            result.headroom = Some(headroom(&ramp, &production, limit));
+            let report = junit_report(&result);
+            let ramp_suite = report
+                .test_suites
+                .iter()
+                .find(|s| s.name.as_str() == "ramp")
+                .expect("a ramp suite")
+                .clone();
+            ramp_suite
+                .test_cases
+                .iter()
+                .find(|c| c.name.as_str().starts_with("headroom"))
+                .cloned()
+        };
+        let failed = case(20.0, Some(22.0), Some(1.2)).expect("a case");
+        assert_eq!(failed.name.as_str(), "headroom at least 1.2x");
+        assert_eq!(failed.classname.as_deref(), Some("loadgate.ramp"));
+        let TestCaseStatus::NonSuccess {
+            kind: NonSuccessKind::Failure,
+            message,
+            ty,
+            ..
+        } = &failed.status
+        else {
+            panic!("{:?}", failed.status)
+        };
+        assert_eq!(ty.as_deref(), Some("headroom"));
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "regression: headroom 1.00x to 1.10x is below slo.headroom 1.2x: the capacity \
+                 broke below the limit"
+            )
+        );
+        let unsure = case(22.0, Some(26.0), Some(1.2)).expect("a case");
+        assert!(
+            matches!(&unsure.status, TestCaseStatus::Skipped { ty, .. } if ty.as_deref() == Some("inconclusive")),
+            "{:?}",
+            unsure.status
+        );
+        let passed = case(30.0, None, Some(1.2)).expect("a case");
+        assert!(matches!(passed.status, TestCaseStatus::Success { .. }));
+        assert!(case(30.0, None, None).is_none(), "no limit, no case");
     }
 
     /// A run whose soak leaked and whose verdict holds `leak`.

@@ -1,14 +1,14 @@
 //! The Markdown summary for `$GITHUB_STEP_SUMMARY` and pull-request comments. It leads with the
-//! decision (seed 002): the verdict line, then the checks, the ramp's sentence, the soak's slopes,
-//! the generator's health, and where and what was measured. Formatting only: every number comes
+//! decision (seed 002): the verdict line, then the checks, the ramp's sentence, the headroom and
+//! its check, the soak's slopes, the generator's health, and where and what was measured. Formatting only: every number comes
 //! from the result and the comparison.
 
 use super::table::{Cell, Table};
 use crate::compare::{accepted_phrase, format_change, format_threshold, metric_name};
-use crate::config::format_millis;
+use crate::config::{format_factor, format_millis};
 use crate::plan::pairing::Side;
 use crate::plan::{SoakOutcome, format_latency, format_rate};
-use crate::result::{MeasurementMode, PairedRecord, RunResult};
+use crate::result::{HeadroomOutcome, MeasurementMode, PairedRecord, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, Verdict, VerdictOutcome};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -109,6 +109,14 @@ pub fn markdown_summary(result: &RunResult) -> String {
         if let Some(noise) = &comparison.noise {
             let _ = writeln!(md, "{}\n", escape(&noise.describe()));
         }
+        if let Some(h) = &comparison.headroom {
+            let _ = writeln!(
+                md,
+                "**Headroom against the baseline:** {}: {}\n",
+                h.outcome.word(),
+                escape(&h.note)
+            );
+        }
     }
     if let Some(record) = &result.paired {
         pairs_section(&mut md, record);
@@ -120,6 +128,23 @@ pub fn markdown_summary(result: &RunResult) -> String {
                 md,
                 "**Failing from the first step** (a bug, not a capacity limit): {}\n",
                 escape(&ramp.failing_from_first_step.join("; "))
+            );
+        }
+    }
+    if let Some(h) = &result.headroom {
+        let _ = writeln!(md, "**Headroom:** {}\n", escape(&h.statement));
+        if let (Some(outcome), Some(limit), Some(reason)) = (h.outcome, h.limit, &h.reason) {
+            let icon = match outcome {
+                HeadroomOutcome::Pass => VerdictOutcome::Pass.icon(),
+                HeadroomOutcome::Fail => VerdictOutcome::Regression.icon(),
+                HeadroomOutcome::Inconclusive => VerdictOutcome::Inconclusive.icon(),
+            };
+            let _ = writeln!(
+                md,
+                "**Headroom check** (`slo.headroom` {}): {icon} {}: {}\n",
+                format_factor(limit),
+                outcome.word(),
+                escape(reason)
             );
         }
     }
@@ -450,6 +475,7 @@ mod tests {
             target: None,
             target_exit: None,
             ramp: Some(part::<RampOutcome>(&value["ramp"])),
+            headroom: None,
             soak: Some(part(&value["soak"])),
             soak_skipped: None,
             valid: value["valid"].as_bool(),
@@ -500,6 +526,37 @@ mod tests {
         ]}, {
             insta::assert_snapshot!(md);
         });
+    }
+
+    /// The headroom's lines: the statement and the failed check after the ramp, the comparison
+    /// with the baseline's under the checks.
+    #[test]
+    fn the_summary_states_the_headroom_its_check_and_its_comparison() {
+        use crate::compare::{ProductionLoad, headroom};
+        use crate::result::{HeadroomComparison, MetricOutcome};
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        let mut result = typed(&value);
+        let ramp = result.ramp.clone().unwrap();
+        let production = ProductionLoad {
+            sessions_per_sec: ramp.knee_sessions_per_sec.unwrap() / 0.9,
+            requests_per_session: Some(4.4),
+        };
+        result.headroom = Some(headroom(&ramp, &production, Some(1.2)));
+        result.comparison.as_mut().unwrap().headroom = Some(HeadroomComparison {
+            base_production_sessions_per_sec: production.sessions_per_sec,
+            head_production_sessions_per_sec: production.sessions_per_sec,
+            same_as_capacity: true,
+            estimate: Some(0.8),
+            low: Some(0.7),
+            high: Some(0.9),
+            outcome: MetricOutcome::Regression,
+            note: "the production load is 25.0 sessions/s on both sides, so the headroom's ratio \
+                   is capacity's (-20.0%, interval -30.0% to -10.0%): judged once, as capacity"
+                .to_owned(),
+        });
+        let md = markdown_summary(&result);
+        let lines: Vec<&str> = md.lines().filter(|l| l.contains("Headroom")).collect();
+        insta::assert_snapshot!(lines.join("\n"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! ramp's step table, and the one table renderer they all draw with.
 
 mod charts;
+mod headroom;
 mod junit;
 mod markdown;
 mod multi;
@@ -13,6 +14,7 @@ pub use charts::{
     ChartError, LATENCY_CHART, PAIRS_CHART, SOAK_CHART, THROUGHPUT_CHART, render_latency,
     render_pairs, render_soak, render_throughput, write_charts,
 };
+pub use headroom::{headroom_comparison_line, headroom_lines};
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;
 pub use multi::{ReportError, ReportRun, render_markdown, render_terminal, run_labels};

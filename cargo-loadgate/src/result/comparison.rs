@@ -406,6 +406,10 @@ pub struct Comparison {
     /// comparisons of two given results (and in results written before it was added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseSummary>,
+    /// This run's headroom against the baseline's, when both have one (`compare::headroom`);
+    /// absent otherwise (and in results written before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<super::HeadroomComparison>,
 }
 
 #[cfg(test)]

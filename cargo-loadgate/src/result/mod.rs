@@ -8,6 +8,7 @@
 
 mod comparison;
 mod hash;
+mod headroom;
 mod paired;
 mod read;
 mod run;
@@ -18,6 +19,7 @@ pub use comparison::{
     NoiseSource, NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
+pub use headroom::{HeadroomBound, HeadroomComparison, HeadroomOutcome, HeadroomSummary};
 pub use paired::{
     BaseSource, BlockFigures, BlockRecord, PairRecord, PairedBase, PairedDesign, PairedRecord,
     pair_records,

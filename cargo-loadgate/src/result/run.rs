@@ -50,6 +50,11 @@ pub struct RunResult {
     /// The capacity ramp: its steps so far while running, then its knee and sentence.
     #[serde(default)]
     pub ramp: Option<RampOutcome>,
+    /// The headroom: the capacity the ramp found against the production load (the workload's
+    /// rate at 100%), with the `[slo] headroom` check's outcome. `None` before the ramp ended
+    /// (and in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<super::HeadroomSummary>,
     /// The soak sample with its slopes, once it ran.
     #[serde(default)]
     pub soak: Option<SoakOutcome>,
@@ -293,6 +298,7 @@ mod tests {
             ],
             error_rate: 0.01,
             min_requests: 100,
+            headroom: None,
         };
         let value = serde_json::to_value(SloSummary::of(&slo)).unwrap();
         assert_eq!(

@@ -34,6 +34,8 @@ pub(super) const MUTED: RGBColor = RGBColor(87, 96, 106);
 /// The fitted slope in the soak chart.
 pub(super) const FIT_COLOR: RGBColor = RGBColor(214, 39, 40);
 pub(super) const SERIES_COLOR: RGBColor = RGBColor(31, 119, 180);
+/// The production load's line in the throughput chart.
+pub(super) const PRODUCTION_COLOR: RGBColor = RGBColor(148, 103, 189);
 /// Goodput in the throughput chart.
 pub(super) const GOODPUT_COLOR: RGBColor = RGBColor(44, 160, 44);
 
@@ -328,36 +330,76 @@ pub(super) fn draw_knees<Y>(
 where
     Y: Ranged<ValueType = f64>,
 {
-    let (x, y) = (chart.x_range(), chart.y_range());
     let knees = [
         head.knee.map(|k| (k, head.knee_label(k, ""), KNEE_COLOR)),
         base.and_then(|b| b.knee.map(|k| (k, b.knee_label(k, "base "), MUTED))),
     ];
     for (row, (at, label, color)) in knees.into_iter().flatten().enumerate() {
-        chart.draw_series(DashedLineSeries::new(
-            vec![(at, y.start), (at, y.end)],
-            6,
-            4,
-            color.stroke_width(2),
-        ))?;
-        let right_half = at > x.start + (x.end - x.start) * 0.6;
-        let (dx, anchor) = if right_half {
-            (-6, HPos::Right)
-        } else {
-            (6, HPos::Left)
-        };
-        chart.draw_series(std::iter::once(
-            EmptyElement::at((at, y.end))
-                + Text::new(
-                    label,
-                    (dx, 6 + 16 * row as i32),
-                    TextStyle::from((FONT, 13).into_font())
-                        .color(&color)
-                        .pos(Pos::new(anchor, VPos::Top)),
-                ),
-        ))?;
+        let y = chart.y_range().end;
+        draw_vertical(chart, at, (6, 4), color, label, (y, 6 + 16 * row as i32))?;
     }
     Ok(())
+}
+
+/// A vertical dashed line at `at` (`dash`: on and off lengths) in `color`, with `label` written
+/// at `label_at` (a y in data coordinates and a pixel offset below it); a label near the right
+/// edge is written to the left of its line.
+fn draw_vertical<Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+    at: f64,
+    dash: (u32, u32),
+    color: RGBColor,
+    label: String,
+    label_at: (f64, i32),
+) -> DrawResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let (x, y) = (chart.x_range(), chart.y_range());
+    chart.draw_series(DashedLineSeries::new(
+        vec![(at, y.start), (at, y.end)],
+        dash.0,
+        dash.1,
+        color.stroke_width(2),
+    ))?;
+    let right_half = at > x.start + (x.end - x.start) * 0.6;
+    let (dx, anchor) = if right_half {
+        (-6, HPos::Right)
+    } else {
+        (6, HPos::Left)
+    };
+    chart.draw_series(std::iter::once(
+        EmptyElement::at((at, label_at.0))
+            + Text::new(
+                label,
+                (dx, label_at.1),
+                TextStyle::from((FONT, 13).into_font())
+                    .color(&color)
+                    .pos(Pos::new(anchor, VPos::Top)),
+            ),
+    ))?;
+    Ok(())
+}
+
+/// The vertical line of the production load at `at`, labelled at the bottom (the knees' labels
+/// are at the top), in a chart's data coordinates.
+pub(super) fn draw_production<Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+    at: f64,
+    label: &str,
+) -> DrawResult
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let y = chart.y_range().start;
+    draw_vertical(
+        chart,
+        at,
+        (2, 3),
+        PRODUCTION_COLOR,
+        label.to_owned(),
+        (y, -20),
+    )
 }
 
 /// The legend row of the head's knee line.

@@ -432,6 +432,42 @@ fn throughput_chart_draws_points_the_reference_and_the_knee() {
     assert!(non_white_share(&png) > 0.02);
 }
 
+#[test]
+fn the_throughput_chart_draws_the_production_load_where_the_headroom_puts_it() {
+    let mut head = result(HEAD, 1.0, false);
+    let plain = render_throughput(&head, None).unwrap().unwrap();
+    assert!(!plain.contains("production load"));
+    assert_eq!(count(&rasterize(&plain), PRODUCTION_COLOR), 0);
+    let ramp = head.ramp.clone().expect("a ramp");
+    // The workload's rate: the 100% step's sessions. The knee held at 100%, so the line is at
+    // the knee's offered rate.
+    let p = ramp.steps[3].sessions_per_sec;
+    head.headroom = Some(crate::compare::headroom(
+        &ramp,
+        &crate::compare::ProductionLoad {
+            sessions_per_sec: p,
+            requests_per_session: Some(3.0),
+        },
+        Some(1.2),
+    ));
+    let (x, label) = ramp_view("head", &head)
+        .production
+        .expect("a production point");
+    assert!((x - ramp.knee_rate_per_sec.unwrap()).abs() < 1e-9, "{x}");
+    assert_eq!(
+        label,
+        format!("production load {} sessions/s", crate::plan::format_rate(p))
+    );
+    let svg = render_throughput(&head, None).unwrap().unwrap();
+    assert!(svg.contains(&label), "the label is drawn");
+    assert!(
+        svg.contains("production load (headroom)"),
+        "the legend names it"
+    );
+    let n = count(&rasterize(&svg), PRODUCTION_COLOR);
+    assert!(n > 200, "the production line is lost: {n} pixels");
+}
+
 /// Regression: "achieved" was requests sent, and the chart called it "sent"; it now counts
 /// answers, and older results (whose windows lack `answered`) still say what they hold.
 #[test]

@@ -1,10 +1,10 @@
 //! `throughput.svg`: the achieved rate and the goodput of each ramp step against its offered
-//! load, with the y = x line and the knee.
+//! load, with the y = x line, the knee and the production load (`result.headroom`).
 
 use super::draw::{
-    FONT, GOODPUT_COLOR, INK, LEGEND_WIDTH, LegendRow, MUTED, Marker, SERIES_COLOR, WIDTH,
-    axis_number, draw_knees, draw_legend, draw_markers, heading, knee_legend, lighter, render,
-    zero_to,
+    FONT, GOODPUT_COLOR, INK, LEGEND_WIDTH, LegendRow, MUTED, Marker, PRODUCTION_COLOR,
+    SERIES_COLOR, WIDTH, axis_number, draw_knees, draw_legend, draw_markers, draw_production,
+    heading, knee_legend, lighter, render, zero_to,
 };
 use super::view::{RampView, StepState, ramp_view, run_line};
 use super::{ChartError, THROUGHPUT_CHART};
@@ -52,6 +52,7 @@ pub fn render_throughput(
         .flatten()
         .flat_map(|(x, y, _)| [*x, *y])
         .chain(head.knee)
+        .chain(head.production.as_ref().map(|(x, _)| *x))
         .chain(base.as_ref().and_then(|b| b.knee))
         .fold(0.0, f64::max);
     let range = zero_to(max);
@@ -132,6 +133,9 @@ pub fn render_throughput(
             }
         }
         draw_knees(&mut chart, &head, base.as_ref())?;
+        if let Some((at, label)) = &head.production {
+            draw_production(&mut chart, *at, label)?;
+        }
         let mut rows = vec![
             LegendRow::heading("series"),
             LegendRow::line(achieved_label, SERIES_COLOR, 4, false)
@@ -161,6 +165,14 @@ pub fn render_throughput(
             LegendRow::line("y = x (keeping up)", MUTED, 1, true),
         ]);
         rows.extend(knee_legend(&head));
+        if head.production.is_some() {
+            rows.push(LegendRow::line(
+                "production load (headroom)",
+                PRODUCTION_COLOR,
+                2,
+                true,
+            ));
+        }
         draw_legend(&legend, &rows)
     })?;
     Ok(Some(svg))

@@ -120,6 +120,9 @@ pub(super) struct RampView {
     /// Whether the steps' achieved rate counts answers. Results written before answers were
     /// counted (their windows lack `answered`) stored requests sent per second there instead.
     pub(super) achieved_is_answers: bool,
+    /// The production load (`result.headroom`) on the chart's measured offered scale, with its
+    /// label: placed so that knee / production on the chart is the recorded headroom.
+    pub(super) production: Option<(f64, String)>,
 }
 
 impl StepState {
@@ -243,7 +246,31 @@ pub(super) fn ramp_view(role: &str, result: &RunResult) -> RampView {
         broke: ramp.is_some_and(|r| r.lowest_break.is_some()),
         slo,
         achieved_is_answers: counts_answers(result),
+        production: production_point(result),
     }
+}
+
+/// Where the production load of `result.headroom` lies on the offered axis, with its label. The
+/// axis is the offered rate as measured, which in short steps falls below the model's
+/// steady-state rate (sessions accumulate), so the line is put at the knee's offered rate over
+/// the headroom (the knee's session rate over the production load's); without a knee, at the
+/// first step's offered rate over its fraction of the workload rate.
+fn production_point(result: &RunResult) -> Option<(f64, String)> {
+    let h = result.headroom.as_ref()?;
+    let ramp = result.ramp.as_ref()?;
+    let p = h.production_sessions_per_sec;
+    let x = match (ramp.knee_rate_per_sec, ramp.knee_sessions_per_sec) {
+        (Some(rate), Some(sessions)) if sessions > 0.0 => rate * p / sessions,
+        _ => {
+            let step = ramp
+                .steps
+                .iter()
+                .find(|s| s.kind == crate::plan::StepKind::Step && s.fraction > 0.0)?;
+            step.offered_rate_per_sec / step.fraction
+        }
+    };
+    let label = format!("production load {} sessions/s", crate::plan::format_rate(p));
+    number(x).filter(|x| *x > 0.0).map(|x| (x, label))
 }
 
 /// Whether `result` was written when a step's achieved rate counted answers: its windows record

@@ -814,7 +814,7 @@ impl ShardState {
         if late > self.max_skew.as_secs_f64() * 1e3 {
             return Err(RunError::Usage {
                 message: format!(
-                    "the agreed start (--start-at {}) passed {:.3} s ago, more than --max-skew {} allows: the shards would not send their slices together\nhint: agree on a later instant, leaving time for every shard to boot",
+                    "the agreed start (--start-at {}) passed {:.3} s ago, more than --max-skew {} ms allows: the shards would not send their slices together\nhint: agree on a later instant, leaving time for every shard to boot",
                     self.start_at_unix_ms,
                     late / 1e3,
                     crate::config::format_millis(self.max_skew)

@@ -4,12 +4,12 @@
 //! plan the shards ran on the merged phases, so the ramp, the soak and the verdict come from the
 //! same code as `run`'s, and writes the same documents with the same exit codes.
 
+use super::MergeOpts;
 use super::gate::{self, GateOptions};
 use super::run::{
-    Outputs, RunError, announce_baseline, decide_and_report, exit_code_of, out_dir, output_path,
-    record_plan_event, write_result,
+    Outputs, RunError, announce_baseline, decide_and_report, exit_code, exit_code_of, load_config,
+    out_dir, output_path, record_plan_event, write_result,
 };
-use super::{MergeOpts, render::render_failure};
 use crate::baseline::fingerprint;
 use crate::config::LoadgateConfig;
 use crate::engine::PhaseSpec;
@@ -29,22 +29,11 @@ use std::path::PathBuf;
 
 /// Runs `cargo loadgate merge` and returns the exit code.
 pub fn run(opts: &MergeOpts) -> i32 {
-    super::block_on_current_thread(async {
-        match merge(opts).await {
-            Ok(code) => code,
-            Err(e) => {
-                eprint!("{}", render_failure(&e, e.hint().as_deref()));
-                e.exit_code()
-            }
-        }
-    })
+    super::block_on_current_thread(async { exit_code(merge(opts).await) })
 }
 
 async fn merge(opts: &MergeOpts) -> Result<i32, RunError> {
-    let cwd = std::env::current_dir().map_err(|e| RunError::Usage {
-        message: format!("cannot read the current directory: {e}"),
-    })?;
-    let config = crate::config::load(&opts.config.load_opts(cwd.clone()))?;
+    let (cwd, config) = load_config(&opts.config)?;
     let mut problems: Vec<String> = Vec::new();
     let mut shards: Vec<(PathBuf, RunResult)> = Vec::new();
     for path in &opts.results {

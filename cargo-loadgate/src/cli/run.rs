@@ -124,7 +124,12 @@ pub fn run(opts: &RunOpts) -> i32 {
             return ExitCode::OTHER_ERROR;
         }
     };
-    match runtime.block_on(run_async(opts)) {
+    exit_code(runtime.block_on(run_async(opts)))
+}
+
+/// The exit code of a gated command's outcome, rendering its error to stderr.
+pub(super) fn exit_code(outcome: Result<i32, RunError>) -> i32 {
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprint!("{}", render_failure(&e, e.hint().as_deref()));
@@ -133,11 +138,17 @@ pub fn run(opts: &RunOpts) -> i32 {
     }
 }
 
-async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
+/// The current directory and the configuration `opts` name, found from it.
+pub(super) fn load_config(opts: &super::ConfigOpts) -> Result<(PathBuf, LoadgateConfig), RunError> {
     let cwd = std::env::current_dir().map_err(|e| RunError::Usage {
         message: format!("cannot read the current directory: {e}"),
     })?;
-    let config = crate::config::load(&opts.config.load_opts(cwd.clone()))?;
+    let config = crate::config::load(&opts.load_opts(cwd.clone()))?;
+    Ok((cwd, config))
+}
+
+async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
+    let (cwd, config) = load_config(&opts.config)?;
     let kind = resolve_kind(opts, &config).await?;
     let shard = opts
         .shard

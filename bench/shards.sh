@@ -10,7 +10,8 @@
 # processes (`--shard i/$SHARDS`, one loop each, started together with `--start-at`, merged with
 # `cargo loadgate merge`) send one ramp step of $HOLD; every generator process is pinned to
 # $GEN_CORES. Printed per rate and mode: the answers per second over the step's measured part, the
-# pacing lag p99, the drop count and whether the step kept its schedule (valid). The highest rate
+# pacing lag p99 (ms, the worst window), the drop count, whether the step kept its schedule (valid)
+# and the generators' CPU per request sent (µs, all shards' together). The highest rate
 # whose step is valid with at least 99% of the offered rate answered is what the mode sustains.
 #
 # Only loopback; every process this script starts is stopped by PID on exit; nothing is left
@@ -89,12 +90,14 @@ answered = sum(w.get("answered", 0) or 0 for w in p["windows"]["windows"])
 secs = p["measured_ms"] / 1e3
 lag = max((w.get("lag_p99_ms", 0) for w in p["windows"]["windows"]), default=0)
 valid = not p["validity"]["reasons"]
-print(f"{answered / secs:9.0f} {lag:8.2f} {p['counters']['dropped']:7d} {str(valid):>5}")
+cpu = p.get("generator_cpu_ms")
+per_request = f"{cpu * 1e3 / p['requests_total']:8.2f}" if cpu and p["requests_total"] else "       -"
+print(f"{answered / secs:9.0f} {lag:8.2f} {p['counters']['dropped']:7d} {str(valid):>5} {per_request}")
 PY
 }
 
 echo "target: demo-service on core $TARGET_CORE; generators on cores $GEN_CORES; step $HOLD"
-printf '%-7s %-10s %9s %8s %7s %5s\n' rate mode "answers/s" "lag p99" dropped valid
+printf '%-7s %-10s %9s %8s %7s %5s %8s\n' rate mode "answers/s" "lag p99" dropped valid "µs/req"
 for rate in $RATES; do
   dir="$WORK/$rate"
   mkdir -p "$dir"
@@ -112,8 +115,11 @@ for rate in $RATES; do
     PIDS+=($!)
   done
   for pid in "${shard_pids[@]}"; do wait "$pid" || true; done
+  # A verdict or an invalid run is a figure here; only a merge that could not run stops the script.
+  code=0
   "$BIN" loadgate merge --config "$dir/loadgate.toml" --out-dir "$dir/merged" \
-    "$dir"/shard-*/result.json >"$dir/merge.log" 2>&1 || { cat "$dir/merge.log" >&2; exit 1; }
+    "$dir"/shard-*/result.json >"$dir/merge.log" 2>&1 || code=$?
+  case $code in 1|2) cat "$dir/merge.log" >&2; exit 1 ;; esac
   skew=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['shards']['skew_ms'])" "$dir/merged/result.json")
   printf '%-7s %-10s %s  (start skew %.1f ms)\n' "$rate" "$SHARDS shards" "$(figures "$dir/merged/result.json")" "$skew"
 done

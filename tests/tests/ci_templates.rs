@@ -1155,3 +1155,186 @@ fn a_renamed_flag_is_caught() {
     let caught = std::panic::catch_unwind(|| invocations("inline", &scripts));
     assert!(caught.is_err(), "an unknown flag must not parse");
 }
+
+// ---- the shard templates (issue 18): a GitHub matrix and a Kubernetes Indexed Job ----
+
+/// The `cargo loadgate` commands of `scripts`, parsed, with the values only the CI knows at run time
+/// filled in: `--shard` gets `0/4` and `--start-at` gets `0` where an expansion stands (a matrix
+/// index, `$JOB_COMPLETION_INDEX`, the agreed instant).
+fn shard_invocations(template: &str, scripts: &[(String, String)]) -> Vec<(String, Command)> {
+    let mut found = Vec::new();
+    for (job, script) in scripts {
+        for mut words in commands(script)
+            .unwrap_or_else(|e| panic!("{template}, job `{job}`: cannot tokenize a script: {e}"))
+        {
+            if !words.starts_with(&["cargo".to_owned(), "loadgate".to_owned()]) {
+                continue;
+            }
+            for i in 1..words.len() {
+                if words[i].contains(PLACEHOLDER) {
+                    match words[i - 1].as_str() {
+                        "--shard" => words[i] = "0/4".to_owned(),
+                        "--start-at" => words[i] = "0".to_owned(),
+                        _ => {}
+                    }
+                }
+            }
+            let argv = ["cargo-loadgate".to_owned()]
+                .into_iter()
+                .chain(words[1..].iter().cloned());
+            match parse_args(argv) {
+                Ok(CargoOpts::Loadgate(opts)) => found.push((job.clone(), opts.command)),
+                Err(e) => panic!(
+                    "{template}, job `{job}`: `{}` does not parse:\n{e}",
+                    words.join(" ")
+                ),
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_github_shards_workflow_runs_a_matrix_of_shards_and_merges_them() {
+    let template = "ci/github/loadgate-shards.yml";
+    let workflow = load(template);
+    let jobs = &workflow["jobs"];
+    let found = shard_invocations(template, &github_scripts(&workflow));
+    let shard_runs: Vec<&RunOpts> = found
+        .iter()
+        .filter(|(job, _)| job == "shard")
+        .filter_map(|(_, c)| match c {
+            Command::Run(run) => Some(&**run),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shard_runs.len(), 1, "one run in the shard job");
+    let run = shard_runs[0];
+    assert!(run.shard.is_some() && run.start_at.is_some() && run.keep_going);
+    assert!(run.url.is_some(), "the shards load the one staging URL");
+    let merges: Vec<&Command> = found
+        .iter()
+        .filter(|(job, c)| job == "merge" && matches!(c, Command::Merge(_)))
+        .map(|(_, c)| c)
+        .collect();
+    assert_eq!(merges.len(), 1, "one merge in the merge job");
+
+    // The matrix: every index from 0 to SHARDS - 1, none cancelled by another's failure.
+    let shard = &jobs["shard"];
+    let indices: Vec<u64> = shard["strategy"]["matrix"]["index"]
+        .as_sequence()
+        .expect("a matrix of indices")
+        .iter()
+        .map(|v| v.as_u64().expect("an index"))
+        .collect();
+    let count = shard["env"]["SHARDS"].as_u64().expect("SHARDS, a number");
+    assert_eq!(indices, (0..count).collect::<Vec<_>>());
+    assert_eq!(shard["strategy"]["fail-fast"].as_bool(), Some(false));
+    // One agreed start for all, from the plan job.
+    assert!(as_str(&shard["env"]["START_AT"], "START_AT").contains("needs.plan.outputs.start_at"));
+    assert_eq!(as_str(&shard["needs"], "needs"), "plan");
+    // The merge runs after every shard, even when one failed (so it can say which is missing),
+    // with the baselines fetched and the results downloaded.
+    let merge = &jobs["merge"];
+    assert_eq!(as_str(&merge["needs"], "needs"), "shard");
+    assert_eq!(as_str(&merge["if"], "if"), "always()");
+    let uses: Vec<&str> = merge["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("uses").and_then(Value::as_str))
+        .collect();
+    assert!(
+        uses.iter()
+            .any(|u| u.starts_with("actions/download-artifact"))
+    );
+    let scripts = github_scripts(&workflow);
+    assert!(scripts.iter().any(|(job, s)| job == "merge"
+        && s.contains("refs/notes/loadgate:refs/notes/loadgate")));
+}
+
+/// `cargo loadgate` commands run by the containers of a Kubernetes manifest's Jobs, by Job name.
+fn k8s_scripts(documents: &[Value]) -> Vec<(String, String)> {
+    let mut scripts = Vec::new();
+    for doc in documents
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("Job"))
+    {
+        let name = as_str(&doc["metadata"]["name"], "a Job's name");
+        for container in doc["spec"]["template"]["spec"]["containers"]
+            .as_sequence()
+            .expect("a Job has containers")
+        {
+            for arg in container["args"].as_sequence().into_iter().flatten() {
+                scripts.push((name.to_owned(), as_str(arg, "an arg").to_owned()));
+            }
+        }
+    }
+    scripts
+}
+
+#[test]
+fn the_kubernetes_template_is_an_indexed_job_of_shards_and_a_merge() {
+    let template = "ci/k8s/loadgate-job.yaml";
+    let text = std::fs::read_to_string(workspace_root().join(template)).unwrap();
+    // The manifest's documents, split where kubectl splits them.
+    let documents: Vec<Value> = text
+        .split("\n---\n")
+        .map(|doc| serde_yaml_ng::from_str(doc).expect("each document parses"))
+        .collect();
+    assert_eq!(documents.len(), 3, "the volume, the shards and the merge");
+    let job = |name: &str| {
+        documents
+            .iter()
+            .find(|d| {
+                d["kind"].as_str() == Some("Job") && d["metadata"]["name"].as_str() == Some(name)
+            })
+            .unwrap_or_else(|| panic!("no Job `{name}`"))
+    };
+    let shards = job("loadgate-shards");
+    assert_eq!(shards["spec"]["completionMode"].as_str(), Some("Indexed"));
+    let completions = shards["spec"]["completions"].as_u64().expect("completions");
+    assert_eq!(shards["spec"]["parallelism"].as_u64(), Some(completions));
+    let container = &shards["spec"]["template"]["spec"]["containers"][0];
+    let shards_env = container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str() == Some("SHARDS"))
+        .expect("SHARDS");
+    assert_eq!(
+        as_str(&shards_env["value"], "SHARDS"),
+        completions.to_string()
+    );
+    let found = shard_invocations(template, &k8s_scripts(&documents));
+    let runs: Vec<&RunOpts> = found
+        .iter()
+        .filter(|(name, _)| name == "loadgate-shards")
+        .filter_map(|(_, c)| match c {
+            Command::Run(run) => Some(&**run),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].shard.is_some() && runs[0].url.is_some() && runs[0].keep_going);
+    let args = as_str(&container["args"][0], "args");
+    assert!(
+        args.contains("--shard \"$JOB_COMPLETION_INDEX/$SHARDS\""),
+        "{args}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|(name, c)| name == "loadgate-merge" && matches!(c, Command::Merge(_))),
+        "the merge Job merges"
+    );
+    // Both Jobs share the results volume.
+    for name in ["loadgate-shards", "loadgate-merge"] {
+        let claim = &job(name)["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"];
+        assert_eq!(
+            claim["claimName"].as_str(),
+            Some("loadgate-results"),
+            "{name}"
+        );
+    }
+}

@@ -366,6 +366,7 @@ pub(crate) mod testing {
             calibration: None,
             mode: crate::result::MeasurementMode::Stored,
             paired: None,
+            shards: None,
         }
     }
 

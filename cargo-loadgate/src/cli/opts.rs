@@ -38,6 +38,9 @@ pub enum Command {
     Compare(CompareOpts),
     /// Put several run results side by side (tiers, or before and after a change).
     Report(ReportOpts),
+    /// Merge the results of the shards of one run (`run --shard i/N`) exactly, then decide with
+    /// the same verdict as `run`.
+    Merge(Box<MergeOpts>),
     /// Measure what the gate can see here: A/A runs against a fresh baseline, then runs with an
     /// injected regression; reports the false-regression and detection rates.
     Qualify(Box<QualifyOpts>),
@@ -265,6 +268,61 @@ pub struct RunOpts {
     /// appended to `$GITHUB_STEP_SUMMARY` when that is set.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Send only shard INDEX of COUNT of every phase's schedule, the sessions k ≡ INDEX (mod
+    /// COUNT), shards numbered from 0 (as `JOB_COMPLETION_INDEX`); `cargo loadgate merge` combines
+    /// the shards' results. Needs a url target, `--keep-going` (a fixed plan: every step once, no
+    /// bisection) and `--start-at`.
+    #[arg(long, value_name = "INDEX/COUNT", requires_all = ["start_at", "keep_going"], conflicts_with_all = ["paired", "mode", "save_baseline"])]
+    pub shard: Option<crate::workload::Shard>,
+    /// The instant every shard starts at, agreed beforehand: RFC 3339 (`2026-12-03T14:00:00Z`) or
+    /// milliseconds since the Unix epoch. A shard waits until then; one started later than
+    /// `--max-skew` after it refuses to run.
+    #[arg(long, value_name = "INSTANT", value_parser = parse_instant, requires = "shard")]
+    pub start_at: Option<u64>,
+    /// How late after `--start-at` a shard may still start.
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_MAX_SKEW, value_parser = parse_duration_arg)]
+    pub max_skew: std::time::Duration,
+}
+
+/// The default of `--max-skew` (`run --shard`, `merge`): a quarter of the 1 s windows that merge
+/// by index, so a window's shards overlap by at least three quarters.
+pub const DEFAULT_MAX_SKEW: &str = "250ms";
+
+/// `cargo loadgate merge`.
+#[derive(Debug, Args)]
+pub struct MergeOpts {
+    /// The shards' results (`result.json`), every shard of one run exactly once, in any order.
+    #[arg(value_name = "RESULT.json", required = true, num_args = 1..)]
+    pub results: Vec<PathBuf>,
+    /// Where the configuration comes from (the shards' own: its hash must match theirs).
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// Where the merged result, JUnit and summary are written [default: target/loadgate/merged/
+    /// of the workspace].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// How far apart the shards may have started a phase.
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_MAX_SKEW, value_parser = parse_duration_arg)]
+    pub max_skew: std::time::Duration,
+    /// Where baselines are kept: `notes`, `notes:REF`, or `dir:PATH`.
+    #[arg(long, value_name = "STORE", default_value = "notes")]
+    pub baseline_store: String,
+    /// The branch the change will merge into [default: origin/HEAD, else main].
+    #[arg(long, value_name = "REF")]
+    pub base_ref: Option<String>,
+    /// Exit 12 when no baseline matches the merged run.
+    #[arg(long)]
+    pub require_baseline: bool,
+    /// Exit 11 when the comparison cannot decide.
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
+    /// Where to write the JUnit XML report [default: junit.xml in the out-dir].
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Where to write the Markdown summary [default: summary.md in the out-dir]; it is also
+    /// appended to `$GITHUB_STEP_SUMMARY` when that is set.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
 }
 
 impl RunOpts {
@@ -377,6 +435,52 @@ fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::config::parse_duration(s)
 }
 
+/// `--start-at`: milliseconds since the Unix epoch, or an RFC 3339 date-time with an offset.
+fn parse_instant(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse()
+            .map_err(|_| format!("`{s}` is too large for milliseconds since the Unix epoch"));
+    }
+    let expected = || {
+        format!(
+            "expected an RFC 3339 instant such as 2026-12-03T14:00:00Z or milliseconds since the Unix epoch, got `{s}`"
+        )
+    };
+    let parsed: toml::value::Datetime = s.parse().map_err(|_| expected())?;
+    let (Some(date), Some(time), Some(offset)) = (parsed.date, parsed.time, parsed.offset) else {
+        return Err(expected());
+    };
+    let offset_minutes = match offset {
+        toml::value::Offset::Z => 0,
+        toml::value::Offset::Custom { minutes } => i64::from(minutes),
+    };
+    let days = days_from_civil(
+        i64::from(date.year),
+        i64::from(date.month),
+        i64::from(date.day),
+    );
+    let secs = days * 86_400
+        + i64::from(time.hour) * 3_600
+        + i64::from(time.minute) * 60
+        + i64::from(time.second.unwrap_or(0))
+        - offset_minutes * 60;
+    let ms = secs * 1_000 + i64::from(time.nanosecond.unwrap_or(0) / 1_000_000);
+    u64::try_from(ms).map_err(|_| format!("`{s}` is before the Unix epoch"))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,6 +531,45 @@ mod tests {
         assert_eq!(opts.base_image.as_deref(), Some("demo:base"));
         let opts = run(&["--mode", "paired", "--base-url", "http://127.0.0.1:9000"]).unwrap();
         assert_eq!(opts.base_url.as_deref(), Some("http://127.0.0.1:9000"));
+    }
+
+    #[test_case::test_case("1764770400000", 1_764_770_400_000; "unix milliseconds")]
+    #[test_case::test_case("2025-12-03T14:00:00Z", 1_764_770_400_000; "utc")]
+    #[test_case::test_case("2025-12-03T15:00:00+01:00", 1_764_770_400_000; "an offset")]
+    #[test_case::test_case("2025-12-03T14:00:00.250Z", 1_764_770_400_250; "milliseconds")]
+    #[test_case::test_case("1970-01-01T00:00:00Z", 0; "the epoch")]
+    #[test_case::test_case("2000-02-29T00:00:00Z", 951_782_400_000; "a leap day")]
+    fn start_instants_parse(text: &str, ms: u64) {
+        assert_eq!(parse_instant(text), Ok(ms));
+    }
+
+    #[test_case::test_case("2025-12-03T14:00:00"; "no offset")]
+    #[test_case::test_case("2025-12-03"; "a date")]
+    #[test_case::test_case("tomorrow"; "words")]
+    fn start_instants_without_a_fixed_point_are_refused(text: &str) {
+        assert!(parse_instant(text).is_err(), "{text}");
+    }
+
+    #[test_case::test_case(&["--shard", "4/4", "--start-at", "0", "--keep-going"]; "index out of range")]
+    #[test_case::test_case(&["--shard", "0/0", "--start-at", "0", "--keep-going"]; "no shards")]
+    #[test_case::test_case(&["--shard", "0/4", "--keep-going"]; "no start")]
+    #[test_case::test_case(&["--shard", "0/4", "--start-at", "0"]; "not keep going")]
+    #[test_case::test_case(&["--start-at", "0"]; "a start without a shard")]
+    #[test_case::test_case(&["--shard", "0/2", "--start-at", "0", "--keep-going", "--paired"]; "paired")]
+    fn bad_shard_flags_are_usage_errors(args: &[&str]) {
+        let err = run(args).expect_err("refused");
+        assert!(err.use_stderr(), "{err}");
+    }
+
+    #[test]
+    fn shard_flags_are_read() {
+        let opts = run(&["--shard", "2/4", "--start-at", "1000", "--keep-going"]).unwrap();
+        assert_eq!(
+            opts.shard,
+            Some(crate::workload::Shard { index: 2, count: 4 })
+        );
+        assert_eq!(opts.start_at, Some(1000));
+        assert_eq!(opts.max_skew, Duration::from_millis(250));
     }
 
     #[test_case::test_case(&["--paired", "--mode", "stored"], ErrorKind::ArgumentConflict; "paired and mode")]

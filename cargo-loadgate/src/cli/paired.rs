@@ -504,6 +504,7 @@ async fn run_both(
         sampler_started: started,
         display: &display,
         announce: Some(requests_per_session),
+        shard: None,
     };
     let mut base_runner = GeneratorRunner {
         base_url: base_target.base_url().to_owned(),
@@ -513,6 +514,7 @@ async fn run_both(
         sampler_started: started,
         display: &display,
         announce: Some(requests_per_session),
+        shard: None,
     };
     let first = crate::plan::pairing::pairing_order(
         1,

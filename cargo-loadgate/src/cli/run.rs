@@ -124,7 +124,12 @@ pub fn run(opts: &RunOpts) -> i32 {
             return ExitCode::OTHER_ERROR;
         }
     };
-    match runtime.block_on(run_async(opts)) {
+    exit_code(runtime.block_on(run_async(opts)))
+}
+
+/// The exit code of a gated command's outcome, rendering its error to stderr.
+pub(super) fn exit_code(outcome: Result<i32, RunError>) -> i32 {
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprint!("{}", render_failure(&e, e.hint().as_deref()));
@@ -133,12 +138,22 @@ pub fn run(opts: &RunOpts) -> i32 {
     }
 }
 
-async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
+/// The current directory and the configuration `opts` name, found from it.
+pub(super) fn load_config(opts: &super::ConfigOpts) -> Result<(PathBuf, LoadgateConfig), RunError> {
     let cwd = std::env::current_dir().map_err(|e| RunError::Usage {
         message: format!("cannot read the current directory: {e}"),
     })?;
-    let config = crate::config::load(&opts.config.load_opts(cwd.clone()))?;
+    let config = crate::config::load(&opts.load_opts(cwd.clone()))?;
+    Ok((cwd, config))
+}
+
+async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
+    let (cwd, config) = load_config(&opts.config)?;
     let kind = resolve_kind(opts, &config).await?;
+    let shard = opts
+        .shard
+        .map(|shard| ShardState::new(shard, kind, opts.start_at, opts.max_skew))
+        .transpose()?;
     let out_dir = out_dir(opts.out_dir.as_deref(), &config, &cwd, None);
     let result_path = out_dir.join("result.json");
     let run_id = std::env::var("LOADGATE_RUN_ID").unwrap_or_else(|_| new_run_id());
@@ -218,6 +233,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         calibration: None,
         mode: MeasurementMode::Stored,
         paired: None,
+        shards: None,
     };
     write_result(&result_path, &result)?;
     if let Some(base) = paired_base {
@@ -247,7 +263,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         result.target.as_ref(),
         env!("CARGO_PKG_VERSION"),
     );
-    let baseline = match gate::find(
+    let found = gate::find(
         repo.as_deref(),
         head.as_deref(),
         &gate_options,
@@ -255,28 +271,15 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         comparable_schedule_hash(&config),
         fp,
         &config.accept,
-    ) {
+    );
+    let baseline = match found {
         Ok(b) => b,
         Err(e) => {
             let _ = target.shutdown().await;
             return Err(e.into());
         }
     };
-    match &baseline {
-        Baseline::Found { reference, .. } => {
-            eprintln!(
-                "    Baseline {} ({} step(s) from the merge-base, {})",
-                short(&reference.commit),
-                reference.distance,
-                reference.store
-            );
-            result.baseline = Some(reference.clone());
-        }
-        Baseline::Missing { explanations } => eprintln!(
-            "    Baseline none: {}",
-            explanations.first().map(String::as_str).unwrap_or("")
-        ),
-    }
+    result.baseline = announce_baseline(&baseline);
 
     let server_core = calibration_server_core(placement.target.as_deref());
     result.calibration = calibrate(generator_core, server_core, None).await;
@@ -297,59 +300,45 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         sampler_started,
         display: &display,
         announce: None,
+        shard,
     };
     let options = PlanOptions {
         keep_going: opts.keep_going,
         baseline_knee_sessions_per_sec: baseline.knee_sessions_per_sec(),
         skip_soak: None,
+        fixed: runner.shard.is_some(),
     };
+    if let Some(shard) = &runner.shard
+        && let Err(e) = shard.wait_for_start(&display).await
+    {
+        sampler.stop().await;
+        let _ = target.shutdown().await;
+        return Err(e);
+    }
     let mut write_error: Option<RunError> = None;
     let planned = {
         let mut observe = |event: PlanEvent| {
             let mut announce: Option<String> = None;
-            match event {
+            match &event {
                 PlanEvent::PhaseStarting {
                     spec,
                     offered_rate_per_sec,
-                } => display.phase_starting(&spec, offered_rate_per_sec),
-                PlanEvent::StepDone {
-                    record,
-                    measurement,
-                    schedule_hash,
-                    ramp,
-                } => {
+                } => display.phase_starting(spec, *offered_rate_per_sec),
+                PlanEvent::StepDone { record, .. } => {
                     announce = Some(format!(
                         "        {}",
-                        progress::step_line(&record, display.colour())
+                        progress::step_line(record, display.colour())
                     ));
-                    result.ramp = Some(*ramp);
-                    result.phases.push(PhaseRecord {
-                        schedule_hash,
-                        measurement: *measurement,
-                    });
                 }
                 PlanEvent::RampDone { outcome } => {
                     announce = Some(format!("        Ramp {}", outcome.sentence));
-                    result.ramp = Some(*outcome);
                 }
-                PlanEvent::SoakDone {
-                    outcome,
-                    measurement,
-                    schedule_hash,
-                } => {
-                    result.phases.push(PhaseRecord {
-                        schedule_hash,
-                        measurement: *measurement,
-                    });
-                    let mut soak = *outcome;
-                    soak.leak = crate::compare::leak_finding(&soak.slopes, &config.gate);
-                    result.soak = Some(soak);
-                }
+                PlanEvent::SoakDone { .. } => {}
                 PlanEvent::SoakSkipped { reason } => {
                     display.line(&format!("        Soak skipped: {reason}"));
-                    result.soak_skipped = Some(reason);
                 }
             }
+            record_plan_event(&mut result, event, &config.gate);
             result.resources = sampler.snapshot();
             if let Err(e) = write_result(&result_path, &result) {
                 write_error.get_or_insert(e);
@@ -362,6 +351,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         run_plan(&config, &mut runner, &options, &mut observe).await
     };
     display.clear();
+    result.shards = runner.shard.take().map(ShardState::record);
     result.resources = sampler.stop().await;
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     let alive = target.check_alive().await;
@@ -400,51 +390,20 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         write_result(&result_path, &result)?;
         return Err(crash.into());
     }
-    result.status = RunStatus::Complete;
-    result.headroom = Some(crate::compare::headroom(
-        &outcome.ramp,
-        &crate::compare::ProductionLoad::of(&config.workload),
-        config.slo.headroom,
-    ));
-    let (comparison, verdict) = gate::decide_with(
-        &baseline,
-        &result,
-        &config.gate,
-        &config.workload.gated_operations(),
-    );
-    result.comparison = comparison;
-    result.verdict = Some(verdict.clone());
-    write_result(&result_path, &result)?;
-
-    let junit_path = junit_path(opts, &cwd, &out_dir);
-    crate::report::write_junit(&junit_path, &result).map_err(|source| RunError::Write {
-        path: junit_path.clone(),
-        source,
-    })?;
-
-    let markdown_path = markdown_path(opts, &cwd, &out_dir);
-    write_markdown(&markdown_path, &result)?;
-    let charts = write_run_charts(&out_dir, &result, &baseline);
-
-    print!("{}", render_summary(&result, &outcome));
-    print!(
-        "{}",
-        progress::paint_verdict(
-            &gate::render_verdict(
-                &gate::baseline_lines(&baseline),
-                result.comparison.as_ref(),
-                &verdict
-            ),
-            &verdict,
-            OutputMode::stdout().colour
-        )
-    );
-    println!("result: {}", result_path.display());
-    println!("junit: {}", junit_path.display());
-    println!("summary: {}", markdown_path.display());
-    if charts {
-        println!("charts: {}", out_dir.display());
-    }
+    // A shard saw a slice of the load: it is judged once merged (`cargo loadgate merge`).
+    let judged_by = match &result.shards {
+        Some(_) => Baseline::Missing {
+            explanations: vec![SHARD_NOT_JUDGED.to_owned()],
+        },
+        None => baseline,
+    };
+    let outputs = Outputs {
+        out_dir: &out_dir,
+        result_path: &result_path,
+        junit: junit_path(opts, &cwd, &out_dir),
+        markdown: markdown_path(opts, &cwd, &out_dir),
+    };
+    let verdict = decide_and_report(&mut result, &outcome, &judged_by, &config, &outputs)?;
     // Each metric was judged on its own phases: a run is void (exit 21) only when no phase is valid.
     let any_valid = result
         .phases
@@ -475,11 +434,166 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
             ),
         }
     }
+    Ok(exit_code_of(
+        &result,
+        &outcome.ramp,
+        verdict.outcome,
+        opts.fail_on_inconclusive,
+        opts.require_baseline && result.shards.is_none(),
+    ))
+}
+
+/// Records what the plan reported in the result: the phases, the ramp so far, the soak (with the
+/// leak finding of `gate`) or why it was skipped.
+pub(super) fn record_plan_event(
+    result: &mut RunResult,
+    event: PlanEvent,
+    gate: &crate::config::GateConfig,
+) {
+    match event {
+        PlanEvent::PhaseStarting { .. } => {}
+        PlanEvent::StepDone {
+            measurement,
+            schedule_hash,
+            ramp,
+            ..
+        } => {
+            result.ramp = Some(*ramp);
+            result.phases.push(PhaseRecord {
+                schedule_hash,
+                measurement: *measurement,
+            });
+        }
+        PlanEvent::RampDone { outcome } => result.ramp = Some(*outcome),
+        PlanEvent::SoakDone {
+            outcome,
+            measurement,
+            schedule_hash,
+        } => {
+            result.phases.push(PhaseRecord {
+                schedule_hash,
+                measurement: *measurement,
+            });
+            let mut soak = *outcome;
+            soak.leak = crate::compare::leak_finding(&soak.slopes, gate);
+            result.soak = Some(soak);
+        }
+        PlanEvent::SoakSkipped { reason } => result.soak_skipped = Some(reason),
+    }
+}
+
+/// Why a shard's own verdict is "no baseline".
+const SHARD_NOT_JUDGED: &str = "a shard sent a slice of the load and is not judged alone: `cargo loadgate merge` judges the merged shards";
+
+/// Where a gated command writes its documents.
+pub(super) struct Outputs<'a> {
+    /// The out-dir (charts go here).
+    pub(super) out_dir: &'a Path,
+    /// The result's path.
+    pub(super) result_path: &'a Path,
+    /// The JUnit report's path.
+    pub(super) junit: PathBuf,
+    /// The Markdown summary's path.
+    pub(super) markdown: PathBuf,
+}
+
+/// Says which baseline was found, and returns its reference for the result.
+pub(super) fn announce_baseline(baseline: &Baseline) -> Option<crate::result::BaselineRef> {
+    match baseline {
+        Baseline::Found { reference, .. } => {
+            eprintln!(
+                "    Baseline {} ({} step(s) from the merge-base, {})",
+                short(&reference.commit),
+                reference.distance,
+                reference.store
+            );
+            Some(reference.clone())
+        }
+        Baseline::Missing { explanations } => {
+            eprintln!(
+                "    Baseline none: {}",
+                explanations.first().map(String::as_str).unwrap_or("")
+            );
+            None
+        }
+    }
+}
+
+/// Completes the finished `result`: decides it against `baseline`, writes the result, JUnit,
+/// the Markdown summary and the charts, and prints the summary and the verdict.
+pub(super) fn decide_and_report(
+    result: &mut RunResult,
+    outcome: &PlanOutcome,
+    baseline: &Baseline,
+    config: &LoadgateConfig,
+    outputs: &Outputs<'_>,
+) -> Result<crate::result::Verdict, RunError> {
+    result.status = RunStatus::Complete;
+    // A shard's ramp saw a slice of the load: its headroom is the merged run's to state.
+    if !matches!(result.shards, Some(crate::result::ShardRecord::Shard(_))) {
+        result.headroom = Some(crate::compare::headroom(
+            &outcome.ramp,
+            &crate::compare::ProductionLoad::of(&config.workload),
+            config.slo.headroom,
+        ));
+    }
+    let (comparison, verdict) = gate::decide_with(
+        baseline,
+        result,
+        &config.gate,
+        &config.workload.gated_operations(),
+    );
+    result.comparison = comparison;
+    result.verdict = Some(verdict.clone());
+    write_result(outputs.result_path, result)?;
+
+    crate::report::write_junit(&outputs.junit, result).map_err(|source| RunError::Write {
+        path: outputs.junit.clone(),
+        source,
+    })?;
+    write_markdown(&outputs.markdown, result)?;
+    let charts = write_run_charts(outputs.out_dir, result, baseline);
+
+    print!("{}", render_summary(result, outcome));
+    print!(
+        "{}",
+        progress::paint_verdict(
+            &gate::render_verdict(
+                &gate::baseline_lines(baseline),
+                result.comparison.as_ref(),
+                &verdict
+            ),
+            &verdict,
+            OutputMode::stdout().colour
+        )
+    );
+    println!("result: {}", outputs.result_path.display());
+    println!("junit: {}", outputs.junit.display());
+    println!("summary: {}", outputs.markdown.display());
+    if charts {
+        println!("charts: {}", outputs.out_dir.display());
+    }
+    Ok(verdict)
+}
+
+/// The exit code of a decided run: the verdict's, unless no phase at all kept its schedule
+/// (`INVALID_RUN`); warns of the phases that did not.
+pub(super) fn exit_code_of(
+    result: &RunResult,
+    ramp: &crate::plan::RampOutcome,
+    outcome: crate::result::VerdictOutcome,
+    fail_on_inconclusive: bool,
+    require_baseline: bool,
+) -> i32 {
+    let any_valid = result
+        .phases
+        .iter()
+        .any(|p| p.measurement.validity.is_valid());
     let reasons: Vec<String> = result
         .phases
         .iter()
         .filter(|p| !p.measurement.validity.is_valid())
-        .filter(|p| !any_valid || !outcome.ramp.excuses(&p.measurement.name))
+        .filter(|p| !any_valid || !ramp.excuses(&p.measurement.name))
         .map(|p| {
             let why: Vec<String> = p
                 .measurement
@@ -503,11 +617,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
                 reasons.join("; ")
             );
         }
-        Ok(ExitCode::for_verdict(
-            verdict.outcome,
-            opts.fail_on_inconclusive,
-            opts.require_baseline,
-        ))
+        ExitCode::for_verdict(outcome, fail_on_inconclusive, require_baseline)
     } else {
         eprintln!(
             "error: invalid run: the generator could not keep its schedule in any phase ({})",
@@ -516,23 +626,24 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         eprintln!(
             "hint: lower the offered load, raise [generator] max-in-flight, or give the generator a core of its own"
         );
-        Ok(ExitCode::INVALID_RUN)
+        ExitCode::INVALID_RUN
     }
 }
 
 /// Where the JUnit report goes: `--junit` (relative to `cwd`), else `junit.xml` in the out-dir.
 pub(super) fn junit_path(opts: &RunOpts, cwd: &Path, out_dir: &Path) -> PathBuf {
-    opts.junit
-        .as_ref()
-        .map_or_else(|| out_dir.join("junit.xml"), |p| cwd.join(p))
+    output_path(opts.junit.as_deref(), "junit.xml", cwd, out_dir)
 }
 
 /// Where the Markdown summary goes: `--markdown` (relative to `cwd`), else `summary.md` in the
 /// out-dir.
 pub(super) fn markdown_path(opts: &RunOpts, cwd: &Path, out_dir: &Path) -> PathBuf {
-    opts.markdown
-        .as_ref()
-        .map_or_else(|| out_dir.join("summary.md"), |p| cwd.join(p))
+    output_path(opts.markdown.as_deref(), "summary.md", cwd, out_dir)
+}
+
+/// A document's path: the one given (relative to `cwd`), else `name` in the out-dir.
+pub(super) fn output_path(given: Option<&Path>, name: &str, cwd: &Path, out_dir: &Path) -> PathBuf {
+    given.map_or_else(|| out_dir.join(name), |p| cwd.join(p))
 }
 
 /// Removes the documents an earlier run left where this one writes its own, so that a run that
@@ -661,6 +772,113 @@ pub(super) struct GeneratorRunner<'a> {
     /// paired run, whose phases wait for their turn after the plan announced them); `None` when
     /// the plan's `PhaseStarting` announces them.
     pub(super) announce: Option<f64>,
+    /// The shard this run sends (`--shard`), with what it records of each phase; `None` for the
+    /// whole schedule.
+    pub(super) shard: Option<ShardState>,
+}
+
+/// A shard run's part of the runner: which sessions it sends, the agreed start, and the record of
+/// each phase it ran.
+pub(super) struct ShardState {
+    shard: crate::workload::Shard,
+    start_at_unix_ms: u64,
+    max_skew: Duration,
+    phases: Vec<crate::result::ShardPhase>,
+}
+
+impl ShardState {
+    /// Checks a shard run's target and start: a url target (each shard booting its own copy of the
+    /// service would measure N services, not one), and an agreed start not already passed by
+    /// more than `max_skew`.
+    fn new(
+        shard: crate::workload::Shard,
+        kind: TargetKind,
+        start_at: Option<u64>,
+        max_skew: Duration,
+    ) -> Result<Self, RunError> {
+        if kind != TargetKind::Url {
+            return Err(RunError::Usage {
+                message: format!(
+                    "--shard needs a url target, not a {} target: every shard must load the same running service\nhint: start the service once and give each shard --url (docs/decisions.md, \"Shards\")",
+                    kind_name(kind)
+                ),
+            });
+        }
+        let Some(start_at_unix_ms) = start_at else {
+            return Err(RunError::Usage {
+                message: "--shard needs --start-at\nhint: give every shard the same instant, e.g. --start-at \"$(date -u -d '+2 min' +%Y-%m-%dT%H:%M:%SZ)\"".to_owned(),
+            });
+        };
+        let state = Self {
+            shard,
+            start_at_unix_ms,
+            max_skew,
+            phases: Vec::new(),
+        };
+        state.check_not_late()?;
+        Ok(state)
+    }
+
+    /// This machine's wall clock minus the agreed start, in milliseconds (positive: late).
+    fn offset_ms(&self) -> f64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1e3;
+        now - self.start_at_unix_ms as f64
+    }
+
+    fn check_not_late(&self) -> Result<(), RunError> {
+        let late = self.offset_ms();
+        if late > self.max_skew.as_secs_f64() * 1e3 {
+            return Err(RunError::Usage {
+                message: format!(
+                    "the agreed start (--start-at {}) passed {:.3} s ago, more than --max-skew {} ms allows: the shards would not send their slices together\nhint: agree on a later instant, leaving time for every shard to boot",
+                    self.start_at_unix_ms,
+                    late / 1e3,
+                    crate::config::format_millis(self.max_skew)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits until the agreed start; a usage error when it passed by more than the allowed skew
+    /// while the target booted.
+    async fn wait_for_start(&self, display: &RunDisplay) -> Result<(), RunError> {
+        self.check_not_late()?;
+        let wait = -self.offset_ms();
+        display.line(&format!(
+            "       Shard {} of {}: sessions k ≡ {} (mod {}), starting in {:.1} s",
+            self.shard.index,
+            self.shard.count,
+            self.shard.index,
+            self.shard.count,
+            wait.max(0.0) / 1e3
+        ));
+        display.line(&format!(
+            "        Note {}",
+            crate::plan::FIXED_PLAN_NO_BISECTION
+        ));
+        if wait > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(wait / 1e3)).await;
+        }
+        Ok(())
+    }
+
+    /// The result's record of this shard.
+    fn record(self) -> crate::result::ShardRecord {
+        crate::result::ShardRecord::Shard(crate::result::ShardRun {
+            index: self.shard.index,
+            count: self.shard.count,
+            start_at_unix_ms: self.start_at_unix_ms,
+            start_offset_ms: self.phases.first().map_or(0.0, |p| p.start_offset_ms),
+            // Shard 0 owns the target's resource samples (docs/decisions.md, "Shards").
+            owns_target: self.shard.index == 0,
+            phases: self.phases,
+        })
+    }
 }
 
 impl PhaseRunner for GeneratorRunner<'_> {
@@ -678,6 +896,13 @@ impl PhaseRunner for GeneratorRunner<'_> {
         }
         let from = self.sampler_started.elapsed().as_secs_f64() + spec.warmup.as_secs_f64();
         let slo_latency = goodput_latency(&self.config.slo);
+        // A shard sends its slice of the very schedule the plan hashed.
+        let (schedule, started) = match &self.shard {
+            Some(state) => (schedule.sharded(state.shard), state.offset_ms()),
+            None => (schedule, 0.0),
+        };
+        let phase = spec.name.clone();
+        let sent = schedule.clone();
         let measurement = run_phase_with_progress(
             self.base_url.clone(),
             self.config.workload.clone(),
@@ -697,6 +922,15 @@ impl PhaseRunner for GeneratorRunner<'_> {
             .into_iter()
             .filter(|s| s.elapsed_s >= from && s.elapsed_s <= to)
             .collect();
+        if let Some(state) = &mut self.shard {
+            state.phases.push(crate::result::ShardPhase {
+                phase,
+                shard_schedule_hash: sent.hash(),
+                start_offset_ms: started,
+                measured_from_s: from,
+                measured_to_s: to,
+            });
+        }
         Ok(PhaseRun {
             measurement,
             resources,

@@ -21,39 +21,15 @@ use crate::config::{GeneratorConfig, MAX_CONNECTIONS, WorkloadConfig};
 use crate::measure::{
     PhaseMeasurement, PhaseMerge, Progress, ValidityLimits, Window, WindowHistograms,
 };
-use crate::workload::{Schedule, SessionPlan};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-/// Which sessions of a schedule one loop sends: those whose index is `index` modulo `count`.
-///
-/// A session's path and think times depend only on the seed and its index
-/// (`workload/schedule.rs`), so a shard sends exactly the sessions the whole schedule would, with
-/// the same numbers: the union of the shards is the schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shard {
-    /// This loop's number, from 0.
-    pub index: usize,
-    /// How many loops share the schedule.
-    pub count: usize,
-}
-
-impl Shard {
-    /// The whole schedule: one loop.
-    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
-
-    /// This shard's sessions of `schedule`, in order of arrival. Each loop walks every arrival
-    /// and keeps its own (the others' paths are drawn and dropped: work proportional to the
-    /// rate, on a loop's own core).
-    pub fn sessions(self, schedule: &Schedule) -> impl Iterator<Item = SessionPlan> + use<> {
-        let count = self.count.max(1) as u64;
-        let index = self.index as u64;
-        schedule
-            .sessions()
-            .filter(move |plan| plan.index % count == index)
-    }
-}
+use crate::workload::Schedule;
+/// Which sessions of a schedule one loop sends: the project's one sharding rule
+/// ([`crate::workload::Shard`]), here with loop i of N taking the sessions k ≡ i (mod N) of the
+/// schedule it is given (itself a process's shard under `run --shard`: the two compose).
+pub use crate::workload::Shard;
 
 /// Loop `index`'s share of `total` among `loops` loops: the first `total % loops` loops take one
 /// more, so the shares add up to `total`.
@@ -408,6 +384,7 @@ mod tests {
     use super::super::test_server::{Logged, Reply, TestServer};
     use super::*;
     use crate::config::{GeneratorThreads, ThinkTime, Transition};
+    use crate::workload::SessionPlan;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -488,12 +465,13 @@ mod tests {
         assert!(whole.len() > 300, "{}", whole.len());
         let mut union: Vec<SessionPlan> = Vec::new();
         for index in 0..loops {
-            let shard: Vec<SessionPlan> = Shard {
-                index,
-                count: loops,
-            }
-            .sessions(&schedule)
-            .collect();
+            let shard: Vec<SessionPlan> = schedule
+                .sharded(Shard {
+                    index,
+                    count: loops,
+                })
+                .sessions()
+                .collect();
             assert!(
                 shard.iter().all(|p| p.index % loops as u64 == index as u64),
                 "shard {index} of {loops} holds only its own sessions"

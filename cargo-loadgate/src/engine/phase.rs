@@ -511,7 +511,7 @@ async fn dispatch(
     stop: &CancellationSignal,
     role: &LoopRole<'_>,
 ) -> Option<String> {
-    let mut sessions = role.shard.sessions(schedule);
+    let mut sessions = schedule.sharded(role.shard).sessions();
     let mut next = sessions.next();
     let mut next_tick = WINDOW;
     let total = spec.warmup + spec.duration;

@@ -515,13 +515,15 @@ impl PhaseMerge {
                 }
             }
         }
-        self.windows.extend(self.merger.finish());
+        let (last, histograms) = self.merger.finish_with_histograms();
+        self.windows.extend(last);
         let loops: Vec<LoopMeasurement> = parts.iter().map(LoopMeasurement::of).collect();
         let busy = loops.iter().filter_map(|l| l.busy).max_by(f64::total_cmp);
         let generator_cpu = loops.iter().map(|l| l.cpu).sum::<Option<Duration>>();
         let mut parts = parts.into_iter();
         let mut m = parts.next()?;
         m.windows.windows = std::mem::take(&mut self.windows);
+        m.windows.histograms = histograms;
         for part in parts {
             for (op, other) in m.operations.iter_mut().zip(&part.operations) {
                 op.merge(other);

@@ -1,11 +1,14 @@
 //! The windowed series: one small record per window (1 s by default) of the measured part of a
 //! phase, for slopes and time-to-stable. Memory is one histogram for the open window plus a few
-//! numbers per closed window; nothing is kept per request.
+//! numbers and the window's two histograms (auto-sized: a few kilobytes for fast answers) per
+//! closed window; nothing is kept per request.
 //!
 //! A generator with several loops (`generator.threads`) keeps one series per loop and merges them
 //! window by window ([`WindowMerger`]): counts add, and the percentiles come from the loops'
-//! window histograms added together, which each loop hands over as its windows close (so the
-//! histograms of closed windows are held only until they are merged, never for a whole phase).
+//! window histograms added together, which each loop hands over as its windows close. The
+//! merged (or one loop's) window histograms stay in the series and are written with it
+//! (`histograms`, V2+DEFLATE): the windows of the shards of `run --shard i/N`, run in separate
+//! processes, are merged from them the same way, so a merged window's percentiles are exact.
 
 use super::histogram::LatencyHistogram;
 use serde::{Deserialize, Serialize};
@@ -108,6 +111,11 @@ pub struct WindowSeries {
     pub window: Duration,
     /// The closed windows, in order, without gaps.
     pub windows: Vec<Window>,
+    /// The histograms of the closed windows, in order, by index into `windows`: what merging the
+    /// series with another's needs ([`WindowMerger`]). Empty in results written before they were
+    /// kept, and in a loop's own series while its histograms go to the loops' merge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<WindowHistograms>,
     #[serde(skip)]
     open: Option<OpenWindow>,
     /// The histograms of the closed windows not yet taken ([`WindowSeries::take_histograms`]),
@@ -116,8 +124,9 @@ pub struct WindowSeries {
     retained: Option<Vec<WindowHistograms>>,
 }
 
-/// The histograms of one closed window, for merging it with the same window of other loops.
-#[derive(Clone, Debug, PartialEq)]
+/// The histograms of one closed window, for merging it with the same window of other loops (or
+/// of other shards, read back from their results).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowHistograms {
     /// The window's index in its series.
     pub index: usize,
@@ -160,6 +169,7 @@ impl WindowSeries {
         Self {
             window: window.max(Duration::from_millis(1)),
             windows: Vec::new(),
+            histograms: Vec::new(),
             open: None,
             retained: None,
         }
@@ -180,10 +190,13 @@ impl WindowSeries {
             .unwrap_or_default()
     }
 
-    /// The histograms not taken yet, and no more from now on: the series is as one that never
-    /// kept any.
+    /// The histograms not taken yet (retained for the loops' merge, or kept in the series), in
+    /// order of their windows, and no more from now on.
     pub fn release_histograms(&mut self) -> Vec<WindowHistograms> {
-        self.retained.take().unwrap_or_default()
+        let mut out = self.retained.take().unwrap_or_default();
+        out.append(&mut self.histograms);
+        out.sort_by_key(|h| h.index);
+        out
     }
 
     fn index_of(&self, at: Duration) -> u64 {
@@ -232,12 +245,14 @@ impl WindowSeries {
             lag_p99: open.lag.quantile(0.99),
             generator_busy: None,
         });
-        if let Some(retained) = &mut self.retained {
-            retained.push(WindowHistograms {
-                index: self.windows.len() - 1,
-                latency: open.latency,
-                lag: open.lag,
-            });
+        let histograms = WindowHistograms {
+            index: self.windows.len() - 1,
+            latency: open.latency,
+            lag: open.lag,
+        };
+        match &mut self.retained {
+            Some(retained) => retained.push(histograms),
+            None => self.histograms.push(histograms),
         }
     }
 
@@ -326,6 +341,8 @@ pub struct WindowMerger {
     /// The index of the next window to hand out.
     next: usize,
     partial: BTreeMap<usize, Partial>,
+    /// The merged histograms of the windows handed out, in order.
+    merged: Vec<WindowHistograms>,
 }
 
 #[derive(Debug)]
@@ -343,6 +360,7 @@ impl WindowMerger {
             loops: loops.max(1),
             next: 0,
             partial: BTreeMap::new(),
+            merged: Vec::new(),
         }
     }
 
@@ -400,26 +418,46 @@ impl WindowMerger {
 
     /// Every window left, in order, once the loops have ended: a loop whose series ended earlier
     /// (its phase was cut sooner) simply adds nothing to the last windows.
-    pub fn finish(self) -> Vec<Window> {
-        self.partial.into_values().map(Partial::merged).collect()
+    pub fn finish(mut self) -> Vec<Window> {
+        self.finish_with_histograms().0
+    }
+
+    /// [`WindowMerger::finish`], with the merged histograms of every window handed out, then and
+    /// before, by index.
+    pub fn finish_with_histograms(&mut self) -> (Vec<Window>, Vec<WindowHistograms>) {
+        let mut windows = Vec::new();
+        for (index, p) in std::mem::take(&mut self.partial) {
+            let (window, histograms) = p.merged(index);
+            windows.push(window);
+            self.merged.push(histograms);
+        }
+        (windows, std::mem::take(&mut self.merged))
     }
 
     fn take_next(&mut self) -> Option<Window> {
         let p = self.partial.remove(&self.next)?;
+        let (window, histograms) = p.merged(self.next);
         self.next += 1;
-        Some(p.merged())
+        self.merged.push(histograms);
+        Some(window)
     }
 }
 
 impl Partial {
-    fn merged(self) -> Window {
-        Window {
+    fn merged(self, index: usize) -> (Window, WindowHistograms) {
+        let window = Window {
             p50: self.latency.quantile(0.5),
             p99: self.latency.quantile(0.99),
             max: self.latency.max(),
             lag_p99: self.lag.quantile(0.99),
             ..self.window
-        }
+        };
+        let histograms = WindowHistograms {
+            index,
+            latency: self.latency,
+            lag: self.lag,
+        };
+        (window, histograms)
     }
 }
 
@@ -625,10 +663,16 @@ mod tests {
     }
 
     #[test]
-    fn a_series_keeps_no_histograms_unless_asked() {
+    fn a_series_keeps_its_histograms_in_itself_unless_asked_to_hand_them_over() {
         let mut s = WindowSeries::new(Duration::from_secs(1));
         s.record_completed(10 * MS, MS, false, true);
         s.finish(Duration::from_secs(2));
         assert!(s.take_histograms().is_empty());
+        assert_eq!(s.histograms.len(), s.windows.len());
+        assert_eq!(s.histograms[0].latency.count(), 1);
+        // Written and read back whole: a shard's windows merge from what its result holds.
+        let text = serde_json::to_string(&s).unwrap();
+        let back: WindowSeries = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.histograms, s.histograms);
     }
 }

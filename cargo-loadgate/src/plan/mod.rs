@@ -24,7 +24,8 @@ pub use ramp::{
     BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, StepStatus, sentence,
 };
 pub use run::{
-    DEFAULT_GOODPUT_LATENCY, MAX_EXTRA_DOWNWARD, OnWindow, PhaseRun, PhaseRunner, PlanError,
-    PlanEvent, PlanOptions, PlanOutcome, comparable_schedule_hash, goodput_latency, run_plan,
+    DEFAULT_GOODPUT_LATENCY, FIXED_PLAN_NO_BISECTION, FIXED_PLAN_NO_SOAK, MAX_EXTRA_DOWNWARD,
+    OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions, PlanOutcome,
+    comparable_schedule_hash, goodput_latency, run_plan,
 };
 pub use soak::{CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, soak_slopes};

@@ -170,6 +170,7 @@ pub async fn run_paired_ramps<R: PhaseRunner>(
         keep_going,
         baseline_knee_sessions_per_sec: None,
         skip_soak: Some(PAIRED_SOAK_SKIPPED.to_owned()),
+        fixed: false,
     };
     let (base, head) = tokio::join!(
         side_plan(config, Side::Base, base, &turns, &observer, &options),

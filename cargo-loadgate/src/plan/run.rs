@@ -69,7 +69,18 @@ pub struct PlanOptions {
     pub baseline_knee_sessions_per_sec: Option<f64>,
     /// Skip the soak, for this reason (a paired run measures its blocks instead).
     pub skip_soak: Option<String>,
+    /// A plan fixed before it runs, for the shards of `run --shard i/N`, which must send the same
+    /// phases without seeing each other's answers: every configured step (as with `keep_going`),
+    /// each measured once (no confirmation), no bisection, and the soak only at the baseline's
+    /// knee (this run's knee is known only once the shards are merged).
+    pub fixed: bool,
 }
+
+/// Why a fixed plan ([`PlanOptions::fixed`]) does not bisect, for the notes of a shard run.
+pub const FIXED_PLAN_NO_BISECTION: &str = "shards run a fixed plan: every ramp step once, no confirmation and no bisection (`ramp.refine` is not used), since the shards would have to agree on the next step from answers only the merge sees; the merged knee is bracketed by the configured steps";
+
+/// Why a fixed plan without a baseline knee does not soak.
+pub const FIXED_PLAN_NO_SOAK: &str = "shards soak only at the baseline's knee: without a baseline, this run's knee is known only once the shards are merged";
 
 /// What the phases found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -201,6 +212,8 @@ struct Driver<'a, R: PhaseRunner> {
     /// `{{session}}` of the next phase's first session: each phase numbers its sessions after the
     /// previous phases' ones, so no value built from it is sent twice in one run.
     next_session: u64,
+    /// [`PlanOptions::fixed`].
+    fixed: bool,
 }
 
 impl<R: PhaseRunner> Driver<'_, R> {
@@ -250,7 +263,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
         let first = self
             .measure_step(kind, name.clone(), sessions_per_sec, &[])
             .await?;
-        if !first.needs_confirmation() {
+        if self.fixed || !first.needs_confirmation() {
             return Ok(first);
         }
         // The records measured at this rate so far, the first one first.
@@ -344,7 +357,9 @@ impl<R: PhaseRunner> Driver<'_, R> {
             let record = self
                 .step(StepKind::Step, step_name(fraction), fraction * rate)
                 .await?;
-            if !record.valid {
+            // A fixed plan goes on: each shard's validity is its own, the merged one is judged
+            // once the shards are merged.
+            if !record.valid && !self.fixed {
                 return Ok(());
             }
             if record.holds() {
@@ -354,7 +369,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
             } else if record.broke() {
                 // A step with too few requests to judge neither held nor broke: the next one has more.
                 broke.get_or_insert(record.sessions_per_sec);
-                if !keep_going {
+                if !keep_going && !self.fixed {
                     break;
                 }
             }
@@ -362,6 +377,9 @@ impl<R: PhaseRunner> Driver<'_, R> {
         let Some(mut hi) = broke else {
             return Ok(());
         };
+        if self.fixed {
+            return Ok(());
+        }
         // Below this many sessions per second a step sends fewer requests than the SLO needs to
         // judge anything, so halving further proves nothing.
         let hold = self.config.ramp.hold.as_secs_f64();
@@ -408,6 +426,7 @@ impl<R: PhaseRunner> Driver<'_, R> {
         }
         let (capacity, capacity_from) = match (baseline_knee, ramp.knee_sessions_per_sec) {
             (Some(k), _) if k > 0.0 && k.is_finite() => (k, CapacitySource::Baseline),
+            _ if self.fixed => return Ok(Err(FIXED_PLAN_NO_SOAK.to_owned())),
             (_, Some(k)) if ramp.valid => (k, CapacitySource::ThisRun),
             (_, Some(_)) => {
                 return Ok(Err(
@@ -427,6 +446,8 @@ impl<R: PhaseRunner> Driver<'_, R> {
         // of the highest step that held: a load the generator kept, with the same margin a soak
         // keeps below a knee.
         let (at, lowered) = match (&ramp.generator_limit, ramp.knee_sessions_per_sec) {
+            // A shard's generator limit is its own: the shards soak at the planned load.
+            _ if self.fixed => (planned, None),
             (Some(limit), Some(kept)) if planned > kept => {
                 let at = soak.at * kept;
                 (
@@ -509,6 +530,7 @@ pub async fn run_plan<R: PhaseRunner>(
         steps: Vec::new(),
         failing: Vec::new(),
         next_session: 0,
+        fixed: options.fixed,
     };
     let failed = |driver: &Driver<'_, R>, phase: String, source: R::Error, soak_skipped: &str| {
         let ramp = driver.ramp_outcome();
@@ -1219,6 +1241,36 @@ pub(super) mod tests {
         );
         let knee = ramp.knee_rate_per_sec.expect("knee");
         assert!(knee > 75.0 && knee <= 100.0, "{knee}");
+    }
+
+    /// The shards of `run --shard i/N` must send the same phases without seeing each other's
+    /// answers: a break is neither confirmed nor bisected, and without a baseline's knee there is
+    /// no soak.
+    #[test]
+    fn a_fixed_plan_runs_every_step_once_and_soaks_only_at_a_baseline_knee() {
+        let mut fake = FakeService::new(100.0);
+        let options = PlanOptions {
+            fixed: true,
+            ..PlanOptions::default()
+        };
+        let (outcome, _) = plan(&config(""), &mut fake, &options);
+        let outcome = outcome.expect("runs");
+        let phases: Vec<&str> = outcome
+            .ramp
+            .steps
+            .iter()
+            .map(|s| s.phase.as_str())
+            .collect();
+        assert_eq!(phases, ["ramp-25%", "ramp-50%", "ramp-100%", "ramp-150%"]);
+        assert_eq!(outcome.soak_skipped.as_deref(), Some(FIXED_PLAN_NO_SOAK));
+        let mut fake = FakeService::new(100.0);
+        let options = PlanOptions {
+            fixed: true,
+            baseline_knee_sessions_per_sec: Some(50.0),
+            ..PlanOptions::default()
+        };
+        let soak = plan(&config(""), &mut fake, &options).0.expect("runs").soak;
+        assert_eq!(soak.map(|s| s.at_sessions_per_sec), Some(30.0));
     }
 
     #[test]

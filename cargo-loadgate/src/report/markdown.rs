@@ -500,6 +500,7 @@ mod tests {
             calibration: None,
             mode: crate::result::MeasurementMode::Stored,
             paired: None,
+            shards: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod headroom;
 mod paired;
 mod read;
 mod run;
+mod shard;
 mod write;
 
 pub use comparison::{
@@ -28,6 +29,10 @@ pub use read::{ReadError, read_result, result_from_str, result_from_value};
 pub use run::{
     BaselineRef, Environment, GitInfo, PhaseRecord, RESULT_FORMAT_VERSION, RunResult, RunStatus,
     SloLatencyLimit, SloSummary, ToolInfo, unix_ms,
+};
+pub use shard::{
+    MergedRun, MergedShard, MergedShards, ShardPhase, ShardProblem, ShardRecord, ShardRun,
+    merge_phase, merge_shards,
 };
 pub use write::{WRITTEN_FILE_MODE, write_file_atomic, write_json_atomic};
 

@@ -87,6 +87,10 @@ pub struct RunResult {
     /// A paired run's base, blocks and pairs; absent in a stored run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paired: Option<super::paired::PairedRecord>,
+    /// The shard of a sharded run this result holds (`run --shard i/N`), or the shards it merges
+    /// (`cargo loadgate merge`); absent in a run of the whole schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<super::shard::ShardRecord>,
 }
 
 /// The resolved `[slo]` of a run, as the result records it.

@@ -9,6 +9,7 @@ mod check;
 mod model;
 mod pointer;
 mod schedule;
+mod shard;
 mod template;
 
 pub use check::{
@@ -21,6 +22,7 @@ pub use model::{
 };
 pub use pointer::PointerSet;
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};
+pub use shard::{Shard, ShardParseError};
 pub use template::{
     CompileError, CompiledOperation, CompiledWorkload, RenderError, RenderedRequest, SessionVars,
 };

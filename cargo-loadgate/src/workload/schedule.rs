@@ -32,6 +32,7 @@
 //! workload and the seed, like everything else here. A model whose sessions make one request
 //! (N = 1) has g ≡ 1: plain Poisson arrivals at λ.
 
+use super::shard::Shard;
 use crate::config::{ThinkTime, WorkloadConfig};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -86,6 +87,8 @@ pub struct Schedule {
     fill: Option<Arc<Fill>>,
     sessions_per_sec: f64,
     duration: Duration,
+    /// The sessions of the seeded arrivals this schedule holds ([`Schedule::sharded`]).
+    shard: Shard,
 }
 
 /// The relative arrival rate g(t) while the session population fills, on a grid of
@@ -177,7 +180,23 @@ impl Schedule {
             model: Arc::new(model),
             sessions_per_sec,
             duration,
+            shard: Shard::WHOLE,
         }
+    }
+
+    /// The same schedule restricted to `shard` of its sessions (of the shard it already is: the
+    /// two compose, [`Shard::split`]). Indices, starts, paths and think times are those of the whole
+    /// schedule; only the other shards' sessions are left out, without drawing their paths.
+    pub fn sharded(&self, shard: Shard) -> Schedule {
+        Schedule {
+            shard: self.shard.split(shard),
+            ..self.clone()
+        }
+    }
+
+    /// The sessions of the whole seeded schedule this one holds.
+    pub fn shard(&self) -> Shard {
+        self.shard
     }
 
     /// The session arrival rate of this schedule.
@@ -190,7 +209,7 @@ impl Schedule {
         self.duration
     }
 
-    /// The expected number of sessions: `rate × duration` plus the extra arrivals that fill the
+    /// The expected number of sessions of the whole schedule (of every shard): `rate × duration` plus the extra arrivals that fill the
     /// session population at the start (the actual count is Poisson around it).
     pub fn expected_sessions(&self) -> f64 {
         if !self.rate_is_usable() {
@@ -231,6 +250,7 @@ impl Schedule {
             end_secs: self.duration.as_secs_f64(),
             elapsed_secs: 0.0,
             next_index: 0,
+            shard: self.shard,
             done: !self.rate_is_usable(),
         }
     }
@@ -296,6 +316,8 @@ pub struct Sessions {
     end_secs: f64,
     elapsed_secs: f64,
     next_index: u64,
+    /// The sessions handed out; the others' arrivals are drawn (they move the clock) and skipped.
+    shard: Shard,
     done: bool,
 }
 
@@ -314,8 +336,18 @@ impl Iterator for Sessions {
 
 impl Sessions {
     /// The next session's index and start, without its path (the arrivals draw from their own
-    /// stream, so skipping the paths changes nothing that follows).
+    /// stream, so skipping the paths changes nothing that follows): the next of the shard's.
     fn next_arrival(&mut self) -> Option<(u64, Duration)> {
+        loop {
+            let (index, start) = self.next_any_arrival()?;
+            if self.shard.owns(index) {
+                return Some((index, start));
+            }
+        }
+    }
+
+    /// The next arrival of the whole schedule.
+    fn next_any_arrival(&mut self) -> Option<(u64, Duration)> {
         if self.done {
             return None;
         }
@@ -552,6 +584,32 @@ pub(crate) mod tests {
         // Counting the arrivals alone gives the same number as drawing every session.
         assert_eq!(a.session_count(), sa.len() as u64);
         assert_eq!(a.hash(), b.hash());
+    }
+
+    /// `run --shard i/N` on a generator of T loops: the loops of the process shards send every
+    /// session of the schedule once, with the same plan, and each process's shard hash differs.
+    #[test]
+    fn process_shards_split_into_loops_are_the_schedule() {
+        let w = demo_like();
+        let whole = Schedule::new(&w, 80.0, Duration::from_secs(10), 3);
+        let expected = collect(&whole);
+        let mut union = Vec::new();
+        let mut hashes = std::collections::BTreeSet::new();
+        for p in 0..4 {
+            let process = whole.sharded(Shard { index: p, count: 4 });
+            assert_eq!(process.session_count(), collect(&process).len() as u64);
+            hashes.insert(process.hash());
+            for l in 0..2 {
+                let part = process.sharded(Shard { index: l, count: 2 });
+                assert!(collect(&part).iter().all(|s| s.index % 4 == p as u64));
+                union.extend(collect(&part));
+            }
+        }
+        union.sort_by_key(|s| s.index);
+        assert_eq!(union, expected);
+        assert_eq!(hashes.len(), 4);
+        assert!(!hashes.contains(&whole.hash()));
+        assert_eq!(whole.sharded(Shard::WHOLE).hash(), whole.hash());
     }
 
     #[test]

@@ -100,13 +100,21 @@ pub fn headroom(
         ),
         None => "the ramp held its highest step".to_owned(),
     };
-    let mut statement = format!(
-        "headroom {}: capacity {} sessions/s over a production load of {} sessions/s (the \
-         workload's rate at 100%)",
-        span(bound, low, high, times),
-        span(bound, cap_low, cap_high, format_rate),
-        format_rate(p)
-    );
+    let mut statement = if bound == HeadroomBound::Unknown {
+        format!(
+            "headroom unknown: the ramp found no capacity (nothing held and nothing broke) to \
+             set against a production load of {} sessions/s (the workload's rate at 100%)",
+            format_rate(p)
+        )
+    } else {
+        format!(
+            "headroom {}: capacity {} sessions/s over a production load of {} sessions/s (the \
+             workload's rate at 100%)",
+            span(bound, low, high, times),
+            span(bound, cap_low, cap_high, format_rate),
+            format_rate(p)
+        )
+    };
     if bound == HeadroomBound::AtLeast {
         statement.push_str(&format!(", a lower bound: {why_lower}"));
     }
@@ -416,7 +424,11 @@ mod tests {
         let unknown = headroom(&ramp(None, None), &PRODUCTION, Some(1.0));
         assert_eq!(unknown.bound, HeadroomBound::Unknown);
         assert_eq!(unknown.outcome, Some(HeadroomOutcome::Inconclusive));
-        assert!(unknown.statement.starts_with("headroom unknown"));
+        assert_eq!(
+            unknown.statement,
+            "headroom unknown: the ramp found no capacity (nothing held and nothing broke) to set \
+             against a production load of 20.0 sessions/s (the workload's rate at 100%)"
+        );
     }
 
     #[test]

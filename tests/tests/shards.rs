@@ -15,7 +15,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 mod code {
     pub const PASS: i32 = 0;
     pub const USAGE: i32 = 2;
+    pub const INVALID_RUN: i32 = 21;
 }
+
+/// A shard or merge on a machine so busy that the generator fell behind its schedule exits
+/// `INVALID_RUN`: an open loop still sends every due request (late), which is what is checked.
+const RAN: [Option<i32>; 2] = [Some(code::PASS), Some(code::INVALID_RUN)];
 
 /// A keep-alive HTTP/1.1 server on 127.0.0.1 answering `200 ok` to everything and logging the
 /// path of every request it receives.
@@ -182,10 +187,10 @@ fn four_shards_send_the_schedule_once_and_merge() {
         .collect();
     for (i, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().expect("the shard ran");
-        assert_eq!(
+        assert!(
+            RAN.contains(&out.status.code()),
+            "shard {i}: exit {:?}\n{}\n{}",
             out.status.code(),
-            Some(code::PASS),
-            "shard {i}\n{}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
@@ -230,7 +235,7 @@ fn four_shards_send_the_schedule_once_and_merge() {
         .arg_path(&merged_dir)
         .args(shard_paths.iter().rev())
         .output();
-    out.assert_code(code::PASS);
+    assert!(RAN.contains(&out.code), "{out:?}");
     let merged = read_result(&merged_dir);
     assert_matches_result_schema(&merged);
     assert_eq!(merged["shards"]["kind"], "merged");

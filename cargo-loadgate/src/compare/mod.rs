@@ -5,13 +5,15 @@
 //! `options.rs` holds how a comparison is made, `estimate.rs` the per-metric drafts, `decide.rs`
 //! Holm, the widening for the machine and the verdict, `format.rs` the figures for people, `leak.rs` the
 //! one leak rule, `noise.rs` the run-to-run noise of a comparison with a stored baseline,
-//! `accept.rs` the intended changes (`Loadgate-Accept`) that replace a metric's threshold.
+//! `accept.rs` the intended changes (`Loadgate-Accept`) that replace a metric's threshold,
+//! `history.rs` the figures and change points of a metric over commits (`cargo loadgate history`).
 
 mod accept;
 mod decide;
 mod estimate;
 mod figures;
 mod format;
+mod history;
 mod leak;
 mod noise;
 mod options;
@@ -25,7 +27,13 @@ pub use accept::{
 };
 pub use decide::{compare, compare_results, compare_with};
 pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
-pub use format::{format_change, format_threshold, metric_name, threshold_phrase};
+pub use format::{
+    change_phrase, format_change, format_threshold, metric_label, metric_name, threshold_phrase,
+};
+pub use history::{
+    CommitInput, HISTORY_METRICS, HistoryRequest, UnknownOperation, WalkHeader, history,
+    parse_history_metric,
+};
 pub use leak::{head_leak, leak_finding, record_leak};
 pub use noise::{
     DEFAULT_RUN_NOISE, DefaultNoise, MIN_NOISE_RUNS, NoiseModel, NoiseRuns, Reachable,

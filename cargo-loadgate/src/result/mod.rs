@@ -8,6 +8,7 @@
 
 mod comparison;
 mod hash;
+mod history;
 mod paired;
 mod read;
 mod run;
@@ -18,6 +19,10 @@ pub use comparison::{
     NoiseSource, NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
+pub use history::{
+    BreakReason, HISTORY_FORMAT_VERSION, HistoryChange, HistoryCommit, HistoryPoint, HistoryResult,
+    MetricHistory, SeriesBreak, SeriesKey,
+};
 pub use paired::{
     BaseSource, BlockFigures, BlockRecord, PairRecord, PairedBase, PairedDesign, PairedRecord,
     pair_records,

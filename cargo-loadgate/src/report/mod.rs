@@ -10,8 +10,9 @@ mod steps;
 mod table;
 
 pub use charts::{
-    ChartError, LATENCY_CHART, PAIRS_CHART, SOAK_CHART, THROUGHPUT_CHART, render_latency,
-    render_pairs, render_soak, render_throughput, write_charts,
+    ChartError, HISTORY_CHART, LATENCY_CHART, PAIRS_CHART, SOAK_CHART, THROUGHPUT_CHART,
+    history_chart_name, render_history, render_latency, render_pairs, render_soak,
+    render_throughput, write_charts,
 };
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;

@@ -9,6 +9,7 @@ mod check;
 mod clean;
 mod exit;
 mod gate;
+mod history;
 mod opts;
 mod paired;
 mod progress;
@@ -48,6 +49,7 @@ pub fn main() -> i32 {
         Command::Compare(compare) => baseline_cmd::compare_files(compare),
         Command::Report(report) => report::run(report),
         Command::Qualify(qualify) => qualify::run(qualify),
+        Command::History(history) => history::run(history),
     }
 }
 

@@ -10,48 +10,14 @@ use cargo_loadgate::baseline::{DirStore, Store, StoredEntry, StoredResult};
 use cargo_loadgate::measure::LatencyHistogram;
 use cargo_loadgate::result::{RunResult, result_from_value};
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, load_lock, read_result, schema_errors, workspace_root,
+    DemoProcess, LoadgateCommand, URL_TARGET_CONFIG, git, load_lock, read_result, schema_errors,
+    workspace_root,
 };
 use std::path::Path;
-use std::process::Command;
 
 const PASS: i32 = 0;
 const USAGE: i32 = 2;
 const NO_BASELINE: i32 = 12;
-
-const CONFIG: &str = r#"[target]
-ready = { http = "/health", timeout = "5s" }
-
-[workload]
-seed = 11
-sessions-per-sec = 20
-entry = "landing"
-
-[[workload.operation]]
-name = "landing"
-request = { path = "/" }
-expect = { status = 200, body-contains = "Demo Bank" }
-
-[generator]
-max-lag = "250ms"
-
-[slo]
-min-requests = 10
-"#;
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?} failed");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 /// `result` as measured at `commit` with every latency multiplied by `factor`.
 fn scaled(result: &RunResult, commit: &str, factor: f64, config_hash: Option<&str>) -> RunResult {
@@ -78,7 +44,8 @@ fn scaled(result: &RunResult, commit: &str, factor: f64, config_hash: Option<&st
     r
 }
 
-fn history(repo: &Path, store: &str, extra: &[&str]) -> loadgate_tests::RunOutput {
+/// `history` of the test's config in `repo`, reading `store`, with `extra` arguments.
+fn history_command(repo: &Path, store: &str, extra: &[&str]) -> LoadgateCommand {
     LoadgateCommand::new([
         "history",
         "--config",
@@ -90,7 +57,10 @@ fn history(repo: &Path, store: &str, extra: &[&str]) -> loadgate_tests::RunOutpu
     ])
     .args(extra)
     .current_dir(repo)
-    .output()
+}
+
+fn history(repo: &Path, store: &str, extra: &[&str]) -> loadgate_tests::RunOutput {
+    history_command(repo, store, extra).output()
 }
 
 #[test]
@@ -99,7 +69,7 @@ fn history_lists_the_series_finds_the_step_and_says_where_it_breaks() {
     let out = tempfile::tempdir().unwrap();
     let r = repo.path();
     git(r, &["init", "-q", "-b", "main"]);
-    std::fs::write(r.join("loadgate.toml"), CONFIG).unwrap();
+    std::fs::write(r.join("loadgate.toml"), URL_TARGET_CONFIG).unwrap();
     git(r, &["add", "loadgate.toml"]);
     git(r, &["commit", "-q", "-m", "service"]);
     let store_dir = out.path().join("store");
@@ -173,22 +143,12 @@ fn history_lists_the_series_finds_the_step_and_says_where_it_breaks() {
     }
 
     let since = &commits[0];
-    let listed = LoadgateCommand::new([
-        "history",
-        "--config",
-        "loadgate.toml",
-        "--profile",
-        "quick",
-        "--baseline-store",
+    let listed = history_command(
+        r,
         &store,
-        "--since",
-        since,
-        "--metric",
-        "p50",
-        "--out-dir",
-    ])
+        &["--since", since, "--metric", "p50", "--out-dir"],
+    )
     .arg_path(out.path().join("history"))
-    .current_dir(r)
     .output();
     listed.assert_code(PASS);
     let short = |c: &str| c[..7].to_owned();
@@ -228,20 +188,9 @@ fn history_lists_the_series_finds_the_step_and_says_where_it_breaks() {
     assert!(md.contains(&short(&commits[7])), "{md}");
 
     // The document, printed and written, matches its schema and says the same.
-    let json = LoadgateCommand::new([
-        "history",
-        "--config",
-        "loadgate.toml",
-        "--profile",
-        "quick",
-        "--baseline-store",
-        &store,
-        "--json",
-        "--out-dir",
-    ])
-    .arg_path(out.path().join("history-json"))
-    .current_dir(r)
-    .output();
+    let json = history_command(r, &store, &["--json", "--out-dir"])
+        .arg_path(out.path().join("history-json"))
+        .output();
     json.assert_code(PASS);
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).expect("--json prints JSON");
     let written: serde_json::Value = serde_json::from_str(

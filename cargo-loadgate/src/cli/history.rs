@@ -395,3 +395,116 @@ pub fn render_markdown(doc: &HistoryResult, new_since: Option<&str>) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{Accept, AcceptScope, KneeBracket};
+
+    /// Twelve commits of capacity 100, then 60 from the 8th (which accepts it); the 3rd has no
+    /// result and the 1st another config.
+    fn doc() -> HistoryResult {
+        let id = |i: usize| format!("{:07x}{}", 0x1000000 + i, "0".repeat(33));
+        let jitter = [
+            1.0, 1.02, 0.0, 0.98, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.02,
+        ];
+        let inputs: Vec<CommitInput> = (0..12)
+            .map(|i| {
+                let capacity = if i >= 7 { 60.0 } else { 100.0 } * jitter[i];
+                let knee = KneeBracket {
+                    last_held_sessions_per_sec: Some(capacity / 1.05),
+                    first_broke_sessions_per_sec: Some(capacity * 1.05),
+                    generator_limit_sessions_per_sec: None,
+                    invalid: None,
+                };
+                CommitInput {
+                    commit: id(i),
+                    accepts: if i == 7 {
+                        vec![Accept {
+                            scope: AcceptScope::Metric {
+                                metric: Metric::Capacity,
+                                operation: None,
+                            },
+                            amount: 0.5,
+                            source: format!(
+                                "`Loadgate-Accept: capacity -50%` in {}",
+                                short(&id(i))
+                            ),
+                            reason: "a cache".to_owned(),
+                        }]
+                    } else {
+                        Vec::new()
+                    },
+                    figures: match i {
+                        0 => Err((
+                            BreakReason::ConfigChanged,
+                            "baseline at 1000000 was taken with a different workload".to_owned(),
+                        )),
+                        2 => Err((
+                            BreakReason::NoResult,
+                            "no baseline stored for 1000002".to_owned(),
+                        )),
+                        _ => Ok(RunFigures {
+                            commit: None,
+                            phase: None,
+                            knee: Some(knee),
+                            rss: Vec::new(),
+                            rss_slope: None,
+                            calibration: None,
+                            calibration_drift: None,
+                        }),
+                    },
+                }
+            })
+            .collect();
+        let header = WalkHeader {
+            store: "dir:/cache/baselines".to_owned(),
+            rev: "HEAD".to_owned(),
+            head: id(11),
+            since: None,
+            limited: false,
+            series: Some(SeriesKey {
+                config_hash: "d27a6754ab6d0000".to_owned(),
+                fingerprint_key: "14ade8fe3c4aeb21".to_owned(),
+                anchor: id(11),
+            }),
+        };
+        let request = HistoryRequest {
+            metrics: vec![Metric::Capacity, Metric::ErrorRate],
+            ..HistoryRequest::default()
+        };
+        history(header, &inputs, &request, vec!["a warning".to_owned()]).unwrap()
+    }
+
+    /// What a person reads: the listing with the break and the accepted change point, and the
+    /// Markdown for the step summary (all of them, then only those after a commit).
+    #[test]
+    fn the_listing_and_the_markdown_read_well() {
+        let doc = doc();
+        insta::assert_snapshot!("history_listing", render_listing(&doc));
+        insta::assert_snapshot!("history_markdown", render_markdown(&doc, None));
+        let later = render_markdown(&doc, Some(&doc.commits[8].commit));
+        assert!(later.contains("No new change points."), "{later}");
+        let earlier = render_markdown(&doc, Some(&doc.commits[3].commit));
+        assert!(earlier.contains("capacity fell"), "{earlier}");
+    }
+
+    #[test]
+    fn mismatches_map_to_break_reasons() {
+        assert_eq!(break_reason(&Mismatch::NoBaseline), BreakReason::NoResult);
+        assert_eq!(
+            break_reason(&Mismatch::DifferentSchedule),
+            BreakReason::ConfigChanged
+        );
+        assert_eq!(
+            break_reason(&Mismatch::DifferentEnvironment {
+                differences: Vec::new()
+            }),
+            BreakReason::FingerprintChanged
+        );
+        assert_eq!(
+            break_reason(&Mismatch::NewerFormat { found: 9 }),
+            BreakReason::Unreadable
+        );
+    }
+}

@@ -6,8 +6,8 @@
 
 use super::ChartError;
 use super::draw::{
-    Area, DrawResult, FONT, INK, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, WIDTH, axis_number,
-    draw_legend, draw_markers, heading, render, text_style,
+    Area, DrawResult, INK, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, WIDTH, draw_legend,
+    draw_markers, heading, linear_chart, render, text_style,
 };
 use crate::baseline::short;
 use crate::compare::{change_phrase, metric_label};
@@ -171,23 +171,7 @@ fn draw_plot(
     y_desc: &str,
 ) -> DrawResult {
     let (y_low, y_high) = (y.start, y.end);
-    let mut chart = ChartBuilder::on(plot)
-        .margin(12)
-        .margin_right(20)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x, y)?;
-    chart
-        .configure_mesh()
-        .x_desc("commit, oldest first")
-        .y_desc(y_desc)
-        .x_label_formatter(&axis_number)
-        .y_label_formatter(&axis_number)
-        .label_style((FONT, 12))
-        .axis_desc_style((FONT, 14))
-        .max_light_lines(2)
-        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
-        .draw()?;
+    let mut chart = linear_chart(plot, (x, y), ("commit, oldest first", y_desc))?;
     for (at, commit) in accepted {
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(*at, y_low), (*at, y_high)],

@@ -383,3 +383,14 @@ pub fn git(repo: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
+
+/// A new repository on `main` whose one commit holds `config` as `loadgate.toml`.
+pub fn repo_with_config(config: &str) -> tempfile::TempDir {
+    let repo = tempfile::tempdir().expect("a temporary directory");
+    let r = repo.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("loadgate.toml"), config).expect("write loadgate.toml");
+    git(r, &["add", "loadgate.toml"]);
+    git(r, &["commit", "-q", "-m", "service"]);
+    repo
+}

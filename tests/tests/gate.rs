@@ -5,7 +5,7 @@
 
 use loadgate_tests::{
     DemoProcess, LoadgateCommand, RunOutput, URL_TARGET_CONFIG as CONFIG,
-    assert_matches_result_schema, git, load_lock, read_result,
+    assert_matches_result_schema, git, load_lock, read_result, repo_with_config,
 };
 use std::path::Path;
 use std::process::Command;
@@ -259,13 +259,9 @@ fn overall<'a>(result: &'a serde_json::Value, metric: &str) -> &'a serde_json::V
 #[test]
 fn a_trailer_accepts_an_intended_change_and_no_more() {
     let _load = load_lock();
-    let repo = tempfile::tempdir().unwrap();
+    let repo = repo_with_config(CONFIG);
     let out = tempfile::tempdir().unwrap();
     let r = repo.path();
-    git(r, &["init", "-q", "-b", "main"]);
-    std::fs::write(r.join("loadgate.toml"), CONFIG).unwrap();
-    git(r, &["add", "loadgate.toml"]);
-    git(r, &["commit", "-q", "-m", "service"]);
     // Two stored runs on main, the newer on a commit that accepted a change when it merged: the
     // noise history of a later comparison stops there (issue 12).
     let stepped = {

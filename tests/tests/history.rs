@@ -10,8 +10,8 @@ use cargo_loadgate::baseline::{DirStore, Store, StoredEntry, StoredResult};
 use cargo_loadgate::measure::LatencyHistogram;
 use cargo_loadgate::result::{RunResult, result_from_value};
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, URL_TARGET_CONFIG, git, load_lock, read_result, schema_errors,
-    workspace_root,
+    DemoProcess, LoadgateCommand, URL_TARGET_CONFIG, git, load_lock, read_result, repo_with_config,
+    schema_errors, workspace_root,
 };
 use std::path::Path;
 
@@ -65,13 +65,9 @@ fn history(repo: &Path, store: &str, extra: &[&str]) -> loadgate_tests::RunOutpu
 
 #[test]
 fn history_lists_the_series_finds_the_step_and_says_where_it_breaks() {
-    let repo = tempfile::tempdir().unwrap();
+    let repo = repo_with_config(URL_TARGET_CONFIG);
     let out = tempfile::tempdir().unwrap();
     let r = repo.path();
-    git(r, &["init", "-q", "-b", "main"]);
-    std::fs::write(r.join("loadgate.toml"), URL_TARGET_CONFIG).unwrap();
-    git(r, &["add", "loadgate.toml"]);
-    git(r, &["commit", "-q", "-m", "service"]);
     let store_dir = out.path().join("store");
     let store = format!("dir:{}", store_dir.display());
 

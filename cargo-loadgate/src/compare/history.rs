@@ -62,7 +62,8 @@ pub struct CommitInput {
 pub struct HistoryRequest {
     /// The metrics to list; empty: all of [`HISTORY_METRICS`].
     pub metrics: Vec<Metric>,
-    /// The operation whose figures to list; `None`: all operations together.
+    /// The operation whose latencies to list; `None`: all operations together. The error rate and
+    /// the capacity are always the run's as a whole.
     pub operation: Option<String>,
     /// Seeds and resamples of the runs' own intervals.
     pub compare: CompareOptions,
@@ -147,7 +148,12 @@ pub fn history(
         .collect();
     let mut out_metrics = Vec::new();
     for &metric in metrics {
-        let key: Key = (metric, request.operation.clone());
+        // Only latencies have figures per operation; the error rate and capacity are the run's.
+        let operation = match metric {
+            Metric::P50 | Metric::P99 => request.operation.clone(),
+            _ => None,
+        };
+        let key: Key = (metric, operation);
         let mut series: Vec<(usize, f64, f64)> = Vec::new();
         for (i, points) in values.iter().enumerate() {
             if let Some((_, v, var)) = points.iter().find(|p| p.0 == key) {

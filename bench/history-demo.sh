@@ -11,8 +11,10 @@
 # `cargo loadgate history` over those commits and prints its listing and its change points, and
 # checks that one of them lies at commit FLIP (exit 0) or says it was not found (exit 1).
 #
-# PHASES="save history" (the default) picks the parts to run; with WORK=<an earlier run's dir> and
-# PHASES="history" the history is read again from the runs saved before. BIN=<a cargo-loadgate
+# A run the tool does not store (an invalid phase: on a busy machine, the generator starved) is run
+# again at its commit, up to ATTEMPTS (3) times in all, so the history has a result per commit.
+# PHASES="save fill history" (the default) picks the parts to run; with WORK=<an earlier run's dir>
+# and PHASES="fill history" the missing saves are tried again and the history read from the store. BIN=<a cargo-loadgate
 # binary> uses that binary instead of building the release binary in the clone (which copies
 # target/ first when this tree has one).
 #
@@ -25,7 +27,7 @@ src=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 WORK=${WORK:-$(mktemp -d /tmp/loadgate-history.XXXXXX)}
 repo=$WORK/repo
 STORE=dir:$WORK/store
-PHASES=${PHASES:-save history}
+PHASES=${PHASES:-save fill history}
 has() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 echo "runs in $WORK, baselines in $STORE"
 if [ ! -d "$repo" ]; then
@@ -40,19 +42,39 @@ if [ -z "${BIN:-}" ]; then
   BIN=$repo/target/release/cargo-loadgate
 fi
 
-has save && for i in $(seq 1 "$commits"); do
-  extra=()
+saved() { [ -f "$WORK/store/$(cat "$WORK/commit-$1").json" ]; }
+save() { # i: run commit i (checked out) with the knob from FLIP on, and store it
+  local i=$1 extra=() code
   [ "$i" -ge "$flip" ] && extra=(--env "$knob")
-  git commit -q --allow-empty -m "history $i"
-  git rev-parse HEAD > "$WORK/commit-$i"
   set +e
   timeout --foreground 900 "$BIN" loadgate run -p "$pkg" --profile "$profile" --mode stored \
     --base-ref HEAD --baseline-store "$STORE" --out-dir "$WORK/save-$i" --save-baseline \
     "${extra[@]}" > "$WORK/save-$i.log" 2>&1
   code=$?
   set -e
-  echo "save $i at $(git rev-parse --short HEAD) ${extra[*]:-(no knob)}: exit $code"
+  echo "save $i at $(git rev-parse --short HEAD) ${extra[*]:-(no knob)}: exit $code, $(saved "$i" && echo stored || echo "NOT stored: $(grep -o 'not saving this run as a baseline: [^(]*' "$WORK/save-$i.log" | head -1)")"
+}
+
+has save && for i in $(seq 1 "$commits"); do
+  git commit -q --allow-empty -m "history $i"
+  git rev-parse HEAD > "$WORK/commit-$i"
+  save "$i"
 done
+
+# A run is not stored when the machine starved the generator (an invalid phase): on a busy machine
+# run such commits again, checked out, up to ATTEMPTS times in all.
+if has fill; then
+  tip=$(git rev-parse HEAD)
+  for attempt in $(seq 2 "${ATTEMPTS:-3}"); do
+    for i in $(seq 1 "$commits"); do
+      saved "$i" && continue
+      git checkout -q "$(cat "$WORK/commit-$i")"
+      echo -n "attempt $attempt: "
+      save "$i"
+    done
+  done
+  git checkout -q "$tip"
+fi
 
 if has history; then
   first=$(cat "$WORK/commit-1")

@@ -338,3 +338,59 @@ pub fn schema_errors(schema: &serde_json::Value, instance: &serde_json::Value) -
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect()
 }
+
+/// The config of the end-to-end tests that run a demo service they started themselves and give
+/// it with `--url`: one operation, so the config (and its hash) stays the same from run to run.
+pub const URL_TARGET_CONFIG: &str = r#"[target]
+ready = { http = "/health", timeout = "5s" }
+
+[workload]
+seed = 11
+sessions-per-sec = 20
+entry = "landing"
+
+[[workload.operation]]
+name = "landing"
+request = { path = "/" }
+expect = { status = 200, body-contains = "Demo Bank" }
+
+# Behaviour, not pacing, is under test on a possibly busy machine.
+[generator]
+max-lag = "250ms"
+
+# The quick steps send 10 to 40 requests; with fewer than min-requests in all a step neither holds
+# nor breaks, and there would be no knee to soak at.
+[slo]
+min-requests = 10
+"#;
+
+/// Runs git in `repo` under a fixed test identity, panicking when it fails, and returns its
+/// trimmed standard output.
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A new repository on `main` whose one commit holds `config` as `loadgate.toml`.
+pub fn repo_with_config(config: &str) -> tempfile::TempDir {
+    let repo = tempfile::tempdir().expect("a temporary directory");
+    let r = repo.path();
+    git(r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("loadgate.toml"), config).expect("write loadgate.toml");
+    git(r, &["add", "loadgate.toml"]);
+    git(r, &["commit", "-q", "-m", "service"]);
+    repo
+}

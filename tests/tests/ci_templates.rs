@@ -1338,3 +1338,116 @@ fn the_kubernetes_template_is_an_indexed_job_of_shards_and_a_merge() {
         );
     }
 }
+
+/// The `history` commands of `job`, with the `run --save-baseline` they follow: same package,
+/// profile and store (a series is one config hash), one of them with `--new-since` (what the
+/// summary calls new), and none before the save (the pushed commit's run is part of the series).
+fn assert_history_follows_the_save(template: &str, found: &[Invocation], job: &str) {
+    let in_job: Vec<&Invocation> = found.iter().filter(|i| i.job == job).collect();
+    let save_at = in_job
+        .iter()
+        .position(|i| i.run().is_some_and(|r| r.save_baseline))
+        .unwrap_or_else(|| panic!("{template}: `{job}` saves a baseline"));
+    let save = in_job[save_at].run().expect("a run");
+    let histories: Vec<(usize, &cargo_loadgate::cli::HistoryOpts)> = in_job
+        .iter()
+        .enumerate()
+        .filter_map(|(at, i)| match &i.command {
+            Command::History(h) => Some((at, h.as_ref())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !histories.is_empty(),
+        "{template}: `{job}` runs `cargo loadgate history`"
+    );
+    for (at, h) in &histories {
+        let words = in_job[*at].words.join(" ");
+        assert!(*at > save_at, "{template}: `{words}` runs after the save");
+        assert_eq!(
+            h.config.profile, save.config.profile,
+            "{template}: `{words}`"
+        );
+        assert_eq!(
+            h.config.package, save.config.package,
+            "{template}: `{words}`"
+        );
+        assert_eq!(
+            h.baseline_store, save.baseline_store,
+            "{template}: `{words}`"
+        );
+        assert!(
+            !h.json,
+            "{template}: `{words}` prints the listing for the log"
+        );
+        assert_eq!(
+            h.out_dir.as_deref(),
+            Some(Path::new("target/loadgate/history")),
+            "{template}: `{words}` writes inside the uploaded out-dir"
+        );
+    }
+    assert!(
+        histories.iter().any(|(_, h)| h.new_since.is_some()),
+        "{template}: `{job}` names the commit before the push with --new-since"
+    );
+}
+
+/// Issue 18: the main branch's job lists the change points of its stored baselines, and appends
+/// the new ones to the step summary (which the tool does when `$GITHUB_STEP_SUMMARY` is set).
+#[test]
+fn the_github_baseline_job_reports_new_change_points() {
+    let workflow = load("ci/github/loadgate.yml");
+    let found = invocations("ci/github/loadgate.yml", &github_scripts(&workflow));
+    assert_history_follows_the_save("ci/github/loadgate.yml", &found, "baseline");
+    let steps = workflow["jobs"]["baseline"]["steps"]
+        .as_sequence()
+        .expect("steps");
+    let step = steps
+        .iter()
+        .find(|s| {
+            s.get("run")
+                .and_then(Value::as_str)
+                .is_some_and(|r| r.contains("cargo loadgate history"))
+        })
+        .expect("a history step");
+    assert_eq!(
+        step["if"].as_str(),
+        Some("${{ !cancelled() }}"),
+        "the history runs after a regression too"
+    );
+    assert_eq!(
+        step["env"]["BEFORE"].as_str(),
+        Some("${{ github.event.before }}"),
+        "--new-since is the commit before the push"
+    );
+    let run = as_str(&step["run"], "`run`");
+    assert!(
+        run.matches("|| [ $? -eq 12 ]").count() == 2,
+        "nothing stored yet (12) does not fail the job: {run}"
+    );
+}
+
+#[test]
+fn the_gitlab_baseline_job_reports_new_change_points() {
+    let pipeline = load("ci/gitlab/loadgate.gitlab-ci.yml");
+    let scripts = gitlab_scripts(&pipeline);
+    let found = invocations("ci/gitlab/loadgate.gitlab-ci.yml", &scripts);
+    assert_history_follows_the_save(
+        "ci/gitlab/loadgate.gitlab-ci.yml",
+        &found,
+        "loadgate:baseline",
+    );
+    let script = scripts
+        .iter()
+        .find(|(job, s)| job == "loadgate:baseline" && s.contains("cargo loadgate history"))
+        .map(|(_, s)| s)
+        .expect("a history script");
+    assert!(
+        script.contains("CI_COMMIT_BEFORE_SHA"),
+        "--new-since is the commit before the push: {script}"
+    );
+    assert!(
+        script.matches("|| [ $? -eq 12 ] || status=1").count() == 2,
+        "nothing stored yet (12) does not fail the job, another failure does: {script}"
+    );
+}

@@ -4,7 +4,8 @@
 //! config (and its hash) stays the same from run to run.
 
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, read_result,
+    DemoProcess, LoadgateCommand, RunOutput, URL_TARGET_CONFIG as CONFIG,
+    assert_matches_result_schema, git, load_lock, read_result, repo_with_config,
 };
 use std::path::Path;
 use std::process::Command;
@@ -14,46 +15,10 @@ const REGRESSION: i32 = 10;
 const INCONCLUSIVE: i32 = 11;
 const NO_BASELINE: i32 = 12;
 
-const CONFIG: &str = r#"[target]
-ready = { http = "/health", timeout = "5s" }
-
-[workload]
-seed = 11
-sessions-per-sec = 20
-entry = "landing"
-
-[[workload.operation]]
-name = "landing"
-request = { path = "/" }
-expect = { status = 200, body-contains = "Demo Bank" }
-
-# Behaviour, not pacing, is under test on a possibly busy machine.
-[generator]
-max-lag = "250ms"
-
-# The quick steps send 10 to 40 requests; with fewer than min-requests in all a step neither holds
-# nor breaks, and there would be no knee to soak at.
-[slo]
-min-requests = 10
-"#;
-
 /// Parses the run's JUnit report with an independent JUnit parser.
 fn junit(out: &Path) -> junit_parser::TestSuites {
     let file = std::fs::File::open(out.join("junit.xml")).expect("junit.xml written");
     junit_parser::from_reader(std::io::BufReader::new(file)).expect("junit.xml parses")
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .status()
-        .expect("run git");
-    assert!(status.success(), "git {args:?} failed");
 }
 
 fn run(repo: &Path, out: &Path, url: &str, extra: &[&str]) -> RunOutput {
@@ -294,13 +259,9 @@ fn overall<'a>(result: &'a serde_json::Value, metric: &str) -> &'a serde_json::V
 #[test]
 fn a_trailer_accepts_an_intended_change_and_no_more() {
     let _load = load_lock();
-    let repo = tempfile::tempdir().unwrap();
+    let repo = repo_with_config(CONFIG);
     let out = tempfile::tempdir().unwrap();
     let r = repo.path();
-    git(r, &["init", "-q", "-b", "main"]);
-    std::fs::write(r.join("loadgate.toml"), CONFIG).unwrap();
-    git(r, &["add", "loadgate.toml"]);
-    git(r, &["commit", "-q", "-m", "service"]);
     // Two stored runs on main, the newer on a commit that accepted a change when it merged: the
     // noise history of a later comparison stops there (issue 12).
     let stepped = {

@@ -5,7 +5,8 @@
 //! blocks and the pairs, and validates against the schema.
 
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, read_result,
+    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, git, load_lock,
+    read_result,
 };
 use std::path::Path;
 
@@ -244,19 +245,6 @@ pairs = 10
 block = "1s"
 warmup = "200ms"
 "#;
-
-fn git(repo: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .status()
-        .expect("run git");
-    assert!(status.success(), "git {args:?} failed");
-}
 
 /// A repository whose `main` has the tiny service with `base_delay` (or `base_main` as its source)
 /// and whose `feature` branch, checked out, has it with `head_delay`.

@@ -44,6 +44,17 @@ pub enum BaselineError {
         /// The repository.
         repo: PathBuf,
     },
+    /// `history --since` names a commit that is not a first-parent ancestor of the revision
+    /// walked, within the walk's limit.
+    #[error("`{rev}` is not among the first {limit} first-parent ancestors of `{head}`")]
+    NotAnAncestor {
+        /// The `--since` revision as given.
+        rev: String,
+        /// The revision walked.
+        head: String,
+        /// The most commits walked.
+        limit: usize,
+    },
     /// No base reference was given and neither `origin/HEAD` nor `main` exists.
     #[error("no base branch to find the baseline through: neither `origin/HEAD` nor `main` exists in {}", repo.display())]
     NoBaseRef {
@@ -152,6 +163,11 @@ impl BaselineError {
             BaselineError::UnknownRevision { .. } => {
                 "in a shallow CI clone, fetch more history (fetch-depth: 0)".to_owned()
             }
+            BaselineError::NotAnAncestor { .. } => {
+                "name a commit of the branch's own first-parent line (e.g. a release tag on it), \
+                 or raise --limit"
+                    .to_owned()
+            }
             BaselineError::Corrupt { location, .. } if location.starts_with("refs/") => format!(
                 "the note was left untouched; inspect it with `git notes --ref={location} show <commit>`"
             ),
@@ -181,6 +197,7 @@ impl BaselineError {
         match self {
             BaselineError::BadStoreSpec { .. }
             | BaselineError::UnknownRevision { .. }
+            | BaselineError::NotAnAncestor { .. }
             | BaselineError::NoBaseRef { .. } => BaselineErrorKind::Usage,
             BaselineError::GitSpawn { .. }
             | BaselineError::Git { .. }
@@ -237,6 +254,14 @@ pub(crate) fn examples() -> Vec<(&'static str, BaselineError)> {
             BaselineError::UnknownRevision {
                 rev: "v9".into(),
                 repo: repo(),
+            },
+        ),
+        (
+            "not_an_ancestor",
+            BaselineError::NotAnAncestor {
+                rev: "v1.0".into(),
+                head: "HEAD".into(),
+                limit: 100,
             },
         ),
         ("no_base_ref", BaselineError::NoBaseRef { repo: repo() }),

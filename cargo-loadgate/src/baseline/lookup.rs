@@ -331,7 +331,7 @@ pub fn lookup(
 }
 
 /// The matching entry stored for `commit`, or why there is none.
-fn match_candidate(
+pub(super) fn match_candidate(
     store: &dyn Store,
     commit: &str,
     wanted: &Wanted,

@@ -7,6 +7,7 @@ mod dir;
 mod error;
 mod fingerprint;
 mod git;
+mod history;
 mod lookup;
 mod note;
 mod notes;
@@ -23,6 +24,7 @@ pub(crate) use git::Git;
 #[cfg(test)]
 pub(crate) use git::testing as git_testing;
 pub use git::{FALLBACK_EMAIL, FALLBACK_NAME};
+pub use history::{DEFAULT_WALK_LIMIT, HistoryWalk, WalkRequest, WalkedCommit, walk_history};
 pub use lookup::{
     AcceptedStep, Candidate, DEFAULT_HISTORY_LIMIT, DEFAULT_SEARCH_LIMIT, History, Lookup,
     Mismatch, Wanted, default_base_ref, lookup, merge_base, resolve_commit,

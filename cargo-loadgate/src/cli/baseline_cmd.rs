@@ -180,7 +180,7 @@ fn render_comparison(
     (out, verdict.outcome)
 }
 
-fn repo_root() -> Result<PathBuf, BaselineError> {
+pub(super) fn repo_root() -> Result<PathBuf, BaselineError> {
     let cwd = std::env::current_dir().map_err(|source| BaselineError::Io {
         action: "read",
         path: PathBuf::from("."),

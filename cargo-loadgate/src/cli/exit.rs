@@ -22,7 +22,8 @@ impl ExitCode {
     pub const REGRESSION: i32 = 10;
     /// The comparison could not decide, and `--fail-on-inconclusive` was given.
     pub const INCONCLUSIVE: i32 = 11;
-    /// No usable baseline was found, and `--require-baseline` was given.
+    /// No usable baseline was found, and `--require-baseline` was given; for `history`, no walked
+    /// commit has a stored result of the config.
     pub const NO_BASELINE: i32 = 12;
     /// The target could not be built, booted or made ready, or it crashed during the run.
     pub const TARGET_FAILED: i32 = 20;

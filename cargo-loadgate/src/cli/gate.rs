@@ -3,8 +3,8 @@
 //! run as a baseline when asked.
 
 use crate::baseline::{
-    BaselineError, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup, StoreSpec, StoredEntry,
-    StoredResult, Wanted, head_trailers, lookup, short,
+    BaselineError, CommitTrailers, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup, StoreSpec,
+    StoredEntry, StoredResult, Wanted, head_trailers, lookup, short,
 };
 use crate::compare::{
     ACCEPT_TRAILER, Accept, CompareOptions, DETECTION_POWER, NoiseRuns, REASON_TRAILER, Reachable,
@@ -85,9 +85,15 @@ pub fn head_accepts(
     head: &str,
     entries: &[AcceptConfig],
 ) -> Result<HeadAccepts, BaselineError> {
-    let commits = head_trailers(repo, base, head)?;
+    Ok(accepts_of(&head_trailers(repo, base, head)?, entries))
+}
+
+/// The [`HeadAccepts`] of `commits` (their trailers, in their order) with the config's
+/// `entries` naming one of them: what a comparison over those commits accepts, and what
+/// `history` marks as accepted steps.
+pub fn accepts_of(commits: &[CommitTrailers], entries: &[AcceptConfig]) -> HeadAccepts {
     let mut found = HeadAccepts::default();
-    for c in &commits {
+    for c in commits {
         let at = short(&c.commit);
         for value in &c.accepts {
             let quoted = format!("{ACCEPT_TRAILER}: {value}");
@@ -130,7 +136,7 @@ pub fn head_accepts(
             });
         }
     }
-    Ok(found)
+    found
 }
 
 /// Looks for the baseline of `head` in the configured store: one with one of `config_hashes`, the

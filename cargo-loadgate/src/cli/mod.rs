@@ -10,6 +10,7 @@ mod clean;
 mod exit;
 mod gate;
 mod merge;
+mod history;
 mod opts;
 mod paired;
 mod progress;
@@ -50,6 +51,7 @@ pub fn main() -> i32 {
         Command::Report(report) => report::run(report),
         Command::Qualify(qualify) => qualify::run(qualify),
         Command::Merge(merge) => merge::run(merge),
+        Command::History(history) => history::run(history),
     }
 }
 

@@ -44,6 +44,53 @@ pub enum Command {
     /// Measure what the gate can see here: A/A runs against a fresh baseline, then runs with an
     /// injected regression; reports the false-regression and detection rates.
     Qualify(Box<QualifyOpts>),
+    /// List the stored results along a branch's first parents with their intervals, find the
+    /// change points of each metric, and chart them.
+    History(Box<HistoryOpts>),
+}
+
+/// `cargo loadgate history`.
+#[derive(Debug, Args)]
+pub struct HistoryOpts {
+    /// Where the configuration comes from: only results of its config hash are listed.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// Where baselines are kept: `notes`, `notes:REF` or `dir:PATH`.
+    #[arg(long, value_name = "STORE", default_value = "notes")]
+    pub baseline_store: String,
+    /// The revision whose first parents are walked.
+    #[arg(
+        long,
+        visible_alias = "branch",
+        value_name = "REV",
+        default_value = "HEAD"
+    )]
+    pub rev: String,
+    /// The oldest commit walked (included); it must be a first-parent ancestor of `--rev`.
+    /// Without it the walk goes back `--limit` commits.
+    #[arg(long, value_name = "REV")]
+    pub since: Option<String>,
+    /// The most commits walked.
+    #[arg(long, value_name = "N", default_value_t = crate::baseline::DEFAULT_WALK_LIMIT,
+          value_parser = parse_limit)]
+    pub limit: usize,
+    /// A metric to list: p50, p99, error-rate or capacity (repeatable) [default: all].
+    #[arg(long = "metric", value_name = "NAME")]
+    pub metrics: Vec<String>,
+    /// The operation whose latencies to list [default: all operations together].
+    #[arg(long, value_name = "NAME")]
+    pub operation: Option<String>,
+    /// Where history.json, the charts and history.md are written [default:
+    /// target/loadgate/history/ of the workspace].
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Print the history document as JSON instead of the listing.
+    #[arg(long)]
+    pub json: bool,
+    /// Put in history.md (and `$GITHUB_STEP_SUMMARY`) only the change points that may lie
+    /// after this commit, e.g. the commit before a push.
+    #[arg(long, value_name = "REV")]
+    pub new_since: Option<String>,
 }
 
 /// `cargo loadgate report`.
@@ -428,6 +475,15 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
         _ => Err(format!("expected KEY=VALUE, got `{s}`")),
+    }
+}
+
+fn parse_limit(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=10_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of commits from 1 to 10000, got `{s}`"
+        )),
     }
 }
 

@@ -5,12 +5,17 @@ use crate::result::{Metric, MetricComparison, Scale};
 
 /// The metric's name with its operation, e.g. ``p99 of `login` ``.
 pub fn metric_name(m: &MetricComparison) -> String {
-    match &m.operation {
-        Some(op) => format!("{} of `{op}`", m.metric.label()),
-        None if matches!(m.metric, Metric::P50 | Metric::P99) => {
-            format!("{} (all operations)", m.metric.label())
+    metric_label(m.metric, m.operation.as_deref())
+}
+
+/// The name of `metric` of `operation` (`None`: all operations), e.g. ``p99 of `login` ``.
+pub fn metric_label(metric: Metric, operation: Option<&str>) -> String {
+    match operation {
+        Some(op) => format!("{} of `{op}`", metric.label()),
+        None if matches!(metric, Metric::P50 | Metric::P99) => {
+            format!("{} (all operations)", metric.label())
         }
-        None => m.metric.label().to_owned(),
+        None => metric.label().to_owned(),
     }
 }
 
@@ -24,7 +29,13 @@ pub fn format_change(m: &MetricComparison, value: Option<f64>) -> String {
             "?".to_owned()
         };
     };
-    match m.metric {
+    change_phrase(m.metric, v)
+}
+
+/// A change of `metric` on its scale for people (a ratio for latency and capacity, a difference
+/// otherwise): `+18.0%`, `+0.50 pp`, `+1.00 MiB/min`.
+pub fn change_phrase(metric: Metric, v: f64) -> String {
+    match metric {
         Metric::ErrorRate => format!("{:+.2} pp", v * 100.0),
         Metric::RssSlope => format!("{:+.2} MiB/min", v * 60.0 / (1024.0 * 1024.0)),
         _ => format!("{:+.1}%", (v - 1.0) * 100.0),

@@ -7,6 +7,7 @@
 //! one leak rule, `noise.rs` the run-to-run noise of a comparison with a stored baseline,
 //! `accept.rs` the intended changes (`Loadgate-Accept`) that replace a metric's threshold,
 //! `headroom.rs` the headroom against the production load and the `[slo] headroom` rule.
+//! `history.rs` the figures and change points of a metric over commits (`cargo loadgate history`).
 
 mod accept;
 mod decide;
@@ -14,6 +15,7 @@ mod estimate;
 mod figures;
 mod format;
 mod headroom;
+mod history;
 mod leak;
 mod noise;
 mod options;
@@ -27,8 +29,14 @@ pub use accept::{
 };
 pub use decide::{compare, compare_results, compare_with};
 pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
-pub use format::{format_change, format_threshold, metric_name, threshold_phrase};
+pub use format::{
+    change_phrase, format_change, format_threshold, metric_label, metric_name, threshold_phrase,
+};
 pub use headroom::{ProductionLoad, headroom, settle_headroom};
+pub use history::{
+    CommitInput, HISTORY_METRICS, HistoryRequest, UnknownOperation, WalkHeader, history,
+    parse_history_metric,
+};
 pub use leak::{head_leak, leak_finding, record_leak};
 pub use noise::{
     DEFAULT_RUN_NOISE, DefaultNoise, MIN_NOISE_RUNS, NoiseModel, NoiseRuns, Reachable,

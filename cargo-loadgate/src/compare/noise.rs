@@ -108,7 +108,7 @@ pub struct NoiseRuns {
 }
 
 /// Which metric a figure belongs to: the metric and its operation class (`None`: all).
-type Key = (Metric, Option<String>);
+pub(super) type Key = (Metric, Option<String>);
 
 /// One metric's run-to-run figure.
 #[derive(Clone, Debug, PartialEq)]
@@ -276,7 +276,11 @@ pub struct NoiseModel {
 
 /// Each primary metric's value in one run and the variance of its own sampling error, on the
 /// test scale. `label` seeds the bootstraps.
-fn run_points(f: &RunFigures, options: &CompareOptions, label: &str) -> Vec<(Key, f64, f64)> {
+pub(super) fn run_points(
+    f: &RunFigures,
+    options: &CompareOptions,
+    label: &str,
+) -> Vec<(Key, f64, f64)> {
     let mut points = Vec::new();
     if let Some(phase) = &f.phase {
         if let Some(level) = level_se(phase, options, &format!("{label}/level")) {

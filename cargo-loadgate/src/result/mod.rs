@@ -9,6 +9,7 @@
 mod comparison;
 mod hash;
 mod headroom;
+mod history;
 mod paired;
 mod read;
 mod run;
@@ -21,6 +22,10 @@ pub use comparison::{
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
 pub use headroom::{HeadroomBound, HeadroomComparison, HeadroomOutcome, HeadroomSummary};
+pub use history::{
+    BreakReason, HISTORY_FORMAT_VERSION, HistoryChange, HistoryCommit, HistoryPoint, HistoryResult,
+    MetricHistory, SeriesBreak, SeriesKey,
+};
 pub use paired::{
     BaseSource, BlockFigures, BlockRecord, PairRecord, PairedBase, PairedDesign, PairedRecord,
     pair_records,

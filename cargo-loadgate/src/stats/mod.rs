@@ -20,7 +20,8 @@ pub use bootstrap::{
     autocorrelation_time, block_bootstrap_sd, block_len, derive_seed, quantile_log_se,
 };
 pub use change_point::{
-    ChangePoint, ChangePointOptions, change_point, change_points, first_segment_len,
+    ChangeEstimate, ChangeIntervalOptions, ChangePoint, ChangePointOptions, change_point,
+    change_points, describe_changes, first_segment_len,
 };
 pub use holm::{HolmStep, holm, normal_cdf};
 pub use median::{median, median_in_place};

@@ -282,6 +282,36 @@ pub(super) fn draw_legend(area: &Area<'_>, rows: &[LegendRow]) -> DrawResult {
     Ok(())
 }
 
+/// A chart of linear axes `x` by `y` on `area`, with the mesh, labels and axis descriptions every
+/// linear chart here draws (the soak's panels, the history).
+pub(super) fn linear_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    (x, y): (Range<f64>, Range<f64>),
+    (x_desc, y_desc): (&str, &str),
+) -> Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    DrawingAreaErrorKind<std::io::Error>,
+> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .margin_right(20)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&axis_number)
+        .y_label_formatter(&axis_number)
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 14))
+        .max_light_lines(2)
+        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
+        .draw()?;
+    Ok(chart)
+}
+
 /// Axis numbers without trailing zeros: `0.25`, `2.5`, `40`.
 pub(super) fn axis_number(v: &f64) -> String {
     let text = if v.abs() >= 100.0 {

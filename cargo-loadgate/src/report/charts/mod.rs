@@ -1,6 +1,6 @@
 //! SVG charts of a run (issue #6): latency percentiles and throughput against offered load with
 //! the knee marked, the soak's RSS and p99 series with their Theil–Sen slopes, and a paired run's
-//! per-pair ratios head / base (issue 13).
+//! per-pair ratios head / base (issue 13), and one metric over the commits of a history (issue 18).
 //!
 //! They read the typed run result ([`RunResult`], as written to the out-dir or read back from a
 //! baseline with `result::read`), through the views of `view.rs`; an older or partial result
@@ -14,12 +14,14 @@
 //! Drawn with plotters' SVG backend, which writes `<text>` elements and needs no font files.
 
 mod draw;
+mod history;
 mod latency;
 mod pairs;
 mod soak;
 mod throughput;
 mod view;
 
+pub use history::{HISTORY_CHART, history_chart_name, render_history};
 pub use latency::render_latency;
 pub use pairs::render_pairs;
 pub use soak::render_soak;

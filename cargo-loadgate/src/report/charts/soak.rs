@@ -2,8 +2,8 @@
 //! line.
 
 use super::draw::{
-    Area, DrawResult, FIT_COLOR, FONT, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, WIDTH,
-    axis_number, draw_legend, draw_markers, heading, render, zero_to,
+    Area, DrawResult, FIT_COLOR, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, WIDTH, draw_legend,
+    draw_markers, heading, linear_chart, render, zero_to,
 };
 use super::view::{MIB, run_line, run_name, soak_view};
 use super::{ChartError, SOAK_CHART};
@@ -161,23 +161,11 @@ pub(super) fn draw_soak_panel(
         let pad = ((high - low) * 0.15).max(0.25);
         (low - pad).max(0.0)..high + pad
     };
-    let mut chart = ChartBuilder::on(&plot)
-        .margin(12)
-        .margin_right(20)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x, y)?;
-    chart
-        .configure_mesh()
-        .x_desc("time into the soak's measured part (s)")
-        .y_desc(panel.y_desc)
-        .x_label_formatter(&axis_number)
-        .y_label_formatter(&axis_number)
-        .label_style((FONT, 12))
-        .axis_desc_style((FONT, 14))
-        .max_light_lines(2)
-        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
-        .draw()?;
+    let mut chart = linear_chart(
+        &plot,
+        (x, y),
+        ("time into the soak's measured part (s)", panel.y_desc),
+    )?;
     chart.draw_series(LineSeries::new(
         points.iter().copied(),
         SERIES_COLOR.stroke_width(2),

@@ -412,7 +412,7 @@ fn the_base_is_drawn_lighter_beside_the_head() {
     }
     let svg = render_throughput(&head, Some(&base)).unwrap().unwrap();
     let png = rasterize(&svg);
-    assert!(count(&png, SERIES_COLOR) > 300);
+    assert!(count(&png, SERIES_COLOR) > 150);
     assert!(count(&png, lighter(SERIES_COLOR)) > 100);
 }
 
@@ -714,4 +714,97 @@ fn a_paired_run_without_usable_pairs_gets_no_pairs_chart() {
     assert_eq!(render_pairs(&paired).unwrap(), None);
     paired.paired = None;
     assert_eq!(render_pairs(&paired).unwrap(), None);
+}
+
+/// A history of 8 commits: one without a result, an accepted step at the 5th, a change point
+/// there with its location interval two commits wide.
+fn history_doc() -> (crate::result::HistoryResult, crate::result::MetricHistory) {
+    use crate::result::{
+        BreakReason, HISTORY_FORMAT_VERSION, HistoryChange, HistoryCommit, HistoryPoint,
+        HistoryResult, Metric, MetricHistory, Scale,
+    };
+    let id = |i: usize| format!("{i:x}{}", "0".repeat(39));
+    let commits: Vec<HistoryCommit> = (0..8)
+        .map(|i| HistoryCommit {
+            commit: id(i),
+            accepted: i == 4,
+            accepts: Vec::new(),
+            in_series: i != 2,
+            reason: (i == 2).then_some(BreakReason::NoResult),
+            detail: None,
+        })
+        .collect();
+    let points = (0..8)
+        .filter(|&i| i != 2)
+        .map(|i| {
+            let v = if i >= 4 { 12.0 } else { 10.0 };
+            HistoryPoint {
+                commit: id(i),
+                estimate: v,
+                low: v * 0.95,
+                high: v * 1.05,
+                confidence: 0.95,
+            }
+        })
+        .collect();
+    let metric = MetricHistory {
+        metric: Metric::P99,
+        operation: Some("log in".to_owned()),
+        scale: Scale::Ratio,
+        unit: "ms".to_owned(),
+        points,
+        change_points: vec![HistoryChange {
+            commit: id(4),
+            estimate: 1.2,
+            low: 1.1,
+            high: 1.3,
+            confidence: 0.95,
+            p_value: 0.01,
+            earliest: id(3),
+            latest: id(4),
+            accepted: true,
+            accepted_by: Some("`Loadgate-Accept: p99 +25%` in 4000000".to_owned()),
+            sentence: String::new(),
+        }],
+    };
+    let doc = HistoryResult {
+        format_version: HISTORY_FORMAT_VERSION,
+        store: "dir:/s".to_owned(),
+        rev: "HEAD".to_owned(),
+        head: id(7),
+        since: None,
+        limited: false,
+        series: None,
+        commits,
+        breaks: Vec::new(),
+        metrics: vec![metric.clone()],
+        warnings: Vec::new(),
+    };
+    (doc, metric)
+}
+
+#[test]
+fn the_history_chart_draws_points_the_change_point_and_the_accepted_step() {
+    let (doc, metric) = history_doc();
+    assert_eq!(history_chart_name(&metric), "history-p99-log_in.svg");
+    let svg = render_history(&doc, &metric).unwrap().unwrap();
+    assert!(svg.contains("p99 of `log in` over 8 commit(s)"), "{svg}");
+    assert!(svg.contains("+20.0% at 4000000 (accepted)"), "{svg}");
+    assert!(svg.contains("accepted 4000000"), "{svg}");
+    let png = rasterize(&svg);
+    // Measured: 256 pixels of the series' colour (seven markers and their bars), 434 of the
+    // change point's (its dashed line; the band is lighter), 508 of the accepted step's line.
+    assert!(count(&png, SERIES_COLOR) > 150, "the points are lost");
+    assert!(
+        count(&png, history::CHANGE_COLOR) > 200,
+        "the change point is lost"
+    );
+    assert!(
+        count(&png, history::ACCEPT_COLOR) > 250,
+        "the accepted step is lost"
+    );
+    // A metric without points draws nothing.
+    let mut empty = metric;
+    empty.points.clear();
+    assert!(render_history(&doc, &empty).unwrap().is_none());
 }

@@ -452,6 +452,7 @@ mod tests {
                             rss_slope: None,
                             calibration: None,
                             calibration_drift: None,
+                            production_sessions_per_sec: None,
                         }),
                     },
                 }

@@ -16,7 +16,8 @@ pub use check::{
     check,
 };
 pub use model::{
-    MIX_CONFIDENCE, MixValidation, ModelAnalysis, ModelError, OperationMix, OperationShare,
+    MIX_CONFIDENCE, MeanCheck, MixMoments, MixValidation, ModelAnalysis, ModelError, OperationMix,
+    OperationShare,
     analyze, render_check, validate_mix, validate_mix_against,
 };
 pub use pointer::PointerSet;

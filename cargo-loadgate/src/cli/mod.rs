@@ -9,6 +9,8 @@ mod check;
 mod clean;
 mod exit;
 mod gate;
+mod load;
+mod model;
 mod opts;
 mod paired;
 mod progress;
@@ -48,6 +50,8 @@ pub fn main() -> i32 {
         Command::Compare(compare) => baseline_cmd::compare_files(compare),
         Command::Report(report) => report::run(report),
         Command::Qualify(qualify) => qualify::run(qualify),
+        Command::Model(model) => model::run(model),
+        Command::Load(load) => load::run(load),
     }
 }
 

@@ -65,6 +65,16 @@ pub enum LogError {
         /// Lines of known operations.
         matched: u64,
     },
+    /// Every session started within two session gaps of the log's end, so none is counted.
+    #[error(
+        "all {sessions} sessions started within two session gaps ({gap} each) of the log's end, so none is known to have ended\nhint: give a longer log or a shorter `--session-gap` (longer than users think between requests)"
+    )]
+    AllLate {
+        /// Sessions formed.
+        sessions: u64,
+        /// The gap.
+        gap: String,
+    },
     /// No line matched any route.
     #[error(
         "no line of the {lines} read matched a route{}\nhint: add routes with `--route 'METHOD /path/{{id}}=operation'`",

@@ -15,7 +15,7 @@
 //! given and a fixed (spread below 20% of the median) or uniform (by moments: mean ± √3·sd)
 //! alternative is offered.
 
-use super::sessions::SessionSink;
+use super::sessions::{Session, SessionEnd, SessionSink};
 use crate::config::{ThinkTime, WorkloadConfig, format_duration};
 use crate::stats::{
     ExponentialFit, Proportion, bonferroni_z, exponential_fit, sorted_quantile, wilson,
@@ -49,6 +49,10 @@ pub struct ModelCounts {
     exits: Vec<u64>,
     think: Vec<ThinkSample>,
     moments: MixMoments,
+    /// Sessions the log's end cut that started earlier than the gap before it.
+    pub censored: u64,
+    /// Sessions that started within the gap of the log's end, left out.
+    pub late: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -92,6 +96,8 @@ impl ModelCounts {
             exits: vec![0; operations],
             think: vec![ThinkSample::default(); operations * operations],
             moments: MixMoments::new(operations),
+            censored: 0,
+            late: 0,
         }
     }
 
@@ -101,19 +107,28 @@ impl ModelCounts {
     }
 }
 
+/// A late session ([`SessionEnd::Late`]) is left out whole; a cut one keeps its transitions
+/// (each observed departure is a fair draw) but gives no exit and no mix sample.
 impl SessionSink for ModelCounts {
-    fn start(&mut self, op: usize, _time_us: i64) {
-        self.entries[op] += 1;
-    }
-
-    fn step(&mut self, from: usize, to: usize, think_us: i64) {
-        self.transitions[from * self.n + to] += 1;
-        self.think[from * self.n + to].add(think_us as f64 / 1e6);
-    }
-
-    fn end(&mut self, last: usize, counts: &[u64]) {
-        self.exits[last] += 1;
-        self.moments.add_session(counts);
+    fn session(&mut self, s: &Session<'_>) {
+        if s.end == SessionEnd::Late {
+            self.late += 1;
+            return;
+        }
+        self.entries[s.first] += 1;
+        let mut from = s.first;
+        for &(to, think_us) in s.steps {
+            self.transitions[from * self.n + to] += 1;
+            self.think[from * self.n + to].add(think_us as f64 / 1e6);
+            from = to;
+        }
+        match s.end {
+            SessionEnd::Ended => {
+                self.exits[from] += 1;
+                self.moments.add_session(s.counts);
+            }
+            SessionEnd::Cut | SessionEnd::Late => self.censored += 1,
+        }
     }
 }
 

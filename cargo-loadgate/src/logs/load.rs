@@ -10,7 +10,7 @@ use super::parse::format_rfc3339;
 use super::pipeline::{LOGS_FORMAT_VERSION, ScanOptions, default_key};
 use super::reader::{ScanSummary, scan};
 use super::routes::{Route, RouteTable};
-use super::sessions::{SessionKey, SessionSink, Sessionizer};
+use super::sessions::{Session, SessionKey, SessionSink, Sessionizer};
 use crate::stats::normal_quantile;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -150,12 +150,14 @@ struct Starts<'a> {
     interval_us: i64,
 }
 
+/// Every session counts where it starts, however the log's end cut it.
 impl SessionSink for Starts<'_> {
-    fn start(&mut self, _op: usize, time_us: i64) {
-        *self.buckets.entry(time_us.div_euclid(self.interval_us)).or_insert(0) += 1;
+    fn session(&mut self, s: &Session<'_>) {
+        *self
+            .buckets
+            .entry(s.start_us.div_euclid(self.interval_us))
+            .or_insert(0) += 1;
     }
-    fn step(&mut self, _: usize, _: usize, _: i64) {}
-    fn end(&mut self, _: usize, _: &[u64]) {}
 }
 
 /// Reads the logs and computes the production load. Sessions need no routes (every line is a
@@ -206,6 +208,10 @@ pub fn read_load(
             sessions.push(&mut sink, k, 0, line.time_us, line.answer_us.unwrap_or(0));
         }
     })?;
+    sessions.finish(&mut Starts {
+        buckets: &mut buckets,
+        interval_us,
+    });
     if lines == 0 {
         return Err(LogError::Empty);
     }

@@ -67,6 +67,11 @@ pub struct SessionSummary {
     pub overlapping: u64,
     /// Sessions formed.
     pub sessions: u64,
+    /// Sessions the log's end cut, started earlier than the gap before it: their transitions
+    /// count, their end does not.
+    pub censored: u64,
+    /// Sessions that started within the gap of the log's end: left out.
+    pub late: u64,
 }
 
 /// Everything `model` found.
@@ -159,6 +164,12 @@ pub fn read_model(
             matched,
         });
     }
+    if counts.late == sessions.sessions {
+        return Err(LogError::AllLate {
+            sessions: sessions.sessions,
+            gap: crate::config::format_duration(opts.session_gap),
+        });
+    }
     let estimate = ModelEstimate::from_counts(&counts, &names, &lines);
     let span_s = match (scan.first_us, scan.last_us) {
         (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e6,
@@ -221,6 +232,8 @@ pub fn read_model(
             lines_without_key: without_key,
             overlapping: sessions.overlapping,
             sessions: sessions.sessions,
+            censored: counts.censored,
+            late: counts.late,
         },
         scan,
         unmatched,
@@ -328,7 +341,9 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
             format: None,
             json_fields: JsonFields::default(),
             session_key: None,
-            session_gap: Duration::from_secs(60),
+            // Longer than any think time the models draw (e^-10 for a 2 s mean), so no session
+            // splits, and short beside the logs' 100 s: sessions of the first 60 s are kept.
+            session_gap: Duration::from_secs(20),
         }
     }
 
@@ -347,7 +362,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         let mut good = 0;
         let mut failures = Vec::new();
         for seed in 0..10 {
-            let report = model_of(&w, &synthetic_log(&w, seed, 60), &w);
+            let report = model_of(&w, &synthetic_log(&w, seed, 100), &w);
             let cmp = report.config_comparison.as_ref().unwrap();
             let config_valid = report.validations[1].within;
             assert!(report.estimate.sessions > 5_000, "{}", report.estimate.sessions);
@@ -365,7 +380,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
     #[test]
     fn the_think_time_test_names_the_fixed_and_uniform_ones() {
         let w = config(MODEL).workload;
-        let report = model_of(&w, &synthetic_log(&w, 3, 60), &w);
+        let report = model_of(&w, &synthetic_log(&w, 3, 100), &w);
         let think = |from: &str, to: &str| {
             let op = report.estimate.operations.iter().find(|o| o.name == from).unwrap();
             op.transitions.iter().find(|t| t.to == to).unwrap().think.clone()
@@ -401,7 +416,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         .workload;
         assert_ne!(old, moved);
         for seed in 0..3 {
-            let report = model_of(&moved, &synthetic_log(&moved, seed, 60), &old);
+            let report = model_of(&moved, &synthetic_log(&moved, seed, 100), &old);
             let v = &report.validations[1];
             assert!(!v.within, "{v}");
             let named: Vec<&str> = v
@@ -421,7 +436,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
     #[test]
     fn the_written_workload_parses_with_the_config_loader() {
         let w = config(MODEL).workload;
-        let report = model_of(&w, &synthetic_log(&w, 1, 20), &w);
+        let report = model_of(&w, &synthetic_log(&w, 1, 60), &w);
         let parsed = config(&report.workload_toml);
         let names: Vec<&str> = parsed.workload.operations.iter().map(|o| o.name.as_str()).collect();
         assert_eq!(names, ["landing", "login", "accounts", "transactions", "transfer"]);
@@ -447,7 +462,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
     fn a_route_matching_nothing_is_a_warning_and_unmatched_paths_are_listed() {
         let w = config(MODEL).workload;
         let dir = tempfile::tempdir().unwrap();
-        let mut log = synthetic_log(&w, 1, 5);
+        let mut log = synthetic_log(&w, 1, 60);
         log.push_str("127.0.0.1 - - [03/Dec/2025:12:00:09.000000 +0000] \"GET /static/app-3f2a.js HTTP/1.1\" 200 10 \"-\" \"b\" user=x\n");
         let path = write_log(dir.path(), "access.log", &log);
         let mut routes = routes_from_workload(&w);

@@ -61,28 +61,82 @@ impl fmt::Display for SessionKey {
     }
 }
 
+/// How a session's end was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// A gap longer than the session gap followed it: it ended.
+    Ended,
+    /// The log ended within the gap of its last request, so its end is unknown; it started more
+    /// than two gaps before the log's end.
+    Cut,
+    /// It started within two session gaps of the log's end, whether or not it was seen ending.
+    /// Sessions that started earlier had a gap to end in and a gap to be seen ending, so the cut
+    /// ones among them are the rare ones longer than a gap, and choosing sessions by their start
+    /// does not favour short ones (as keeping the late ones that happened to end would).
+    Late,
+}
+
+/// One session, as it is handed over once its end is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session<'a> {
+    /// When its first request started, in microseconds since the epoch.
+    pub start_us: i64,
+    /// Its first operation.
+    pub first: usize,
+    /// Each later request: its operation and the think time before it, in microseconds (the gap
+    /// less the previous answer time).
+    pub steps: &'a [(usize, i64)],
+    /// Its requests per operation.
+    pub counts: &'a [u64],
+    /// How its end was seen.
+    pub end: SessionEnd,
+}
+
+impl Session<'_> {
+    /// Its last operation.
+    pub fn last(&self) -> usize {
+        self.steps.last().map_or(self.first, |s| s.0)
+    }
+}
+
 /// Where sessions go as they are formed.
 pub trait SessionSink {
-    /// A session starts at operation `op` at `time_us`.
-    fn start(&mut self, op: usize, time_us: i64);
-    /// A session goes from `from` to `to` after `think_us` (the gap less the answer time).
-    fn step(&mut self, from: usize, to: usize, think_us: i64);
-    /// A session ends after `last`; `counts` are its visits per operation.
-    fn end(&mut self, last: usize, counts: &[u64]);
+    /// A session whose end is known, or the log's end cut.
+    fn session(&mut self, session: &Session<'_>);
 }
 
 #[derive(Debug)]
 struct Open {
-    last_op: usize,
+    start_us: i64,
+    first: usize,
+    steps: Vec<(usize, i64)>,
     /// When the last request's answer was complete (its start plus its answer time).
     last_end_us: i64,
     counts: Vec<u64>,
 }
 
+impl Open {
+    fn emit(&self, sink: &mut impl SessionSink, end: SessionEnd) {
+        sink.session(&Session {
+            start_us: self.start_us,
+            first: self.first,
+            steps: &self.steps,
+            counts: &self.counts,
+            end,
+        });
+    }
+}
+
 /// Forms sessions from requests in time order.
+///
+/// A session is handed to the sink when a gap longer than the session gap follows it, and at
+/// [`Sessionizer::finish`] the open ones as censored: the log's end leaves their end unknown.
 #[derive(Debug)]
 pub struct Sessionizer {
     open: HashMap<Box<[u8]>, Open>,
+    /// Ended sessions that started less than two gaps ago: whether they are late is known only
+    /// when the log's end is (bounded by the arrivals of two gaps, so memory stays flat).
+    pending: Vec<Open>,
     gap_us: i64,
     operations: usize,
     now_us: i64,
@@ -99,6 +153,7 @@ impl Sessionizer {
     pub fn new(operations: usize, gap_us: i64) -> Self {
         Self {
             open: HashMap::new(),
+            pending: Vec::new(),
             gap_us,
             operations,
             now_us: i64::MIN,
@@ -130,19 +185,25 @@ impl Sessionizer {
                 if think < 0 {
                     self.overlapping += 1;
                 }
-                sink.step(s.last_op, op, think.max(0));
-                s.last_op = op;
+                s.steps.push((op, think.max(0)));
                 s.last_end_us = s.last_end_us.max(end_us);
                 s.counts[op] += 1;
             }
             Some(s) => {
-                sink.end(s.last_op, &s.counts);
-                s.counts.iter_mut().for_each(|c| *c = 0);
-                s.counts[op] = 1;
-                s.last_op = op;
-                s.last_end_us = end_us;
+                let mut counts = vec![0; self.operations];
+                counts[op] = 1;
+                let ended = std::mem::replace(
+                    s,
+                    Open {
+                        start_us,
+                        first: op,
+                        steps: Vec::new(),
+                        last_end_us: end_us,
+                        counts,
+                    },
+                );
+                self.pending.push(ended);
                 self.sessions += 1;
-                sink.start(op, start_us);
             }
             None => {
                 let mut counts = vec![0; self.operations];
@@ -150,30 +211,52 @@ impl Sessionizer {
                 self.open.insert(
                     key.into(),
                     Open {
-                        last_op: op,
+                        start_us,
+                        first: op,
+                        steps: Vec::new(),
                         last_end_us: end_us,
                         counts,
                     },
                 );
                 self.sessions += 1;
-                sink.start(op, start_us);
             }
         }
     }
 
-    /// Ends every open session (the log is over).
+    /// Hands over every open session: the log is over.
     pub fn finish(&mut self, sink: &mut impl SessionSink) {
         self.sweep(sink, true);
     }
 
-    fn sweep(&mut self, sink: &mut impl SessionSink, all: bool) {
+    fn sweep(&mut self, sink: &mut impl SessionSink, at_end: bool) {
         let (now, gap) = (self.now_us, self.gap_us);
+        let pending = &mut self.pending;
         self.open.retain(|_, s| {
-            let keep = !all && now.saturating_sub(s.last_end_us) <= gap;
-            if !keep {
-                sink.end(s.last_op, &s.counts);
+            let silent = now.saturating_sub(s.last_end_us) > gap;
+            if silent || at_end {
+                pending.push(std::mem::replace(
+                    s,
+                    Open {
+                        start_us: 0,
+                        first: 0,
+                        steps: Vec::new(),
+                        last_end_us: 0,
+                        counts: Vec::new(),
+                    },
+                ));
             }
-            keep
+            !silent && !at_end
+        });
+        let late_after = now.saturating_sub(gap.saturating_mul(2));
+        self.pending.retain(|s| {
+            let late = s.start_us >= late_after;
+            let silent = now.saturating_sub(s.last_end_us) > gap;
+            if !late {
+                s.emit(sink, if silent { SessionEnd::Ended } else { SessionEnd::Cut });
+            } else if at_end {
+                s.emit(sink, SessionEnd::Late);
+            }
+            late && !at_end
         });
     }
 }
@@ -186,14 +269,16 @@ mod tests {
     struct Record(Vec<String>);
 
     impl SessionSink for Record {
-        fn start(&mut self, op: usize, t: i64) {
-            self.0.push(format!("start {op} at {t}"));
-        }
-        fn step(&mut self, from: usize, to: usize, think: i64) {
-            self.0.push(format!("{from}->{to} after {think}"));
-        }
-        fn end(&mut self, last: usize, counts: &[u64]) {
-            self.0.push(format!("end after {last} {counts:?}"));
+        fn session(&mut self, s: &Session<'_>) {
+            self.0.push(format!(
+                "at {} from {} via {:?} to {} {:?} {:?}",
+                s.start_us,
+                s.first,
+                s.steps,
+                s.last(),
+                s.counts,
+                s.end
+            ));
         }
     }
 
@@ -204,23 +289,40 @@ mod tests {
         s.push(&mut r, b"a", 0, 0, 10);
         s.push(&mut r, b"b", 0, 5, 0);
         s.push(&mut r, b"a", 1, 50, 5); // think 40
-        s.push(&mut r, b"a", 0, 300, 0); // gap 245 > 100: a new session
+        s.push(&mut r, b"a", 0, 300, 0); // 245 after a's last answer: b and a ended
+        s.push(&mut r, b"c", 1, 360, 0);
         s.finish(&mut r);
-        assert_eq!(s.sessions, 3);
-        // A sweep ends sessions in no particular order.
+        assert_eq!(s.sessions, 4);
+        // A sweep hands sessions over in no particular order.
         r.0.sort();
         let mut expected = vec![
-                "start 0 at 0",
-                "start 0 at 5",
-                "0->1 after 40",
-                // The sweep at 300 ends b (silent since 5) and a (silent since 55).
-                "end after 0 [1, 0]",
-                "end after 1 [1, 1]",
-                "start 0 at 300",
-                "end after 0 [1, 0]",
-            ];
+            "at 0 from 0 via [(1, 40)] to 1 [1, 1] Ended",
+            "at 5 from 0 via [] to 0 [1, 0] Ended",
+            // At the log's end (360): a started 60 before it, c at it: both within 2 gaps.
+            "at 300 from 0 via [] to 0 [1, 0] Late",
+            "at 360 from 1 via [] to 1 [0, 1] Late",
+        ];
         expected.sort_unstable();
         assert_eq!(r.0, expected);
+    }
+
+    #[test]
+    fn a_session_open_at_the_end_but_started_earlier_is_cut_and_a_late_one_is_late_even_ended() {
+        let mut s = Sessionizer::new(1, 100);
+        let mut r = Record::default();
+        for t in [0, 80, 160, 240, 320] {
+            s.push(&mut r, b"a", 0, t, 0);
+        }
+        s.push(&mut r, b"b", 0, 190, 0); // ended by 320, but started within 200 of the end
+        s.finish(&mut r);
+        r.0.sort();
+        assert_eq!(
+            r.0,
+            [
+                "at 0 from 0 via [(0, 80), (0, 80), (0, 80), (0, 80)] to 0 [5] Cut",
+                "at 190 from 0 via [] to 0 [1] Late",
+            ]
+        );
     }
 
     #[test]
@@ -229,8 +331,9 @@ mod tests {
         let mut r = Record::default();
         s.push(&mut r, b"a", 0, 0, 50);
         s.push(&mut r, b"a", 0, 20, 5);
+        s.finish(&mut r);
         assert_eq!(s.overlapping, 1);
-        assert_eq!(r.0[1], "0->0 after 0");
+        assert!(r.0[0].contains("via [(0, 0)]"), "{:?}", r.0);
     }
 
     #[test]

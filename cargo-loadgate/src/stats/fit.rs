@@ -128,10 +128,10 @@ mod tests {
     #[test]
     fn wilson_matches_a_hand_computation() {
         // k = 8, n = 10, z = 1.96: center = (0.8 + 0.19208)/1.38416 = 0.716738,
-        // half = 1.96/1.38416 · √(0.016 + 0.00096040) = 0.184417.
+        // half = 1.96/1.38416 · √(0.016 + 0.00096040) = 0.226581: [0.4902, 0.9433].
         let p = wilson(8, 10, 1.96);
-        assert!((p.low - 0.490_32).abs() < 1e-4, "{p:?}");
-        assert!((p.high - 0.943_16).abs() < 1e-4, "{p:?}");
+        assert!((p.low - 0.490_157).abs() < 1e-5, "{p:?}");
+        assert!((p.high - 0.943_319).abs() < 1e-5, "{p:?}");
         assert_eq!(p.point, 0.8);
         assert_eq!(wilson(0, 0, 2.0).high, 1.0);
         let zero = wilson(0, 100, 2.576);

@@ -25,7 +25,8 @@ pub fn run(opts: &ModelOpts) -> i32 {
     match read_model(&scan, routes, against) {
         Ok(report) => {
             if let Some(out) = &opts.out
-                && let Err(e) = crate::result::write_file_atomic(out, report.workload_toml.as_bytes())
+                && let Err(e) =
+                    crate::result::write_file_atomic(out, report.workload_toml.as_bytes())
             {
                 eprint!("{}", render_error(&e));
                 return ExitCode::OTHER_ERROR;
@@ -102,7 +103,12 @@ pub(super) fn prepare(
                     .config
                     .as_ref()
                     .map(|p| p.display().to_string())
-                    .or_else(|| config_opts.package.as_ref().map(|p| format!("`{p}` config")))
+                    .or_else(|| {
+                        config_opts
+                            .package
+                            .as_ref()
+                            .map(|p| format!("`{p}` config"))
+                    })
                     .unwrap_or_else(|| "config".to_owned());
                 Some(SelectedConfig {
                     config,
@@ -148,27 +154,38 @@ pub fn render(r: &ModelReport) -> String {
         s.lines,
         s.bytes as f64 / 1e6,
         s.bad_lines,
-        s.format.map_or("?", |f| match f {
-            LogFormat::Common => "common",
-            LogFormat::Combined => "combined",
-            LogFormat::Json => "json",
-        })
+        s.format.map_or_else(|| "?".to_owned(), |f| f.to_string())
     );
     for b in &s.bad_samples {
-        let _ = writeln!(out, "  {}:{}: {}: {}", b.file.display(), b.line, b.why, b.text);
+        let _ = writeln!(
+            out,
+            "  {}:{}: {}: {}",
+            b.file.display(),
+            b.line,
+            b.why,
+            b.text
+        );
     }
     let k = &r.sessions;
     let _ = writeln!(
         out,
         "sessions by `{}`{}, ending after {} of inactivity: {} sessions from {} lines of known operations ({} without the key)",
         k.key,
-        if k.key_is_default { " (the default)" } else { "" },
+        if k.key_is_default {
+            " (the default)"
+        } else {
+            ""
+        },
         crate::config::format_duration(std::time::Duration::from_secs_f64(k.gap_s)),
         k.sessions,
         k.matched_lines,
         k.lines_without_key
     );
-    let _ = writeln!(out, "{:.3} sessions/s on average over the log", r.sessions_per_sec);
+    let _ = writeln!(
+        out,
+        "{:.3} sessions/s on average over the log",
+        r.sessions_per_sec
+    );
     out.push('\n');
     let _ = write!(out, "{}", r.estimate);
     let _ = writeln!(out, "think times: {}", r.estimate.think_test);

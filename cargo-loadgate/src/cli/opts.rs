@@ -130,7 +130,9 @@ pub struct LoadOpts {
 fn parse_quantile(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(q) if q > 0.5 && q < 1.0 => Ok(q),
-        _ => Err(format!("expected a quantile above 0.5 and below 1, like 0.99, got `{s}`")),
+        _ => Err(format!(
+            "expected a quantile above 0.5 and below 1, like 0.99, got `{s}`"
+        )),
     }
 }
 

@@ -39,7 +39,7 @@ pub enum LogError {
     },
     /// More than the allowed share of lines are malformed.
     #[error(
-        "{bad} of {lines} lines are not in the {format:?} format (more than {limit}% are){}\nhint: pick the format with `--format combined|common|json` (and `--json-fields` for JSON names)",
+        "{bad} of {lines} lines are not in the {format} format (more than {limit}% are){}\nhint: pick the format with `--format combined|common|json` (and `--json-fields` for JSON names)",
         render_samples(samples),
         limit = super::reader::MAX_BAD_SHARE * 100.0
     )]

@@ -16,7 +16,7 @@
 //! alternative is offered.
 
 use super::sessions::{Session, SessionEnd, SessionSink};
-use crate::config::{ThinkTime, WorkloadConfig, format_duration};
+use crate::config::{ThinkTime, WorkloadConfig};
 use crate::stats::{
     ExponentialFit, Proportion, bonferroni_z, exponential_fit, sorted_quantile, wilson,
 };
@@ -164,13 +164,17 @@ impl LineStats {
     }
 
     fn path(&self) -> String {
-        most(self.paths.iter().map(|(p, n)| (p.as_slice(), *n)))
-            .map_or_else(|| "/".to_owned(), |p| String::from_utf8_lossy(p).into_owned())
+        most(self.paths.iter().map(|(p, n)| (p.as_slice(), *n))).map_or_else(
+            || "/".to_owned(),
+            |p| String::from_utf8_lossy(p).into_owned(),
+        )
     }
 
     fn method(&self) -> String {
-        most(self.methods.iter().map(|(m, n)| (m.as_slice(), *n)))
-            .map_or_else(|| "GET".to_owned(), |m| String::from_utf8_lossy(m).into_owned())
+        most(self.methods.iter().map(|(m, n)| (m.as_slice(), *n))).map_or_else(
+            || "GET".to_owned(),
+            |m| String::from_utf8_lossy(m).into_owned(),
+        )
     }
 
     fn status(&self) -> Option<u16> {
@@ -305,7 +309,11 @@ impl SuggestedThink {
             Self::Exponential { mean_s } => format!("\"{}\"", millis(mean_s)),
             Self::Fixed { value_s } => format!("{{ fixed = \"{}\" }}", millis(value_s)),
             Self::Uniform { low_s, high_s } => {
-                format!("{{ uniform = [\"{}\", \"{}\"] }}", millis(low_s), millis(high_s))
+                format!(
+                    "{{ uniform = [\"{}\", \"{}\"] }}",
+                    millis(low_s),
+                    millis(high_s)
+                )
             }
         }
     }
@@ -324,13 +332,21 @@ impl ModelEstimate {
         let n = counts.n;
         let sessions: u64 = counts.entries.iter().sum();
         let seen: Vec<usize> = (0..n)
-            .filter(|&i| counts.entries[i] > 0 || counts.exits[i] > 0 || (0..n).any(|j| counts.transitions[j * n + i] > 0))
+            .filter(|&i| {
+                counts.entries[i] > 0
+                    || counts.exits[i] > 0
+                    || (0..n).any(|j| counts.transitions[j * n + i] > 0)
+            })
             .collect();
         // Every reported interval: entries, and per operation its transitions and its exit.
         let family = seen.iter().filter(|&&i| counts.entries[i] > 0).count()
             + seen
                 .iter()
-                .map(|&i| 1 + (0..n).filter(|&j| counts.transitions[i * n + j] > 0).count())
+                .map(|&i| {
+                    1 + (0..n)
+                        .filter(|&j| counts.transitions[i * n + j] > 0)
+                        .count()
+                })
                 .sum::<usize>();
         let z = bonferroni_z(MODEL_CONFIDENCE, family);
         let entry = seen
@@ -405,9 +421,15 @@ impl ModelEstimate {
             "# The user model estimated from {} sessions ({} requests) by `cargo loadgate model`.",
             self.sessions, self.requests
         );
-        out.push_str("# Paste it into loadgate.toml; fill in the captures and checks a log cannot show.\n");
+        out.push_str(
+            "# Paste it into loadgate.toml; fill in the captures and checks a log cannot show.\n",
+        );
         out.push_str("[workload]\nseed = 42\n");
-        let _ = writeln!(out, "sessions-per-sec = {}   # {rate_note}", round_rate(sessions_per_sec));
+        let _ = writeln!(
+            out,
+            "sessions-per-sec = {}   # {rate_note}",
+            round_rate(sessions_per_sec)
+        );
         let entries: Vec<String> = self
             .entry
             .iter()
@@ -425,7 +447,10 @@ impl ModelEstimate {
             );
             match op.status {
                 Some(s) => {
-                    let _ = writeln!(out, "expect = {{ status = {s} }}   # add body-contains / json-pointer checks");
+                    let _ = writeln!(
+                        out,
+                        "expect = {{ status = {s} }}   # add body-contains / json-pointer checks"
+                    );
                 }
                 None => out.push_str("# expect = { status = 200 }\n"),
             }
@@ -692,7 +717,11 @@ pub fn compare_with_config(est: &ModelEstimate, w: &WorkloadConfig) -> ConfigCom
             .iter()
             .find(|x| &x.operation == name)
             .map_or(0, |x| x.sessions);
-        probabilities.push(check(format!("entry → {name}"), e.p, wilson(k, est.sessions, z)));
+        probabilities.push(check(
+            format!("entry → {name}"),
+            e.p,
+            wilson(k, est.sessions, z),
+        ));
     }
     let mut think_times = Vec::new();
     for op in &w.operations {
@@ -706,7 +735,11 @@ pub fn compare_with_config(est: &ModelEstimate, w: &WorkloadConfig) -> ConfigCom
             total += t.p;
             let seen = o.transitions.iter().find(|x| &x.to == to);
             let k = seen.map_or(0, |x| x.count);
-            probabilities.push(check(format!("{} → {to}", op.name), t.p, wilson(k, departures, z)));
+            probabilities.push(check(
+                format!("{} → {to}", op.name),
+                t.p,
+                wilson(k, departures, z),
+            ));
             if let Some(x) = seen {
                 let config_mean_s = think_mean(t.think);
                 think_times.push(ThinkCheck {
@@ -730,7 +763,10 @@ pub fn compare_with_config(est: &ModelEstimate, w: &WorkloadConfig) -> ConfigCom
     }
     ConfigComparison {
         all_probabilities_within: probabilities.iter().all(|p| p.within),
-        max_think_error: think_times.iter().map(|t| t.relative_error).fold(0.0, f64::max),
+        max_think_error: think_times
+            .iter()
+            .map(|t| t.relative_error)
+            .fold(0.0, f64::max),
         probabilities,
         think_times,
     }
@@ -766,17 +802,23 @@ impl std::fmt::Display for ModelEstimate {
             writeln!(f, "  {:<24} {}", e.operation, pct(e.p))?;
         }
         for o in &self.operations {
-            writeln!(f, "{} ({} {}, {} requests):", o.name, o.method, o.path, o.requests)?;
+            writeln!(
+                f,
+                "{} ({} {}, {} requests):",
+                o.name, o.method, o.path, o.requests
+            )?;
             for t in &o.transitions {
                 let fit = match t.think.exponential {
-                    Some(x) if x.fits => format!("exponential fits ({:.3} ≤ {:.3})", x.modified, x.critical),
+                    Some(x) if x.fits => {
+                        format!("exponential fits ({:.3} ≤ {:.3})", x.modified, x.critical)
+                    }
                     Some(x) => format!(
                         "NOT exponential ({:.3} > {:.3}); 10/50/90%: {} / {} / {}; try {}",
                         x.modified,
                         x.critical,
-                        format_duration(Duration::from_secs_f64(t.think.quantiles_s[0].max(0.0))),
-                        format_duration(Duration::from_secs_f64(t.think.quantiles_s[1].max(0.0))),
-                        format_duration(Duration::from_secs_f64(t.think.quantiles_s[2].max(0.0))),
+                        millis(t.think.quantiles_s[0]),
+                        millis(t.think.quantiles_s[1]),
+                        millis(t.think.quantiles_s[2]),
                         t.think.suggested.toml()
                     ),
                     None => "too few gaps to test".to_owned(),
@@ -786,7 +828,7 @@ impl std::fmt::Display for ModelEstimate {
                     "  → {:<22} {}  think mean {} ({})",
                     t.to,
                     pct(t.p),
-                    format_duration(Duration::from_secs_f64(t.think.mean_s.max(0.0))),
+                    millis(t.think.mean_s),
                     fit
                 )?;
             }

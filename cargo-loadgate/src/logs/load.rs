@@ -194,7 +194,9 @@ pub fn read_load(
         lines += 1;
         if let Some(op) = target {
             if table.classify(line.method, line.path) == Some(op) {
-                *buckets.entry(line.time_us.div_euclid(interval_us)).or_insert(0) += 1;
+                *buckets
+                    .entry(line.time_us.div_euclid(interval_us))
+                    .or_insert(0) += 1;
             }
             return;
         }
@@ -292,6 +294,87 @@ mod tests {
         let p = production_load(&[4, 8, 12], 0.0, 0.99).unwrap();
         assert_eq!((p.mean, p.sd), (8.0, 4.0));
         assert!((p.load_per_interval - 17.32).abs() < 1e-12, "{p:?}");
+    }
+
+    /// Issue 17: a day of sessions with a known shape, the nights excluded by the proposed
+    /// threshold, gives the hand-computed mean + 2.33σ.
+    #[test]
+    fn a_daily_shape_gives_the_hand_computed_production_load() {
+        use crate::logs::parse::format_clf_time;
+        // Per hour: 20 sessions at night (0–6 h and 22–23 h), the day's 15 hours as below.
+        let day = [
+            300, 350, 400, 450, 500, 550, 600, 600, 550, 500, 450, 400, 350, 300, 300,
+        ];
+        let per_hour: Vec<u64> = (0..24)
+            .map(|h| if (7..22).contains(&h) { day[h - 7] } else { 20 })
+            .collect();
+        let midnight: i64 = 1_764_720_000_000_000; // 2025-12-03T00:00:00Z
+        let mut log = String::new();
+        let mut user = 0;
+        for (h, &n) in per_hour.iter().enumerate() {
+            for i in 0..n {
+                // Spread over the hour; each session is one request of its own user.
+                let t = midnight + h as i64 * 3_600_000_000 + i as i64 * (3_600_000_000 / n as i64);
+                log.push_str(&format!(
+                    "10.0.0.1 - - [{}] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\" user=u{user}\n",
+                    format_clf_time(t)
+                ));
+                user += 1;
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("day.log");
+        std::fs::write(&path, log).unwrap();
+        let opts = ScanOptions {
+            paths: vec![path],
+            format: None,
+            json_fields: crate::logs::JsonFields::default(),
+            session_key: None,
+            session_gap: Duration::from_secs(60),
+        };
+        let load = LoadOptions {
+            interval: Duration::from_secs(3600),
+            active_above: None,
+            operation: None,
+            quantile: 0.99,
+        };
+        let r = read_load(&opts, vec![], &load).unwrap();
+        // By hand: the 24 counts' 90th percentile is 550, so the threshold is 275 and the 9
+        // night hours fall below it. The 15 day hours sum to 6600: mean 440; Σ(x − 440)² =
+        // 161000, / 14 = 11500, σ = 107.238053; load = 440 + 2.33 × 107.238053 = 689.864663
+        // sessions per hour = 0.191629 per second.
+        assert_eq!(r.load.threshold, 275.0);
+        assert_eq!((r.load.intervals, r.load.active), (24, 15));
+        assert!((r.load.mean - 440.0).abs() < 1e-9);
+        assert!((r.load.sd - 11_500f64.sqrt()).abs() < 1e-9);
+        assert!(
+            (r.load.load_per_interval - 689.864_663).abs() < 1e-6,
+            "{:?}",
+            r.load
+        );
+        assert!((r.sessions_per_sec - 0.191_629).abs() < 1e-6);
+        assert!(
+            r.workload_toml.contains("sessions-per-sec = 0.1916\n"),
+            "{}",
+            r.workload_toml
+        );
+        assert_eq!(r.busiest.count, 600);
+        assert_eq!(r.busiest.start, "2025-12-03T13:00:00Z");
+        assert!(r.threshold_proposed);
+        // Above every hour: a clear error with the counts.
+        let err = read_load(
+            &opts,
+            vec![],
+            &LoadOptions {
+                active_above: Some(600.0),
+                ..load
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "all 24 intervals are inactive: the busiest had 600 sessions starting, at or below the threshold of 600\nhint: lower the threshold with `--active-above N`, or use a shorter `--interval`"
+        );
     }
 
     #[test]

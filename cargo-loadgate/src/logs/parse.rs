@@ -21,6 +21,16 @@ pub enum LogFormat {
     Json,
 }
 
+impl std::fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LogFormat::Common => "common",
+            LogFormat::Combined => "combined",
+            LogFormat::Json => "json",
+        })
+    }
+}
+
 /// The JSON field names of each part of a request (`--json-fields ts=…,path=…`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct JsonFields {
@@ -354,10 +364,8 @@ fn split_request(request: &[u8]) -> Option<(&[u8], &[u8])> {
         Some(end) => &rest[..end],
         None => rest,
     };
-    (!method.is_empty()
-        && method.iter().all(u8::is_ascii_uppercase)
-        && path.first() == Some(&b'/'))
-    .then_some((method, path))
+    (!method.is_empty() && method.iter().all(u8::is_ascii_uppercase) && path.first() == Some(&b'/'))
+        .then_some((method, path))
 }
 
 fn strip_query(path: &[u8]) -> &[u8] {
@@ -392,7 +400,10 @@ fn digits(s: &[u8]) -> Option<i64> {
     if s.len() > 15 || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(s.iter().fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0')))
+    Some(
+        s.iter()
+            .fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0')),
+    )
 }
 
 /// The first six digits of a decimal fraction as microseconds (the rest truncated).
@@ -556,8 +567,13 @@ mod tests {
     #[test]
     fn a_demo_line_is_read() {
         let mut scratch = None;
-        let line =
-            parse_line(LogFormat::Combined, &JsonFields::default(), DEMO, &mut scratch).unwrap();
+        let line = parse_line(
+            LogFormat::Combined,
+            &JsonFields::default(),
+            DEMO,
+            &mut scratch,
+        )
+        .unwrap();
         assert_eq!(line.client, b"127.0.0.1");
         assert_eq!(line.remote_user, b"user-7");
         assert_eq!(line.method, b"GET");
@@ -567,29 +583,49 @@ mod tests {
         assert_eq!(line.extra.field("user"), Some(&b"user-7"[..]));
         assert_eq!(line.extra.field("nope"), None);
         // 2026-12-03T12:00:01.25Z
-        assert_eq!(line.time_us, parse_rfc3339(b"2026-12-03T12:00:01.25Z").unwrap());
-        assert_eq!(format_clf_time(line.time_us), "03/Dec/2026:12:00:01.250000 +0000");
+        assert_eq!(
+            line.time_us,
+            parse_rfc3339(b"2026-12-03T12:00:01.25Z").unwrap()
+        );
+        assert_eq!(
+            format_clf_time(line.time_us),
+            "03/Dec/2026:12:00:01.250000 +0000"
+        );
     }
 
     #[test]
     fn the_apache_example_is_read_in_both_formats() {
         let common = br#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326"#;
         let mut scratch = None;
-        let line =
-            parse_line(LogFormat::Common, &JsonFields::default(), common, &mut scratch).unwrap();
+        let line = parse_line(
+            LogFormat::Common,
+            &JsonFields::default(),
+            common,
+            &mut scratch,
+        )
+        .unwrap();
         // 2000-10-10T20:55:36Z = 971211336.
         assert_eq!(line.time_us, 971_211_336_000_000);
         assert_eq!(line.answer_us, None);
         let combined = br#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)" "sid=abc; theme=dark""#;
-        let line =
-            parse_line(LogFormat::Combined, &JsonFields::default(), combined, &mut scratch)
-                .unwrap();
+        let line = parse_line(
+            LogFormat::Combined,
+            &JsonFields::default(),
+            combined,
+            &mut scratch,
+        )
+        .unwrap();
         assert_eq!(line.extra.cookie("sid", "cookie"), Some(&b"abc"[..]));
         assert_eq!(line.extra.cookie("theme", "cookie"), Some(&b"dark"[..]));
         assert_eq!(line.extra.cookie("x", "cookie"), None);
         // A combined line is not a common one short of fields, but a common line is not combined.
         assert_eq!(
-            parse_line(LogFormat::Combined, &JsonFields::default(), common, &mut scratch),
+            parse_line(
+                LogFormat::Combined,
+                &JsonFields::default(),
+                common,
+                &mut scratch
+            ),
             Err(BadLine::Shape)
         );
     }
@@ -613,14 +649,18 @@ mod tests {
         let line = br#"{"@timestamp":"2026-12-03T13:00:01.5+01:00","method":"POST","url":"/login?next=/","status":"201","duration":0.002,"user":"alice"}"#;
         let mut scratch = None;
         let parsed = parse_line(LogFormat::Json, &fields, line, &mut scratch).unwrap();
-        assert_eq!(parsed.time_us, parse_rfc3339(b"2026-12-03T12:00:01.5Z").unwrap());
+        assert_eq!(
+            parsed.time_us,
+            parse_rfc3339(b"2026-12-03T12:00:01.5Z").unwrap()
+        );
         assert_eq!(parsed.path, b"/login");
         assert_eq!(parsed.method, b"POST");
         assert_eq!(parsed.status, 201);
         assert_eq!(parsed.answer_us, Some(2000));
         assert_eq!(parsed.extra.field("user"), Some(&b"alice"[..]));
         let epoch = br#"{"ts":1764763200.25,"path":"/","status":200}"#;
-        let parsed = parse_line(LogFormat::Json, &JsonFields::default(), epoch, &mut scratch).unwrap();
+        let parsed =
+            parse_line(LogFormat::Json, &JsonFields::default(), epoch, &mut scratch).unwrap();
         assert_eq!(parsed.time_us, 1_764_763_200_250_000);
         assert_eq!(
             parse_line(LogFormat::Json, &fields, b"{\"url\":\"/\"}", &mut scratch),
@@ -632,12 +672,23 @@ mod tests {
 
     #[test]
     fn times_round_trip_across_dates() {
-        for t in [0i64, 951_782_400_123_456, 1_764_763_200_000_001, 4_102_444_800_000_000] {
+        for t in [
+            0i64,
+            951_782_400_123_456,
+            1_764_763_200_000_001,
+            4_102_444_800_000_000,
+        ] {
             let text = format_clf_time(t);
             assert_eq!(parse_clf_time(text.as_bytes()), Some(t), "{text}");
         }
-        assert_eq!(format_rfc3339(1_764_763_200_000_000), "2025-12-03T12:00:00Z");
-        assert_eq!(parse_rfc3339(format_rfc3339(951_782_400_123_456).as_bytes()), Some(951_782_400_123_456));
+        assert_eq!(
+            format_rfc3339(1_764_763_200_000_000),
+            "2025-12-03T12:00:00Z"
+        );
+        assert_eq!(
+            parse_rfc3339(format_rfc3339(951_782_400_123_456).as_bytes()),
+            Some(951_782_400_123_456)
+        );
         assert_eq!(parse_seconds_us(b"1.5"), Some(1_500_000));
         assert_eq!(parse_seconds_us(b".25"), Some(250_000));
         assert_eq!(parse_seconds_us(b"x"), None);

@@ -313,7 +313,10 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
                     t += answer_us + step.think_before.as_micros() as i64;
                 }
                 let op = &w.operations[step.operation];
-                let path = op.request.path.replace("{{session}}", &format!("acc-{}", s.index));
+                let path = op
+                    .request
+                    .path
+                    .replace("{{session}}", &format!("acc-{}", s.index));
                 lines.push((
                     t,
                     format!(
@@ -350,7 +353,12 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
     fn model_of(w: &WorkloadConfig, log: &str, against: &WorkloadConfig) -> ModelReport {
         let dir = tempfile::tempdir().unwrap();
         let path = write_log(dir.path(), "access.log", log);
-        read_model(&options(vec![path]), routes_from_workload(w), Some(("config", against))).unwrap()
+        read_model(
+            &options(vec![path]),
+            routes_from_workload(w),
+            Some(("config", against)),
+        )
+        .unwrap()
     }
 
     /// Issue 17's round-trip goal without the demo: over 10 seeds, every transition probability of
@@ -365,7 +373,11 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
             let report = model_of(&w, &synthetic_log(&w, seed, 100), &w);
             let cmp = report.config_comparison.as_ref().unwrap();
             let config_valid = report.validations[1].within;
-            assert!(report.estimate.sessions > 5_000, "{}", report.estimate.sessions);
+            assert!(
+                report.estimate.sessions > 5_000,
+                "{}",
+                report.estimate.sessions
+            );
             if cmp.all_probabilities_within && cmp.max_think_error <= 0.10 && config_valid {
                 good += 1;
             } else {
@@ -382,8 +394,18 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         let w = config(MODEL).workload;
         let report = model_of(&w, &synthetic_log(&w, 3, 100), &w);
         let think = |from: &str, to: &str| {
-            let op = report.estimate.operations.iter().find(|o| o.name == from).unwrap();
-            op.transitions.iter().find(|t| t.to == to).unwrap().think.clone()
+            let op = report
+                .estimate
+                .operations
+                .iter()
+                .find(|o| o.name == from)
+                .unwrap();
+            op.transitions
+                .iter()
+                .find(|t| t.to == to)
+                .unwrap()
+                .think
+                .clone()
         };
         let exp = think("landing", "login");
         assert!(exp.exponential.unwrap().fits, "{exp:?}");
@@ -397,11 +419,18 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         let uniform = think("accounts", "transfer");
         match uniform.suggested {
             SuggestedThink::Uniform { low_s, high_s } => {
-                assert!((low_s - 1.0).abs() < 0.1 && (high_s - 3.0).abs() < 0.1, "{low_s} {high_s}");
+                assert!(
+                    (low_s - 1.0).abs() < 0.1 && (high_s - 3.0).abs() < 0.1,
+                    "{low_s} {high_s}"
+                );
             }
             other => panic!("{other:?}"),
         }
-        assert!(report.workload_toml.contains("is not exponential"), "{}", report.workload_toml);
+        assert!(
+            report.workload_toml.contains("is not exponential"),
+            "{}",
+            report.workload_toml
+        );
     }
 
     /// Issue 17: with one transition moved by 0.1 in the model that generated the log, the
@@ -428,7 +457,11 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
             assert!(named.contains(&"transactions"), "{v}");
             assert!(v.to_string().contains("`transactions` has"), "{v}");
             let cmp = report.config_comparison.unwrap();
-            let moved_edge = cmp.probabilities.iter().find(|p| p.what == "accounts → transactions").unwrap();
+            let moved_edge = cmp
+                .probabilities
+                .iter()
+                .find(|p| p.what == "accounts → transactions")
+                .unwrap();
             assert!(!moved_edge.within, "{moved_edge:?}");
         }
     }
@@ -438,10 +471,23 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         let w = config(MODEL).workload;
         let report = model_of(&w, &synthetic_log(&w, 1, 60), &w);
         let parsed = config(&report.workload_toml);
-        let names: Vec<&str> = parsed.workload.operations.iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(names, ["landing", "login", "accounts", "transactions", "transfer"]);
+        let names: Vec<&str> = parsed
+            .workload
+            .operations
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["landing", "login", "accounts", "transactions", "transfer"]
+        );
         assert_eq!(parsed.workload.operations[1].request.method, "POST");
-        assert!(parsed.workload.operations[3].request.path.starts_with("/accounts/acc-"));
+        assert!(
+            parsed.workload.operations[3]
+                .request
+                .path
+                .starts_with("/accounts/acc-")
+        );
         assert!(report.workload_toml.contains("# capture = "));
     }
 
@@ -454,7 +500,10 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         opts.session_key = Some(SessionKey::Field("sid".to_owned()));
         let err = read_model(&opts, routes_from_workload(&w), None).unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("no sessions under the key `field:sid`: 0 of "), "{text}");
+        assert!(
+            text.starts_with("no sessions under the key `field:sid`: 0 of "),
+            "{text}"
+        );
         assert!(text.contains("lines of known operations had it"), "{text}");
     }
 
@@ -469,7 +518,14 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         routes.push(Route::parse_arg("/never/{id}=never").unwrap());
         let report = read_model(&options(vec![path]), routes, None).unwrap();
         assert_eq!(report.unused_routes, ["never: /never/{id}"]);
-        assert!(report.warnings.iter().any(|w| w == "route never: /never/{id} matched no line"), "{:?}", report.warnings);
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w == "route never: /never/{id} matched no line"),
+            "{:?}",
+            report.warnings
+        );
         assert_eq!(report.unmatched[0].group, "GET /static/{id}");
         assert_eq!(report.sessions.key, "field:user");
         assert!(report.sessions.key_is_default);
@@ -478,9 +534,21 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
     #[test]
     fn nothing_matched_lists_the_groups() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write_log(dir.path(), "a.log", "127.0.0.1 - - [03/Dec/2025:12:00:09 +0000] \"GET /x/1 HTTP/1.1\" 200 1\n");
-        let err = read_model(&options(vec![path]), vec![Route::parse_arg("/y=y").unwrap()], None).unwrap_err();
+        let path = write_log(
+            dir.path(),
+            "a.log",
+            "127.0.0.1 - - [03/Dec/2025:12:00:09 +0000] \"GET /x/1 HTTP/1.1\" 200 1\n",
+        );
+        let err = read_model(
+            &options(vec![path]),
+            vec![Route::parse_arg("/y=y").unwrap()],
+            None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("GET /x/{id}"), "{err}");
-        assert!(matches!(read_model(&options(vec![]), vec![], None), Err(LogError::NoRoutes)));
+        assert!(matches!(
+            read_model(&options(vec![]), vec![], None),
+            Err(LogError::NoRoutes)
+        ));
     }
 }

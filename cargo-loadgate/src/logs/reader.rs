@@ -150,7 +150,11 @@ pub fn scan(
             match parse_line(format, fields, &buf, &mut scratch) {
                 Ok(line) => {
                     summary.first_us.get_or_insert(line.time_us);
-                    summary.last_us = Some(summary.last_us.map_or(line.time_us, |l| l.max(line.time_us)));
+                    summary.last_us = Some(
+                        summary
+                            .last_us
+                            .map_or(line.time_us, |l| l.max(line.time_us)),
+                    );
                     visit(&line);
                 }
                 Err(why) => {
@@ -215,7 +219,10 @@ mod tests {
         assert_eq!(seen, ["/a", "/b", "/c"]);
         assert_eq!(summary.files, [early, late]);
         assert_eq!(summary.format, Some(LogFormat::Combined));
-        assert_eq!((summary.first_us, summary.last_us), (Some(1_000_000), Some(3_000_000)));
+        assert_eq!(
+            (summary.first_us, summary.last_us),
+            (Some(1_000_000), Some(3_000_000))
+        );
     }
 
     #[test]
@@ -225,21 +232,42 @@ mod tests {
         let mut text: String = (0..40).map(|i| line(i * 1_000_000, "/")).collect();
         text.push_str("not a log line\n");
         std::fs::write(&path, &text).unwrap();
-        let summary = scan(std::slice::from_ref(&path), None, &JsonFields::default(), |_| {}).unwrap();
+        let summary = scan(
+            std::slice::from_ref(&path),
+            None,
+            &JsonFields::default(),
+            |_| {},
+        )
+        .unwrap();
         assert_eq!((summary.lines, summary.bad_lines), (41, 1));
         assert_eq!(summary.bad_samples[0].line, 41);
         assert_eq!(summary.bad_samples[0].text, "not a log line");
         text.push_str("garbage\ngarbage\n");
         std::fs::write(&path, &text).unwrap();
         let err = scan(&[path], None, &JsonFields::default(), |_| {}).unwrap_err();
-        assert!(matches!(err, LogError::TooManyBad { bad: 3, lines: 43, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                LogError::TooManyBad {
+                    bad: 3,
+                    lines: 43,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(err.to_string().contains("3 of 43 lines"), "{err}");
     }
 
     #[test]
     fn a_missing_file_names_itself() {
-        let err = scan(&[PathBuf::from("/nonexistent/x.log")], None, &JsonFields::default(), |_| {})
-            .unwrap_err();
+        let err = scan(
+            &[PathBuf::from("/nonexistent/x.log")],
+            None,
+            &JsonFields::default(),
+            |_| {},
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("/nonexistent/x.log"), "{err}");
     }
 }

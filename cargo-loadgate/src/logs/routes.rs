@@ -105,7 +105,7 @@ fn segment(text: &str) -> Segment {
         match next {
             Some((i, close)) => {
                 glob = true;
-                pieces.push(rest[..i].as_bytes().to_vec());
+                pieces.push(rest.as_bytes()[..i].to_vec());
                 let after = &rest[i..];
                 let skip = if close.is_empty() {
                     1
@@ -162,12 +162,7 @@ pub fn routes_from_workload(w: &WorkloadConfig) -> Vec<Route> {
     w.operations
         .iter()
         .filter_map(|op| {
-            Route::new(
-                &op.name,
-                Some(op.request.method.clone()),
-                &op.request.path,
-            )
-            .ok()
+            Route::new(&op.name, Some(op.request.method.clone()), &op.request.path).ok()
         })
         .collect()
 }
@@ -343,15 +338,24 @@ mod tests {
         assert_eq!(table.classify(b"GET", b"/accounts/summary"), Some(1));
         assert_eq!(table.classify(b"GET", b"/accounts/a1"), Some(0));
         for id in ["1", "2", "3"] {
-            assert_eq!(table.classify(b"GET", format!("/img/{id}.png").as_bytes()), None);
+            assert_eq!(
+                table.classify(b"GET", format!("/img/{id}.png").as_bytes()),
+                None
+            );
         }
         assert_eq!(table.classify(b"GET", b"/v2/health"), None);
         let (groups, other) = table.unmatched();
         assert_eq!(
             groups,
             vec![
-                UnmatchedGroup { group: "GET /img/{id}".to_owned(), lines: 3 },
-                UnmatchedGroup { group: "GET /v2/health".to_owned(), lines: 1 },
+                UnmatchedGroup {
+                    group: "GET /img/{id}".to_owned(),
+                    lines: 3
+                },
+                UnmatchedGroup {
+                    group: "GET /v2/health".to_owned(),
+                    lines: 1
+                },
             ]
         );
         assert_eq!(other, 0);
@@ -363,7 +367,10 @@ mod tests {
     fn unmatched_groups_are_bounded() {
         let mut table = RouteTable::new(vec![]);
         for i in 0..MAX_UNMATCHED_GROUPS + 10 {
-            table.classify(b"GET", format!("/p{}/x", "a".repeat(i % 50) + &"b".repeat(i / 50)).as_bytes());
+            table.classify(
+                b"GET",
+                format!("/p{}/x", "a".repeat(i % 50) + &"b".repeat(i / 50)).as_bytes(),
+            );
         }
         let (groups, other) = table.unmatched();
         assert_eq!(groups.len(), MAX_UNMATCHED_GROUPS);

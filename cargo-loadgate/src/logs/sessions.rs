@@ -252,7 +252,14 @@ impl Sessionizer {
             let late = s.start_us >= late_after;
             let silent = now.saturating_sub(s.last_end_us) > gap;
             if !late {
-                s.emit(sink, if silent { SessionEnd::Ended } else { SessionEnd::Cut });
+                s.emit(
+                    sink,
+                    if silent {
+                        SessionEnd::Ended
+                    } else {
+                        SessionEnd::Cut
+                    },
+                );
             } else if at_end {
                 s.emit(sink, SessionEnd::Late);
             }

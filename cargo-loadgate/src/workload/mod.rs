@@ -17,8 +17,7 @@ pub use check::{
 };
 pub use model::{
     MIX_CONFIDENCE, MeanCheck, MixMoments, MixValidation, ModelAnalysis, ModelError, OperationMix,
-    OperationShare,
-    analyze, render_check, validate_mix, validate_mix_against,
+    OperationShare, analyze, render_check, validate_mix, validate_mix_against,
 };
 pub use pointer::PointerSet;
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};

@@ -2,8 +2,8 @@
 //! the inactive ones dropped, mean + z·σ, written as `sessions-per-sec` into a `[workload]`
 //! snippet.
 
-use super::model::{config_flags, fail, prepare};
-use super::{ExitCode, LoadOpts, render::render_error};
+use super::LoadOpts;
+use super::model::{config_flags, fail, prepare, print_report};
 use crate::logs::{LoadOptions, LoadReport, read_load};
 use std::fmt::Write as _;
 
@@ -25,20 +25,7 @@ pub fn run(opts: &LoadOpts) -> i32 {
         quantile: opts.quantile,
     };
     match read_load(&scan, routes, &load) {
-        Ok(report) => {
-            if opts.logs.json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => {
-                        eprint!("{}", render_error(&e));
-                        return ExitCode::OTHER_ERROR;
-                    }
-                }
-            } else {
-                print!("{}", render(&report));
-            }
-            ExitCode::PASS
-        }
+        Ok(report) => print_report(opts.logs.json, &report, render),
         Err(e) => fail(&e),
     }
 }

@@ -31,20 +31,31 @@ pub fn run(opts: &ModelOpts) -> i32 {
                 eprint!("{}", render_error(&e));
                 return ExitCode::OTHER_ERROR;
             }
-            if opts.logs.json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => {
-                        eprint!("{}", render_error(&e));
-                        return ExitCode::OTHER_ERROR;
-                    }
-                }
-            } else {
-                print!("{}", render(&report));
-            }
-            ExitCode::PASS
+            print_report(opts.logs.json, &report, render)
         }
         Err(e) => fail(&e),
+    }
+}
+
+/// Prints `report` as JSON or as `render` writes it, and returns the exit code.
+pub(super) fn print_report<T: serde::Serialize>(
+    json: bool,
+    report: &T,
+    render: fn(&T) -> String,
+) -> i32 {
+    if !json {
+        print!("{}", render(report));
+        return ExitCode::PASS;
+    }
+    match serde_json::to_string_pretty(report) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::PASS
+        }
+        Err(e) => {
+            eprint!("{}", render_error(&e));
+            ExitCode::OTHER_ERROR
+        }
     }
 }
 

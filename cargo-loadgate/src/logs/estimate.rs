@@ -20,7 +20,7 @@ use crate::config::{ThinkTime, WorkloadConfig};
 use crate::stats::{
     ExponentialFit, Proportion, bonferroni_z, exponential_fit, sorted_quantile, wilson,
 };
-use crate::workload::{MIX_CONFIDENCE, MeanCheck, MixMoments, OperationMix, analyze};
+use crate::workload::{MIX_CONFIDENCE, MeanCheck, MixMoments, OperationMix, analyze, mean_think};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -637,16 +637,7 @@ impl std::fmt::Display for LogValidation {
             .operations
             .iter()
             .filter(|o| !o.within)
-            .map(|o| {
-                format!(
-                    "`{}` has {:.2}% of requests (model {:.2}%, interval {:.2}%–{:.2}%)",
-                    o.name,
-                    o.observed_share * 100.0,
-                    o.expected_share * 100.0,
-                    o.low * 100.0,
-                    o.high * 100.0
-                )
-            })
+            .map(|o| o.describe("has"))
             .collect();
         let r = &self.requests_per_session;
         if !r.within {
@@ -741,7 +732,7 @@ pub fn compare_with_config(est: &ModelEstimate, w: &WorkloadConfig) -> ConfigCom
                 wilson(k, departures, z),
             ));
             if let Some(x) = seen {
-                let config_mean_s = think_mean(t.think);
+                let config_mean_s = mean_think(t.think);
                 think_times.push(ThinkCheck {
                     what: format!("{} → {to}", op.name),
                     config_mean_s,
@@ -778,13 +769,6 @@ fn check(what: String, config: f64, estimate: Proportion) -> ProbabilityCheck {
         config,
         within: estimate.covers(config),
         estimate,
-    }
-}
-
-fn think_mean(t: ThinkTime) -> f64 {
-    match t {
-        ThinkTime::Exponential(m) | ThinkTime::Fixed(m) => m.as_secs_f64(),
-        ThinkTime::Uniform(a, b) => (a.as_secs_f64() + b.as_secs_f64()) / 2.0,
     }
 }
 

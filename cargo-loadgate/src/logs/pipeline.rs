@@ -455,7 +455,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
                 .map(|o| o.name.as_str())
                 .collect();
             assert!(named.contains(&"transactions"), "{v}");
-            assert!(v.to_string().contains("`transactions` has"), "{v}");
+            assert!(v.to_string().contains("`transactions` has "), "{v}");
             let cmp = report.config_comparison.unwrap();
             let moved_edge = cmp
                 .probabilities

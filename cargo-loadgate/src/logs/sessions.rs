@@ -116,6 +116,20 @@ struct Open {
 }
 
 impl Open {
+    fn new(operations: usize, op: usize, start_us: i64, end_us: i64) -> Self {
+        let mut counts = vec![0; operations];
+        if let Some(c) = counts.get_mut(op) {
+            *c = 1;
+        }
+        Self {
+            start_us,
+            first: op,
+            steps: Vec::new(),
+            last_end_us: end_us,
+            counts,
+        }
+    }
+
     fn emit(&self, sink: &mut impl SessionSink, end: SessionEnd) {
         sink.session(&Session {
             start_us: self.start_us,
@@ -190,34 +204,13 @@ impl Sessionizer {
                 s.counts[op] += 1;
             }
             Some(s) => {
-                let mut counts = vec![0; self.operations];
-                counts[op] = 1;
-                let ended = std::mem::replace(
-                    s,
-                    Open {
-                        start_us,
-                        first: op,
-                        steps: Vec::new(),
-                        last_end_us: end_us,
-                        counts,
-                    },
-                );
-                self.pending.push(ended);
+                let next = Open::new(self.operations, op, start_us, end_us);
+                self.pending.push(std::mem::replace(s, next));
                 self.sessions += 1;
             }
             None => {
-                let mut counts = vec![0; self.operations];
-                counts[op] = 1;
-                self.open.insert(
-                    key.into(),
-                    Open {
-                        start_us,
-                        first: op,
-                        steps: Vec::new(),
-                        last_end_us: end_us,
-                        counts,
-                    },
-                );
+                let next = Open::new(self.operations, op, start_us, end_us);
+                self.open.insert(key.into(), next);
                 self.sessions += 1;
             }
         }
@@ -234,16 +227,7 @@ impl Sessionizer {
         self.open.retain(|_, s| {
             let silent = now.saturating_sub(s.last_end_us) > gap;
             if silent || at_end {
-                pending.push(std::mem::replace(
-                    s,
-                    Open {
-                        start_us: 0,
-                        first: 0,
-                        steps: Vec::new(),
-                        last_end_us: 0,
-                        counts: Vec::new(),
-                    },
-                ));
+                pending.push(std::mem::replace(s, Open::new(0, 0, 0, 0)));
             }
             !silent && !at_end
         });

@@ -15,6 +15,7 @@ pub use check::{
     CaptureError, CaptureErrorKind, EXCERPT_CHARS, Response, WrongAnswer, WrongAnswerKind, capture,
     check,
 };
+pub(crate) use model::mean_think;
 pub use model::{
     MIX_CONFIDENCE, MeanCheck, MixMoments, MixValidation, ModelAnalysis, ModelError, OperationMix,
     OperationShare, analyze, render_check, validate_mix, validate_mix_against,

@@ -172,7 +172,8 @@ pub fn analyze(w: &WorkloadConfig) -> Result<ModelAnalysis, ModelError> {
     })
 }
 
-fn mean_think(think: ThinkTime) -> f64 {
+/// The mean of a think time distribution, in seconds.
+pub(crate) fn mean_think(think: ThinkTime) -> f64 {
     match think {
         ThinkTime::Exponential(mean) | ThinkTime::Fixed(mean) => mean.as_secs_f64(),
         ThinkTime::Uniform(low, high) => (low.as_secs_f64() + high.as_secs_f64()) / 2.0,
@@ -263,6 +264,20 @@ pub struct OperationMix {
     pub high: f64,
     /// Whether the observed share lies in the interval.
     pub within: bool,
+}
+
+impl OperationMix {
+    /// `` `name` VERB 1.23% (model 1.00%, interval 0.90%–1.10%) ``, for a verdict naming it.
+    pub fn describe(&self, verb: &str) -> String {
+        format!(
+            "`{}` {verb} {:.2}% (model {:.2}%, interval {:.2}%–{:.2}%)",
+            self.name,
+            self.observed_share * 100.0,
+            self.expected_share * 100.0,
+            self.low * 100.0,
+            self.high * 100.0
+        )
+    }
 }
 
 impl MixValidation {
@@ -528,16 +543,7 @@ impl fmt::Display for MixValidation {
                 .operations
                 .iter()
                 .filter(|o| !o.within)
-                .map(|o| {
-                    format!(
-                        "`{}` got {:.2}% (model {:.2}%, interval {:.2}%–{:.2}%)",
-                        o.name,
-                        o.observed_share * 100.0,
-                        o.expected_share * 100.0,
-                        o.low * 100.0,
-                        o.high * 100.0
-                    )
-                })
+                .map(|o| o.describe("got"))
                 .collect();
             write!(
                 f,

@@ -54,7 +54,7 @@ fi
 bytes=$(stat -c %s "$LOG")
 echo "log: $LOG, $bytes bytes, $(wc -l < "$LOG") lines"
 /usr/bin/time -v taskset -c 0 target/release/cargo-loadgate model -p demo-service --from "$LOG" \
-  --session-gap 5m --json > /tmp/loadgate-scale-model.json 2> /tmp/loadgate-scale-time.txt || {
+  --session-gap "${GAP:-1m}" --json > /tmp/loadgate-scale-model.json 2> /tmp/loadgate-scale-time.txt || {
   cat /tmp/loadgate-scale-time.txt; exit 1; }
 wall=$(grep "Elapsed (wall clock)" /tmp/loadgate-scale-time.txt | awk '{print $NF}')
 rss=$(grep "Maximum resident set size" /tmp/loadgate-scale-time.txt | awk '{print $NF}')

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod image;
+pub mod logs;
 pub mod measure;
 pub mod plan;
 pub mod report;

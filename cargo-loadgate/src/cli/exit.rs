@@ -5,6 +5,7 @@
 //! task the signal that stopped the run, and the functions here map each to its code.
 
 use crate::baseline::BaselineErrorKind;
+use crate::logs::LogErrorKind;
 use crate::result::VerdictOutcome;
 use crate::targets::{BaseErrorKind, StopSignal, TargetErrorKind};
 
@@ -67,6 +68,15 @@ impl ExitCode {
         }
     }
 
+    /// The code a log-reading error of `model` or `load` ends with: logs that do not fit what
+    /// was asked (the format, the key, the routes, the threshold) are a usage error.
+    pub fn for_logs(kind: LogErrorKind) -> i32 {
+        match kind {
+            LogErrorKind::Usage => Self::USAGE,
+            LogErrorKind::Other => Self::OTHER_ERROR,
+        }
+    }
+
     /// The code a verdict ends a gated command with: inconclusive fails only with
     /// `fail_on_inconclusive`, a missing baseline only with `require_baseline`.
     pub fn for_verdict(
@@ -115,6 +125,12 @@ mod tests {
         assert_eq!(ExitCode::INVALID_RUN, 21);
         assert_eq!(ExitCode::INTERRUPTED, 130);
         assert_eq!(ExitCode::TERMINATED, 143);
+    }
+
+    #[test_case(LogErrorKind::Usage, ExitCode::USAGE)]
+    #[test_case(LogErrorKind::Other, ExitCode::OTHER_ERROR)]
+    fn log_errors_map_to_codes(kind: LogErrorKind, code: i32) {
+        assert_eq!(ExitCode::for_logs(kind), code);
     }
 
     #[test_case(TargetErrorKind::Usage, ExitCode::USAGE)]

@@ -10,7 +10,9 @@ mod clean;
 mod exit;
 mod gate;
 mod history;
+mod load;
 mod merge;
+mod model;
 mod opts;
 mod paired;
 mod progress;
@@ -52,6 +54,8 @@ pub fn main() -> i32 {
         Command::Qualify(qualify) => qualify::run(qualify),
         Command::Merge(merge) => merge::run(merge),
         Command::History(history) => history::run(history),
+        Command::Model(model) => model::run(model),
+        Command::Load(load) => load::run(load),
     }
 }
 

@@ -47,6 +47,10 @@ pub enum Command {
     /// List the stored results along a branch's first parents with their intervals, find the
     /// change points of each metric, and chart them.
     History(Box<HistoryOpts>),
+    /// Estimate the user model from access logs and write the [workload] it implies.
+    Model(Box<ModelOpts>),
+    /// The production load from access logs: mean + 2.33σ of sessions per interval.
+    Load(Box<LoadOpts>),
 }
 
 /// `cargo loadgate history`.
@@ -91,6 +95,95 @@ pub struct HistoryOpts {
     /// after this commit, e.g. the commit before a push.
     #[arg(long, value_name = "REV")]
     pub new_since: Option<String>,
+}
+
+/// How access logs are read (`model` and `load`).
+#[derive(Clone, Debug, Args)]
+pub struct LogOpts {
+    /// An access log, plain or gzip (repeatable; files are read in time order).
+    #[arg(long = "from", value_name = "LOG", required = true)]
+    pub from: Vec<PathBuf>,
+    /// The log format [default: detected from the first line].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<LogFormatArg>,
+    /// JSON field names, PART=FIELD separated by commas; parts: ts, method, path, status, rt,
+    /// client, cookie [default: the part's own name; rt for the answer time].
+    #[arg(long, value_name = "PART=FIELD,…")]
+    pub json_fields: Option<String>,
+    /// A route pattern naming an operation, `[METHOD ]/path/{id}=operation` (repeatable)
+    /// [default: the config's operations, their method and path with each {{…}} a wildcard].
+    #[arg(long = "route", value_name = "PATTERN=OPERATION")]
+    pub routes: Vec<String>,
+    /// What ties a session's requests together: client, cookie:NAME, header:NAME or field:NAME
+    /// [default: field:user when the lines carry a `user=` field, as the demo's do; else client].
+    #[arg(long, value_name = "KEY")]
+    pub session_key: Option<String>,
+    /// The inactivity that ends a session.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration_arg)]
+    pub session_gap: std::time::Duration,
+    /// Print the result as JSON (docs/schema/) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    /// NCSA combined: common plus referer and user agent (extra `name=value` fields allowed).
+    Combined,
+    /// NCSA common.
+    Common,
+    /// One JSON object per line (`--json-fields`).
+    Json,
+}
+
+/// `cargo loadgate model`.
+#[derive(Debug, Args)]
+pub struct ModelOpts {
+    /// Where the configuration comes from (its operations are the default routes, and the log
+    /// is validated against its model). Optional with `--route`.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// How the logs are read.
+    #[command(flatten)]
+    pub logs: LogOpts,
+    /// Also write the [workload] TOML to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `cargo loadgate load`.
+#[derive(Debug, Args)]
+pub struct LoadOpts {
+    /// Where the configuration comes from (for `--operation`'s routes). Optional.
+    #[command(flatten)]
+    pub config: ConfigOpts,
+    /// How the logs are read.
+    #[command(flatten)]
+    pub logs: LogOpts,
+    /// The interval counts are taken over: about one session's length (seed 000).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration_arg)]
+    pub interval: std::time::Duration,
+    /// Intervals with this count or fewer are inactive and left out [default: half the 90th
+    /// percentile of the counts, at least 10].
+    #[arg(long, value_name = "N")]
+    pub active_above: Option<f64>,
+    /// Count the requests of this operation (a significant one, like login) instead of the
+    /// sessions starting.
+    #[arg(long, value_name = "NAME")]
+    pub operation: Option<String>,
+    /// The one-sided quantile of the load: 0.99 is mean + 2.33σ (seed 000).
+    #[arg(long, value_name = "Q", default_value_t = 0.99, value_parser = parse_quantile)]
+    pub quantile: f64,
+}
+
+fn parse_quantile(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(q) if q > 0.5 && q < 1.0 => Ok(q),
+        _ => Err(format!(
+            "expected a quantile above 0.5 and below 1, like 0.99, got `{s}`"
+        )),
+    }
 }
 
 /// `cargo loadgate report`.

@@ -1,4 +1,4 @@
-//! Pure statistics: slopes (Theil–Sen with a moving-block bootstrap), bootstrap standard errors,
+//! Pure statistics: Wilson intervals and the exponential's goodness of fit, slopes (Theil–Sen with a moving-block bootstrap), bootstrap standard errors,
 //! Holm's procedure, the normal and Student's t distributions, the median, change points, and the
 //! paired comparison of interleaved base/head blocks (Hodges–Lehmann with the exact Wilcoxon
 //! interval) with its sequential design.
@@ -9,6 +9,7 @@
 
 pub mod bootstrap;
 pub mod change_point;
+pub mod fit;
 pub mod holm;
 pub mod median;
 pub mod paired;
@@ -22,6 +23,10 @@ pub use bootstrap::{
 pub use change_point::{
     ChangeEstimate, ChangeIntervalOptions, ChangePoint, ChangePointOptions, change_point,
     change_points, describe_changes, first_segment_len,
+};
+pub use fit::{
+    EXPONENTIAL_KS_CRITICAL_1PCT, ExponentialFit, Proportion, bonferroni_z, exponential_fit,
+    sorted_quantile, wilson,
 };
 pub use holm::{HolmStep, holm, normal_cdf};
 pub use median::{median, median_in_place};

@@ -16,9 +16,10 @@ pub use check::{
     CaptureError, CaptureErrorKind, EXCERPT_CHARS, Response, WrongAnswer, WrongAnswerKind, capture,
     check,
 };
+pub(crate) use model::mean_think;
 pub use model::{
-    MIX_CONFIDENCE, MixValidation, ModelAnalysis, ModelError, OperationMix, OperationShare,
-    analyze, render_check, validate_mix, validate_mix_against,
+    MIX_CONFIDENCE, MeanCheck, MixMoments, MixValidation, ModelAnalysis, ModelError, OperationMix,
+    OperationShare, analyze, render_check, validate_mix, validate_mix_against,
 };
 pub use pointer::PointerSet;
 pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};

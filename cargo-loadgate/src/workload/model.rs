@@ -172,7 +172,8 @@ pub fn analyze(w: &WorkloadConfig) -> Result<ModelAnalysis, ModelError> {
     })
 }
 
-fn mean_think(think: ThinkTime) -> f64 {
+/// The mean of a think time distribution, in seconds.
+pub(crate) fn mean_think(think: ThinkTime) -> f64 {
     match think {
         ThinkTime::Exponential(mean) | ThinkTime::Fixed(mean) => mean.as_secs_f64(),
         ThinkTime::Uniform(low, high) => (low.as_secs_f64() + high.as_secs_f64()) / 2.0,
@@ -249,7 +250,7 @@ pub struct MixValidation {
 }
 
 /// One operation's generated share against the model's.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct OperationMix {
     /// The operation's name.
     pub name: String,
@@ -263,6 +264,20 @@ pub struct OperationMix {
     pub high: f64,
     /// Whether the observed share lies in the interval.
     pub within: bool,
+}
+
+impl OperationMix {
+    /// `` `name` VERB 1.23% (model 1.00%, interval 0.90%–1.10%) ``, for a verdict naming it.
+    pub fn describe(&self, verb: &str) -> String {
+        format!(
+            "`{}` {verb} {:.2}% (model {:.2}%, interval {:.2}%–{:.2}%)",
+            self.name,
+            self.observed_share * 100.0,
+            self.expected_share * 100.0,
+            self.low * 100.0,
+            self.high * 100.0
+        )
+    }
 }
 
 impl MixValidation {
@@ -304,58 +319,22 @@ pub fn validate_mix_against(
     let p: Vec<f64> = (0..n_ops)
         .map(|i| expected.operations.get(i).map_or(0.0, |o| o.share))
         .collect();
+    let names: Vec<String> = w.operations.iter().map(|o| o.name.clone()).collect();
     let model = PathModel::new(w, seed);
+    let mut moments = MixMoments::new(n_ops);
     let mut counts = vec![0u64; n_ops];
-    let mut total = vec![0u64; n_ops];
-    // Welford's running mean and sum of squared deviations of d, per operation.
-    let mut mean_d = vec![0.0f64; n_ops];
-    let mut m2_d = vec![0.0f64; n_ops];
-    let (mut requests, mut truncated) = (0u64, 0u64);
+    let mut truncated = 0u64;
     for index in 0..sessions {
         let steps = model.steps(index);
         counts.iter_mut().for_each(|c| *c = 0);
         for step in &steps {
             counts[step.operation] += 1;
         }
-        let t = steps.len() as f64;
-        requests += steps.len() as u64;
         truncated += u64::from(steps.len() >= MAX_SESSION_STEPS);
-        let k = (index + 1) as f64;
-        for i in 0..n_ops {
-            total[i] += counts[i];
-            let d = counts[i] as f64 - p[i] * t;
-            let delta = d - mean_d[i];
-            mean_d[i] += delta / k;
-            m2_d[i] += delta * (d - mean_d[i]);
-        }
+        moments.add_session(&counts);
     }
-    let n = sessions as f64;
-    let z = normal_quantile(1.0 - (1.0 - MIX_CONFIDENCE) / (2.0 * n_ops.max(1) as f64));
-    let operations = (0..n_ops)
-        .map(|i| {
-            let observed = if requests == 0 {
-                0.0
-            } else {
-                total[i] as f64 / requests as f64
-            };
-            let variance = m2_d[i] / (n - 1.0);
-            let half = if requests == 0 {
-                0.0
-            } else {
-                z * (n * variance).sqrt() / requests as f64
-            };
-            // A variance of exactly 0 (every session identical) leaves room only for rounding.
-            let half = half.max(1e-12);
-            OperationMix {
-                name: w.operations[i].name.clone(),
-                expected_share: p[i],
-                observed_share: observed,
-                low: (p[i] - half).max(0.0),
-                high: (p[i] + half).min(1.0),
-                within: (observed - p[i]).abs() <= half,
-            }
-        })
-        .collect();
+    let operations = moments.shares(&names, &p, n_ops);
+    let requests = moments.requests();
     Ok(MixValidation {
         seed,
         sessions,
@@ -364,6 +343,149 @@ pub fn validate_mix_against(
         confidence: MIX_CONFIDENCE,
         operations,
     })
+}
+
+/// Per-session sums from which the mix test of [`validate_mix_against`] is computed for any
+/// expected shares: the generator's sessions fill it there, a log's sessions fill it in `logs/`.
+///
+/// With `c` a session's visits to an operation and `t` its requests, the test needs the sample
+/// variance of `d = c − p·t`, which is `Σc² − 2pΣct + p²Σt²` less `(Σc − pΣt)²/n`: keeping these
+/// integer sums (exact in `u64` for any log that fits a disk) lets the expected share `p` be chosen
+/// after the sessions were seen.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MixMoments {
+    sessions: u64,
+    sum_t: u64,
+    sum_t2: u64,
+    sum_c: Vec<u64>,
+    sum_c2: Vec<u64>,
+    sum_ct: Vec<u64>,
+}
+
+/// The observed mean of a per-session figure against the model's, with its interval.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct MeanCheck {
+    /// What the model gives.
+    pub expected: f64,
+    /// What the sessions show.
+    pub observed: f64,
+    /// The lower bound of the interval around `expected` the observed mean should lie in.
+    pub low: f64,
+    /// The upper bound of that interval.
+    pub high: f64,
+    /// Whether the observed mean lies in the interval.
+    pub within: bool,
+}
+
+impl MixMoments {
+    /// Empty sums over `operations` operations.
+    pub fn new(operations: usize) -> Self {
+        Self {
+            sum_c: vec![0; operations],
+            sum_c2: vec![0; operations],
+            sum_ct: vec![0; operations],
+            ..Self::default()
+        }
+    }
+
+    /// Adds one session, given its visits per operation (by index).
+    pub fn add_session(&mut self, counts: &[u64]) {
+        let t: u64 = counts.iter().sum();
+        self.sessions += 1;
+        self.sum_t = self.sum_t.saturating_add(t);
+        self.sum_t2 = self.sum_t2.saturating_add(t.saturating_mul(t));
+        for (i, &c) in counts.iter().enumerate().take(self.sum_c.len()) {
+            self.sum_c[i] = self.sum_c[i].saturating_add(c);
+            self.sum_c2[i] = self.sum_c2[i].saturating_add(c.saturating_mul(c));
+            self.sum_ct[i] = self.sum_ct[i].saturating_add(c.saturating_mul(t));
+        }
+    }
+
+    /// The sessions added.
+    pub fn sessions(&self) -> u64 {
+        self.sessions
+    }
+
+    /// The requests of operation `op` (by index) in all sessions added.
+    pub fn requests_of(&self, op: usize) -> u64 {
+        self.sum_c.get(op).copied().unwrap_or(0)
+    }
+
+    /// The requests of all sessions added.
+    pub fn requests(&self) -> u64 {
+        self.sum_t
+    }
+
+    /// Each operation's observed share against `expected` (by index), at the family-wise
+    /// [`MIX_CONFIDENCE`] over `family` tests (Bonferroni), as [`validate_mix_against`] states.
+    pub fn shares(&self, names: &[String], expected: &[f64], family: usize) -> Vec<OperationMix> {
+        let n = self.sessions as f64;
+        let requests = self.sum_t as f64;
+        let z = family_z(family);
+        (0..self.sum_c.len())
+            .map(|i| {
+                let p = expected.get(i).copied().unwrap_or(0.0);
+                let observed = if self.sum_t == 0 {
+                    0.0
+                } else {
+                    self.sum_c[i] as f64 / requests
+                };
+                let sum_d = self.sum_c[i] as f64 - p * requests;
+                let sum_d2 = self.sum_c2[i] as f64 - 2.0 * p * self.sum_ct[i] as f64
+                    + p * p * self.sum_t2 as f64;
+                let variance = if n > 1.0 {
+                    ((sum_d2 - sum_d * sum_d / n) / (n - 1.0)).max(0.0)
+                } else {
+                    0.0
+                };
+                let half = if self.sum_t == 0 {
+                    0.0
+                } else {
+                    z * (n * variance).sqrt() / requests
+                };
+                // A variance of exactly 0 (every session identical) leaves room only for rounding.
+                let half = half.max(1e-12);
+                OperationMix {
+                    name: names.get(i).cloned().unwrap_or_default(),
+                    expected_share: p,
+                    observed_share: observed,
+                    low: (p - half).max(0.0),
+                    high: (p + half).min(1.0),
+                    within: (observed - p).abs() <= half,
+                }
+            })
+            .collect()
+    }
+
+    /// The observed requests per session against `expected`, at the family-wise
+    /// [`MIX_CONFIDENCE`] over `family` tests: `expected ± z·s/√n` with `s` the sample standard
+    /// deviation of the sessions' request counts (the central limit theorem over sessions).
+    pub fn requests_per_session(&self, expected: f64, family: usize) -> MeanCheck {
+        let n = self.sessions as f64;
+        let observed = if n > 0.0 { self.sum_t as f64 / n } else { 0.0 };
+        let variance = if n > 1.0 {
+            ((self.sum_t2 as f64 - self.sum_t as f64 * observed) / (n - 1.0)).max(0.0)
+        } else {
+            0.0
+        };
+        let half = if n > 0.0 {
+            (family_z(family) * (variance / n).sqrt()).max(1e-12)
+        } else {
+            1e-12
+        };
+        MeanCheck {
+            expected,
+            observed,
+            low: (expected - half).max(0.0),
+            high: expected + half,
+            within: (observed - expected).abs() <= half,
+        }
+    }
+}
+
+/// The two-sided normal quantile of one of `family` tests at the family-wise [`MIX_CONFIDENCE`].
+fn family_z(family: usize) -> f64 {
+    normal_quantile(1.0 - (1.0 - MIX_CONFIDENCE) / (2.0 * family.max(1) as f64))
 }
 
 impl fmt::Display for ModelAnalysis {
@@ -421,16 +543,7 @@ impl fmt::Display for MixValidation {
                 .operations
                 .iter()
                 .filter(|o| !o.within)
-                .map(|o| {
-                    format!(
-                        "`{}` got {:.2}% (model {:.2}%, interval {:.2}%–{:.2}%)",
-                        o.name,
-                        o.observed_share * 100.0,
-                        o.expected_share * 100.0,
-                        o.low * 100.0,
-                        o.high * 100.0
-                    )
-                })
+                .map(|o| o.describe("got"))
                 .collect();
             write!(
                 f,

@@ -436,6 +436,7 @@ fn attack_spec(opts: &AttackOpts) -> PhaseSpec {
         warmup: Duration::ZERO,
         seed: opts.seed,
         first_session: 0,
+        keep_window_histograms: false,
     }
 }
 

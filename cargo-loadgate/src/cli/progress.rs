@@ -480,6 +480,7 @@ mod tests {
             warmup: Duration::from_millis(500),
             seed: 7,
             first_session: 0,
+            keep_window_histograms: false,
         };
         assert_eq!(
             phase_line(&spec, 61.7),
@@ -618,6 +619,7 @@ mod tests {
             warmup: Duration::from_millis(500),
             seed: 7,
             first_session: 0,
+            keep_window_histograms: false,
         };
         display.phase_starting(&spec, 61.7);
         assert!(display.phase_bar().bar.is_none());

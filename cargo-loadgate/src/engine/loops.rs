@@ -301,7 +301,7 @@ fn coordinate(
     halt: &CancellationSignal,
     limits: &ValidityLimits,
 ) -> Result<PhaseMeasurement, EngineError> {
-    let mut merge = PhaseMerge::new(loops);
+    let mut merge = PhaseMerge::new(loops).keeping_window_histograms(spec.keep_window_histograms);
     let mut counts = vec![Counts::default(); loops];
     let mut parts: Vec<Option<PhaseMeasurement>> = vec![None; loops];
     let mut error = None;
@@ -441,6 +441,7 @@ mod tests {
             warmup: Duration::ZERO,
             seed,
             first_session: 1_000,
+            keep_window_histograms: false,
         }
     }
 

@@ -63,6 +63,11 @@ pub struct PhaseSpec {
     /// The plan gives each phase of a run its own range, so a value built from it (a user name,
     /// an idempotency key) is not sent again by a later phase to the same service.
     pub first_session: u64,
+    /// Whether the measurement keeps every closed window's histograms (`windows.histograms`):
+    /// what `cargo loadgate merge` adds the windows of the shards of `run --shard i/N` from. Off
+    /// otherwise, since they cost tens of kilobytes of memory per window (an hour's soak would
+    /// hold hundreds of megabytes) and no other reader needs them.
+    pub keep_window_histograms: bool,
 }
 
 impl PhaseSpec {
@@ -405,6 +410,8 @@ pub(super) async fn run_phase_paced(
             if role.link.is_some() {
                 // Its windows are merged with the other loops' from their histograms.
                 recorder.retain_window_histograms();
+            } else if spec.keep_window_histograms {
+                recorder.keep_window_histograms();
             }
             let ctx = Rc::new(Ctx {
                 clock,
@@ -864,6 +871,7 @@ pub(super) mod tests {
             warmup: Duration::ZERO,
             seed,
             first_session: 0,
+            keep_window_histograms: false,
         }
     }
 

@@ -478,12 +478,20 @@ pub struct PhaseMerge {
 }
 
 impl PhaseMerge {
-    /// A merge of `loops` loops.
+    /// A merge of `loops` loops, keeping the merged windows' histograms (for merging the result
+    /// again: the shards of `run --shard i/N`).
     pub fn new(loops: usize) -> Self {
         Self {
             merger: WindowMerger::new(loops),
             windows: Vec::new(),
         }
+    }
+
+    /// Whether the merged windows' histograms stay in the measurement (`new` keeps them); a
+    /// generator's loops keep them only where the phase asks ([`crate::engine::PhaseSpec`]).
+    pub fn keeping_window_histograms(mut self, keep: bool) -> Self {
+        self.merger = self.merger.keeping_histograms(keep);
+        self
     }
 
     /// Adds a window one loop closed, with its histograms.
@@ -883,6 +891,12 @@ impl PhaseRecorder {
     /// stays in the finished measurement for [`PhaseMerge::finish`]).
     pub fn retain_window_histograms(&mut self) {
         self.windows.retain_histograms();
+    }
+
+    /// Keeps every closed window's histograms in the finished measurement (`windows.histograms`),
+    /// for `cargo loadgate merge` ([`WindowSeries::keep_histograms`]).
+    pub fn keep_window_histograms(&mut self) {
+        self.windows.keep_histograms();
     }
 
     /// The windows closed since the last call, with their histograms and the generator's busy

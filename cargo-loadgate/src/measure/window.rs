@@ -1,14 +1,16 @@
 //! The windowed series: one small record per window (1 s by default) of the measured part of a
 //! phase, for slopes and time-to-stable. Memory is one histogram for the open window plus a few
-//! numbers and the window's two histograms (auto-sized: a few kilobytes for fast answers) per
-//! closed window; nothing is kept per request.
+//! numbers per closed window (and its two histograms, where the phase keeps them: below); nothing
+//! is kept per request.
 //!
 //! A generator with several loops (`generator.threads`) keeps one series per loop and merges them
 //! window by window ([`WindowMerger`]): counts add, and the percentiles come from the loops'
-//! window histograms added together, which each loop hands over as its windows close. The
-//! merged (or one loop's) window histograms stay in the series and are written with it
-//! (`histograms`, V2+DEFLATE): the windows of the shards of `run --shard i/N`, run in separate
-//! processes, are merged from them the same way, so a merged window's percentiles are exact.
+//! window histograms added together, which each loop hands over as its windows close. Where the
+//! phase asks ([`WindowSeries::keep_histograms`]: the shards of `run --shard i/N`), the merged
+//! (or one loop's) window histograms stay in the series and are written with it (`histograms`,
+//! V2+DEFLATE), so the shards' windows, run in separate processes, merge from them the same way
+//! and a merged window's percentiles are exact. Elsewhere they are dropped as each window closes:
+//! in memory each is tens of kilobytes, which a long soak would hold for hours.
 
 use super::histogram::LatencyHistogram;
 use serde::{Deserialize, Serialize};
@@ -122,6 +124,9 @@ pub struct WindowSeries {
     /// kept only once [`WindowSeries::retain_histograms`] asked for them.
     #[serde(skip)]
     retained: Option<Vec<WindowHistograms>>,
+    /// Whether closed windows' histograms are kept in `histograms` ([`WindowSeries::keep_histograms`]).
+    #[serde(skip)]
+    keep: bool,
 }
 
 /// The histograms of one closed window, for merging it with the same window of other loops (or
@@ -172,7 +177,15 @@ impl WindowSeries {
             histograms: Vec::new(),
             open: None,
             retained: None,
+            keep: false,
         }
+    }
+
+    /// Keeps the histograms of every window that closes from now on in the series
+    /// (`histograms`, written with it), for `cargo loadgate merge` to add the windows of shards
+    /// from. Off by default: each costs tens of kilobytes of memory for the whole phase.
+    pub fn keep_histograms(&mut self) {
+        self.keep = true;
     }
 
     /// Keeps the histograms of every window that closes from now on, until
@@ -252,7 +265,8 @@ impl WindowSeries {
         };
         match &mut self.retained {
             Some(retained) => retained.push(histograms),
-            None => self.histograms.push(histograms),
+            None if self.keep => self.histograms.push(histograms),
+            None => {}
         }
     }
 
@@ -341,8 +355,10 @@ pub struct WindowMerger {
     /// The index of the next window to hand out.
     next: usize,
     partial: BTreeMap<usize, Partial>,
-    /// The merged histograms of the windows handed out, in order.
+    /// The merged histograms of the windows handed out, in order (only with `keep`).
     merged: Vec<WindowHistograms>,
+    /// Whether the merged histograms are kept ([`WindowMerger::keeping_histograms`]).
+    keep: bool,
 }
 
 #[derive(Debug)]
@@ -361,7 +377,16 @@ impl WindowMerger {
             next: 0,
             partial: BTreeMap::new(),
             merged: Vec::new(),
+            keep: true,
         }
+    }
+
+    /// Whether the merged histograms of the windows are kept (the default) for
+    /// [`WindowMerger::finish_with_histograms`], or dropped once each window is merged: a
+    /// generator's loops keep them only for a shard's result.
+    pub fn keeping_histograms(mut self, keep: bool) -> Self {
+        self.keep = keep;
+        self
     }
 
     /// Adds one loop's closed window with its histograms.
@@ -429,7 +454,9 @@ impl WindowMerger {
         for (index, p) in std::mem::take(&mut self.partial) {
             let (window, histograms) = p.merged(index);
             windows.push(window);
-            self.merged.push(histograms);
+            if self.keep {
+                self.merged.push(histograms);
+            }
         }
         (windows, std::mem::take(&mut self.merged))
     }
@@ -438,7 +465,9 @@ impl WindowMerger {
         let p = self.partial.remove(&self.next)?;
         let (window, histograms) = p.merged(self.next);
         self.next += 1;
-        self.merged.push(histograms);
+        if self.keep {
+            self.merged.push(histograms);
+        }
         Some(window)
     }
 }
@@ -664,7 +693,14 @@ mod tests {
 
     #[test]
     fn a_series_keeps_its_histograms_in_itself_unless_asked_to_hand_them_over() {
+        // Not kept unless asked: they would cost memory for the whole phase.
+        let mut plain = WindowSeries::new(Duration::from_secs(1));
+        plain.record_completed(10 * MS, MS, false, true);
+        plain.finish(Duration::from_secs(2));
+        assert!(plain.histograms.is_empty() && !plain.windows.is_empty());
+
         let mut s = WindowSeries::new(Duration::from_secs(1));
+        s.keep_histograms();
         s.record_completed(10 * MS, MS, false, true);
         s.finish(Duration::from_secs(2));
         assert!(s.take_histograms().is_empty());

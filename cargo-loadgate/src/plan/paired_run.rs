@@ -284,6 +284,7 @@ pub async fn run_blocks<R: PhaseRunner>(
             warmup: block.warmup,
             seed: slice_seed(config.workload.seed, block.slice),
             first_session: 0,
+            keep_window_histograms: false,
         };
         spec.first_session = match slice_first.iter().find(|(s, _)| *s == block.slice) {
             Some(&(_, first)) => first,

@@ -191,6 +191,7 @@ pub fn comparable_schedule_hash(config: &LoadgateConfig) -> Option<String> {
         warmup: config.ramp.warmup,
         seed: config.workload.seed,
         first_session: 0,
+        keep_window_histograms: false,
     };
     Some(phase_schedule(&config.workload, &spec).hash())
 }
@@ -225,6 +226,8 @@ impl<R: PhaseRunner> Driver<'_, R> {
             warmup: self.config.ramp.warmup,
             seed: self.config.workload.seed,
             first_session: self.next_session,
+            // A shard's windows are merged with the other shards' from their histograms.
+            keep_window_histograms: self.fixed,
         }
     }
 

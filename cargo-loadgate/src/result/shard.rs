@@ -522,6 +522,8 @@ mod tests {
             LIMITS.slo_latency,
             Duration::from_secs(1),
         );
+        // As a shard's phase keeps them (`PhaseSpec::keep_window_histograms`).
+        r.keep_window_histograms();
         // (time, answered, index): sends at their intended time, answers after their latency.
         let mut events: Vec<(Duration, bool, usize)> = answers
             .iter()

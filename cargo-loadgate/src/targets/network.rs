@@ -122,6 +122,9 @@ pub(crate) struct LocalSite {
     /// shows the namespace of whoever mounted it: a container sees its own); `None` when
     /// unreadable.
     pub(crate) interfaces: Option<Vec<String>>,
+    /// Whether this process runs in a container (`/.dockerenv`, `/run/.containerenv`, or a
+    /// container runtime in `/proc/1/cgroup`).
+    pub(crate) in_container: bool,
 }
 
 impl LocalSite {
@@ -132,9 +135,16 @@ impl LocalSite {
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         });
+        let cgroup = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
+        let in_container = std::path::Path::new("/.dockerenv").exists()
+            || std::path::Path::new("/run/.containerenv").exists()
+            || ["docker", "kubepods", "containerd", "libpod", "lxc"]
+                .iter()
+                .any(|runtime| cgroup.contains(runtime));
         Self {
             kernel: local_kernel(),
             interfaces,
+            in_container,
         }
     }
 }
@@ -145,7 +155,16 @@ impl LocalSite {
 /// container with the engine's socket mounted, or beside a Docker-in-Docker engine), where
 /// neither the engine's host network nor a port it publishes on 127.0.0.1 is this loopback.
 /// Without this the boot would only time out waiting for readiness.
+///
+/// Only asked of a process in a container, and of an engine that [`host_unavailable`] takes for
+/// this machine's: a rootless engine's bridge lives in its own namespace, and Docker Desktop's,
+/// Colima's or Lima's inside a VM, yet their published ports do reach this loopback, which is the
+/// fallback they get; and on a host a missing bridge (a Podman that makes its own only once a
+/// container exists) says nothing about namespaces.
 pub(crate) fn engine_elsewhere(site: &EngineSite, local: &LocalSite) -> Option<String> {
+    if !local.in_container || host_unavailable(site, local.kernel.as_deref()).is_some() {
+        return None;
+    }
     let bridge = site.bridge_interface.as_deref()?;
     let interfaces = local.interfaces.as_ref()?;
     (!interfaces.iter().any(|i| i == bridge)).then(|| {
@@ -321,6 +340,7 @@ mod tests {
         LocalSite {
             kernel: kernel.map(str::to_owned),
             interfaces: Some(vec!["lo".into(), "eth0".into(), "docker0".into()]),
+            in_container: false,
         }
     }
 
@@ -331,6 +351,7 @@ mod tests {
         let container = LocalSite {
             kernel: Some("6.1.0".into()),
             interfaces: Some(vec!["lo".into(), "eth0".into()]),
+            in_container: true,
         };
         for choice in [
             NetworkChoice::Auto,
@@ -358,6 +379,7 @@ mod tests {
         let local = LocalSite {
             kernel: Some("6.1.0".into()),
             interfaces,
+            in_container: true,
         };
         assert_eq!(
             decide(NetworkChoice::Auto, &site, &local, true).expect("decides"),
@@ -365,10 +387,27 @@ mod tests {
         );
     }
 
+    /// Engines whose bridge is never in this namespace, yet whose published ports reach this
+    /// loopback, and a host without the bridge: none is refused (the review's regression).
+    #[test_case(EngineSite { rootless: true, ..linux("Ubuntu 24.04", "6.1.0") }, true ; "a rootless engine, from a container")]
+    #[test_case(linux("Docker Desktop", "6.10.14-linuxkit"), true ; "docker desktop, from a container")]
+    #[test_case(linux("Ubuntu 24.04", "6.8.0-1"), true ; "an engine on another kernel, from a container")]
+    #[test_case(linux("Fedora", "6.1.0"), false ; "a host without the engine's bridge yet")]
+    fn a_bridge_missing_here_refuses_only_a_container_beside_a_local_engine(
+        site: EngineSite,
+        in_container: bool,
+    ) {
+        let local = LocalSite {
+            kernel: Some("6.1.0".into()),
+            interfaces: Some(vec!["lo".into(), "eth0".into()]),
+            in_container,
+        };
+        assert_eq!(engine_elsewhere(&site, &local), None);
+        assert!(decide(NetworkChoice::Auto, &site, &local, true).is_ok());
+    }
+
     #[test]
-    fn this_machine_sees_the_bridge_of_the_engine_it_runs_beside() {
-        // The engine on this machine (CI starts one) has its default bridge in this namespace;
-        // where there is no engine or no bridge, `/sys/class/net` still lists loopback.
+    fn this_process_s_interfaces_are_read_from_sys_class_net() {
         let local = LocalSite::here();
         let interfaces = local.interfaces.expect("/sys/class/net is readable");
         assert!(interfaces.iter().any(|i| i == "lo"), "{interfaces:?}");

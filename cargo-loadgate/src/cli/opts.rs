@@ -162,7 +162,7 @@ pub struct LoadOpts {
     #[command(flatten)]
     pub logs: LogOpts,
     /// The interval counts are taken over: about one session's length (seed 000).
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration_arg)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_interval)]
     pub interval: std::time::Duration,
     /// Intervals with this count or fewer are inactive and left out [default: half the 90th
     /// percentile of the counts, at least 10].
@@ -582,6 +582,18 @@ fn parse_limit(s: &str) -> Result<usize, String> {
 
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
     crate::config::parse_duration(s)
+}
+
+/// `load --interval`: at least a second (a log's timestamps are seconds, and the rate is per
+/// second of the interval), so the counts are never per zero seconds.
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let interval = crate::config::parse_duration(s)?;
+    if interval < std::time::Duration::from_secs(1) {
+        return Err(format!(
+            "an interval of at least 1s is needed, like `10m` (about one session's length), got `{s}`"
+        ));
+    }
+    Ok(interval)
 }
 
 /// `--start-at`: milliseconds since the Unix epoch, or an RFC 3339 date-time with an offset.

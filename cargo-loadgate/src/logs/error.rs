@@ -119,6 +119,18 @@ pub enum LogError {
     /// The log holds no well-formed line.
     #[error("the logs hold no request line\nhint: check the paths given to `--from`")]
     Empty,
+    /// The logs' first and last lines lie more intervals apart than are counted.
+    #[error(
+        "the logs span {intervals} intervals of {interval} (more than {max}): a line with a stray timestamp, or an interval far shorter than a session\nhint: give a longer `--interval`, or check the first and last lines' times"
+    )]
+    SpanTooLong {
+        /// The intervals between the first and the last line.
+        intervals: u64,
+        /// The interval, as written.
+        interval: String,
+        /// The most intervals counted.
+        max: u64,
+    },
 }
 
 impl LogError {

@@ -15,6 +15,10 @@ use crate::stats::normal_quantile;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The most intervals a log's span is counted over: a year of 10 s intervals (about 3 million)
+/// fits, and the counts stay a few tens of megabytes.
+pub const MAX_INTERVALS: u64 = 10_000_000;
+
 /// The seed's z for the 99th percentile, read from a normal table.
 pub const SEED_Z_99: f64 = 2.33;
 
@@ -228,9 +232,18 @@ pub fn read_load(
             matched: lines,
         });
     }
-    // Every interval of the log's span, the empty ones as 0.
+    // Every interval of the log's span, the empty ones as 0: bounded, so a stray timestamp (a
+    // 1970 line) cannot ask for billions of intervals.
     let first = scan.first_us.unwrap_or(0).div_euclid(interval_us);
     let last = scan.last_us.unwrap_or(0).div_euclid(interval_us);
+    let span = u64::try_from(last.saturating_sub(first)).unwrap_or(u64::MAX);
+    if span >= MAX_INTERVALS {
+        return Err(LogError::SpanTooLong {
+            intervals: span.saturating_add(1),
+            interval: crate::config::format_duration(load.interval),
+            max: MAX_INTERVALS,
+        });
+    }
     let counts: Vec<u64> = (first..=last)
         .map(|i| buckets.get(&i).copied().unwrap_or(0))
         .collect();
@@ -374,6 +387,43 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "all 24 intervals are inactive: the busiest had 600 sessions starting, at or below the threshold of 600\nhint: lower the threshold with `--active-above N`, or use a shorter `--interval`"
+        );
+    }
+
+    /// A stray timestamp far from the rest would ask for billions of intervals: refused with a
+    /// hint instead of the memory they would take (review).
+    #[test]
+    fn a_span_of_too_many_intervals_is_refused() {
+        use crate::logs::parse::format_clf_time;
+        let line = |t: i64, user: u32| {
+            format!(
+                "10.0.0.1 - - [{}] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\" user=u{user}\n",
+                format_clf_time(t)
+            )
+        };
+        let now: i64 = 1_764_720_000_000_000; // 2025-12-03T00:00:00Z
+        let log = line(0, 1) + &line(now, 2); // one line from 1970
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stray.log");
+        std::fs::write(&path, log).unwrap();
+        let opts = ScanOptions {
+            paths: vec![path],
+            format: None,
+            json_fields: crate::logs::JsonFields::default(),
+            session_key: None,
+            session_gap: Duration::from_secs(60),
+        };
+        let load = LoadOptions {
+            interval: Duration::from_secs(1),
+            active_above: None,
+            operation: None,
+            quantile: 0.99,
+        };
+        let err = read_load(&opts, vec![], &load).unwrap_err();
+        assert!(matches!(err, LogError::SpanTooLong { .. }), "{err}");
+        assert!(
+            err.to_string().contains("hint: give a longer `--interval`"),
+            "{err}"
         );
     }
 

@@ -139,10 +139,15 @@ impl Segment {
                 };
                 let (last, middle) = rest.split_last().expect("a glob has a wildcard");
                 for piece in middle {
-                    let Some(at) = find(&tail[1.min(tail.len())..], piece) else {
+                    // The wildcard before `piece` takes at least one byte: none left, no match
+                    // (two wildcards side by side, `{a}{b}`, leave an empty piece between them).
+                    let Some(after) = tail.get(1..) else {
                         return false;
                     };
-                    tail = &tail[1 + at + piece.len()..];
+                    let Some(at) = find(after, piece) else {
+                        return false;
+                    };
+                    tail = &after[at + piece.len()..];
                 }
                 tail.len() > last.len() && tail.ends_with(last)
             }
@@ -314,6 +319,9 @@ mod tests {
     #[test_case("/items/item-{id}.json=item", "GET", "/items/item-.json", false; "glob needs a byte")]
     #[test_case("/k/{a}-{b}=k", "GET", "/k/1-2", true; "two wildcards")]
     #[test_case("/k/{a}-{b}=k", "GET", "/k/12", false; "missing separator")]
+    #[test_case("/a/**=x", "GET", "/a/", false; "adjacent wildcards on an empty segment do not panic")]
+    #[test_case("/a/{x}{y}=x", "GET", "/a/q", false; "adjacent wildcards need a byte each")]
+    #[test_case("/a/{x}{y}=x", "GET", "/a/qr", true; "adjacent wildcards with a byte each")]
     #[test_case("/=landing", "GET", "/", true; "root")]
     #[test_case("/=landing", "GET", "/x", false; "root is not everything")]
     fn patterns_match(arg: &str, method: &str, path: &str, expected: bool) {

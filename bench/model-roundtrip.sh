@@ -26,6 +26,8 @@ one() { # model-name config seed
   rm -rf "$dir"; mkdir -p "$dir"
   PORT=0 DEMO_BIND=127.0.0.1 DEMO_ACCESS_LOG="$dir/access.log" "$BIN/demo-service" >"$dir/demo.out" 2>&1 &
   local pid=$!
+  # This job's demo ends with the job, however the job ends (Ctrl-C, an error).
+  trap 'kill -TERM "$pid" 2>/dev/null' EXIT INT TERM
   local port=""
   for _ in $(seq 50); do
     port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/demo.out")
@@ -48,6 +50,9 @@ one() { # model-name config seed
   ' "$dir/model.json" | tee "$dir/summary.txt"
   grep -E "pacing lag|INVALID" "$dir/attack.out" | sed 's/^/    attack: /' || true
 }
+
+# The running jobs (and, through their traps, their demos) end with the script.
+trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT INT TERM
 
 for seed in $(seq 1 "$SEEDS"); do
   one demo fixtures/demo-service/loadgate.toml "$seed" &

@@ -173,7 +173,7 @@ fn four_shards_send_the_schedule_once_and_merge() {
     // Built before the clock starts; then time for four shards to start, check readiness and
     // calibrate, together.
     loadgate_tests::loadgate_bin();
-    let start_at = (unix_ms() + 12_000).to_string();
+    let start_at = (unix_ms() + 15_000).to_string();
     let children: Vec<_> = (0..4)
         .map(|i| {
             LoadgateCommand::new(["run", "--keep-going", "--start-at", &start_at, "--shard"])
@@ -185,8 +185,12 @@ fn four_shards_send_the_schedule_once_and_merge() {
                 .spawn()
         })
         .collect();
-    for (i, child) in children.into_iter().enumerate() {
-        let out = child.wait_with_output().expect("the shard ran");
+    // Every shard is waited for before any is judged, so none outlives a failed assertion.
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("the shard ran"))
+        .collect();
+    for (i, out) in outs.into_iter().enumerate() {
         assert!(
             RAN.contains(&out.status.code()),
             "shard {i}: exit {:?}\n{}\n{}",
@@ -312,6 +316,14 @@ fn a_shard_needs_a_url_target_and_a_start_to_come() {
     out.assert_code(code::USAGE);
     assert!(
         out.stderr.contains("--shard needs a url target"),
+        "{}",
+        out.stderr
+    );
+    let years_ahead = (unix_ms() * 1000).to_string(); // microseconds, not milliseconds
+    let out = run(&["--shard", "0/2", "--start-at", &years_ahead]);
+    out.assert_code(code::USAGE);
+    assert!(
+        out.stderr.contains("s ahead, more than 3600 s"),
         "{}",
         out.stderr
     );

@@ -777,6 +777,10 @@ pub(super) struct GeneratorRunner<'a> {
     pub(super) shard: Option<ShardState>,
 }
 
+/// The furthest ahead an agreed shard start may lie: time for every shard to be scheduled and to
+/// boot, not a typo's years of sleep.
+const MAX_START_AHEAD: Duration = Duration::from_secs(3600);
+
 /// A shard run's part of the runner: which sessions it sends, the agreed start, and the record of
 /// each phase it ran.
 pub(super) struct ShardState {
@@ -831,6 +835,17 @@ impl ShardState {
 
     fn check_not_late(&self) -> Result<(), RunError> {
         let late = self.offset_ms();
+        // A start in microseconds, or in another year, would sleep for ever: refused.
+        if -late > MAX_START_AHEAD.as_secs_f64() * 1e3 {
+            return Err(RunError::Usage {
+                message: format!(
+                    "the agreed start (--start-at {}) is {:.0} s ahead, more than {} s: the shards would wait that long\nhint: --start-at takes milliseconds since the Unix epoch (`date +%s%3N`) or an RFC 3339 time, e.g. a few minutes from now",
+                    self.start_at_unix_ms,
+                    -late / 1e3,
+                    MAX_START_AHEAD.as_secs()
+                ),
+            });
+        }
         if late > self.max_skew.as_secs_f64() * 1e3 {
             return Err(RunError::Usage {
                 message: format!(

@@ -19,6 +19,11 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// The most shards of one run: far more generator machines than any run uses, and small enough
+/// that a shard split into loops ([`Shard::split`]: count × loops, index + count × loop) never
+/// overflows.
+pub const MAX_SHARDS: usize = 100_000;
+
 impl Shard {
     /// The whole schedule: one shard.
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
@@ -63,6 +68,14 @@ pub enum ShardParseError {
     /// `N` is zero.
     #[error("the shard count must be at least 1, got `{0}`")]
     ZeroCount(String),
+    /// `N` is more than [`MAX_SHARDS`].
+    #[error("at most {max} shards, got `{text}`")]
+    TooMany {
+        /// What was given.
+        text: String,
+        /// [`MAX_SHARDS`].
+        max: usize,
+    },
     /// `i` is not below `N` (shards are numbered from 0).
     #[error(
         "shard index {index} is out of range for {count} shards: shards are numbered 0 to {last}"
@@ -87,6 +100,12 @@ impl FromStr for Shard {
         let count: usize = count.trim().parse().map_err(|_| form())?;
         if count == 0 {
             return Err(ShardParseError::ZeroCount(s.to_owned()));
+        }
+        if count > MAX_SHARDS {
+            return Err(ShardParseError::TooMany {
+                text: s.to_owned(),
+                max: MAX_SHARDS,
+            });
         }
         if index >= count {
             return Err(ShardParseError::OutOfRange {
@@ -115,6 +134,7 @@ mod tests {
 
     #[test_case("4/4", "shard index 4 is out of range for 4 shards: shards are numbered 0 to 3"; "index past the end")]
     #[test_case("0/0", "the shard count must be at least 1, got `0/0`"; "no shards")]
+    #[test_case("0/18446744073709551615", "at most 100000 shards, got `0/18446744073709551615`"; "so many that a split would overflow")]
     #[test_case("1", "expected INDEX/COUNT such as 0/4, got `1`"; "no slash")]
     #[test_case("-1/4", "expected INDEX/COUNT such as 0/4, got `-1/4`"; "negative")]
     #[test_case("a/b", "expected INDEX/COUNT such as 0/4, got `a/b`"; "not numbers")]

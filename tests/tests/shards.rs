@@ -140,6 +140,7 @@ fn due_pairs(config_path: &Path) -> BTreeMap<(u64, u32), ()> {
         warmup: config.ramp.warmup,
         seed: config.workload.seed,
         first_session: 0,
+        keep_window_histograms: true,
     };
     let end = spec.warmup + spec.duration;
     let mut due = BTreeMap::new();

@@ -48,9 +48,10 @@ pub fn proposed_threshold(counts: &[u64]) -> f64 {
 /// The rule [`proposed_threshold`] applies, as the output states it.
 pub const THRESHOLD_RULE: &str = "half the 90th percentile of the per-interval counts, at least 10";
 
-/// Mean, σ and the production load of the active intervals.
+/// Mean, σ and the production load of the active intervals of a log (`cargo loadgate load`); the
+/// headroom check's production load is `compare::ProductionLoad`, the workload's rate.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ProductionLoad {
+pub struct IntervalLoad {
     /// Intervals counted (the log's span, empty ones included).
     pub intervals: usize,
     /// Intervals above the threshold.
@@ -71,7 +72,7 @@ pub struct ProductionLoad {
 
 /// Seed 000's production load of `counts` (one per interval): the intervals above `threshold`,
 /// their mean and sample σ, and `mean + z(quantile)·σ`. `None` when no interval is active.
-pub fn production_load(counts: &[u64], threshold: f64, quantile: f64) -> Option<ProductionLoad> {
+pub fn production_load(counts: &[u64], threshold: f64, quantile: f64) -> Option<IntervalLoad> {
     let active: Vec<f64> = counts
         .iter()
         .map(|&c| c as f64)
@@ -88,7 +89,7 @@ pub fn production_load(counts: &[u64], threshold: f64, quantile: f64) -> Option<
         0.0
     };
     let z = z_for(quantile);
-    Some(ProductionLoad {
+    Some(IntervalLoad {
         intervals: counts.len(),
         active: active.len(),
         threshold,
@@ -140,7 +141,7 @@ pub struct LoadReport {
     /// How a proposed threshold is found ([`THRESHOLD_RULE`]).
     pub threshold_rule: String,
     /// Mean, σ and the load.
-    pub load: ProductionLoad,
+    pub load: IntervalLoad,
     /// The production load as a rate: per interval over the interval's seconds.
     pub sessions_per_sec: f64,
     /// The busiest interval.

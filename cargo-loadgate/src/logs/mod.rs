@@ -19,7 +19,7 @@ pub use error::{BadSample, LogError, LogErrorKind};
 pub use estimate::{
     ConfigComparison, LogValidation, MODEL_CONFIDENCE, ModelEstimate, SuggestedThink,
 };
-pub use load::{LoadOptions, LoadReport, ProductionLoad, production_load, read_load, z_for};
+pub use load::{IntervalLoad, LoadOptions, LoadReport, production_load, read_load, z_for};
 pub use parse::{JsonFields, LogFormat};
 pub use pipeline::{
     DEFAULT_SESSION_GAP, LOGS_FORMAT_VERSION, ModelReport, ScanOptions, read_model,

@@ -617,7 +617,7 @@ fn parse_instant(s: &str) -> Result<u64, String> {
         toml::value::Offset::Z => 0,
         toml::value::Offset::Custom { minutes } => i64::from(minutes),
     };
-    let days = days_from_civil(
+    let days = crate::logs::parse::days_from_civil(
         i64::from(date.year),
         i64::from(date.month),
         i64::from(date.day),
@@ -629,17 +629,6 @@ fn parse_instant(s: &str) -> Result<u64, String> {
         - offset_minutes * 60;
     let ms = secs * 1_000 + i64::from(time.nanosecond.unwrap_or(0) / 1_000_000);
     u64::try_from(ms).map_err(|_| format!("`{s}` is before the Unix epoch"))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

@@ -496,8 +496,9 @@ fn epoch_us(year: i64, month: i64, day: i64, seconds: i64, frac_us: i64) -> i64 
     (days_from_civil(year, month, day) * 86_400 + seconds) * 1_000_000 + frac_us
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm); also what
+/// `run --start-at` reads an RFC 3339 instant with.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

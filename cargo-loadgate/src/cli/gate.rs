@@ -139,6 +139,33 @@ pub fn accepts_of(commits: &[CommitTrailers], entries: &[AcceptConfig]) -> HeadA
     found
 }
 
+/// [`find`] for a measured `result` of `config` in the repository at `git_dir`: its commit, its
+/// environment's fingerprint and the config's comparable schedule, as `run` and `merge` both ask.
+pub fn find_for_result(
+    result: &RunResult,
+    git_dir: &Path,
+    options: &GateOptions,
+    config: &LoadgateConfig,
+    config_hashes: ConfigHashes,
+) -> Result<Baseline, BaselineError> {
+    let repo = result.git.as_ref().map(|_| git_dir);
+    let head = result.git.as_ref().map(|g| g.commit.as_str());
+    let fp = crate::baseline::fingerprint(
+        &result.environment,
+        result.target.as_ref(),
+        env!("CARGO_PKG_VERSION"),
+    );
+    find(
+        repo,
+        head,
+        options,
+        config_hashes,
+        crate::plan::comparable_schedule_hash(config),
+        fp,
+        &config.accept,
+    )
+}
+
 /// Looks for the baseline of `head` in the configured store: one with one of `config_hashes`, the
 /// environment `fingerprint` and, when given, a phase that followed `schedule_hash`. A failing search is an error only
 /// when a baseline is required; otherwise it becomes the explanation of a missing baseline.

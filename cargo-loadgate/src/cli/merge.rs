@@ -10,13 +10,12 @@ use super::run::{
     Outputs, RunError, announce_baseline, decide_and_report, exit_code, exit_code_of, load_config,
     out_dir, output_path, record_plan_event, write_result,
 };
-use crate::baseline::fingerprint;
 use crate::config::LoadgateConfig;
 use crate::engine::PhaseSpec;
 use crate::measure::{PhaseMeasurement, ValidityLimits};
 use crate::plan::{
     CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanOptions, PlanOutcome,
-    comparable_schedule_hash, goodput_latency, run_plan,
+    goodput_latency, run_plan,
 };
 use crate::result::{
     ConfigHashes, MeasurementMode, MergedRun, RunResult, RunStatus, ShardRecord, ToolInfo,
@@ -96,27 +95,18 @@ async fn merge(opts: &MergeOpts) -> Result<i32, RunError> {
         .as_ref()
         .map(|p| p.workspace_root.clone())
         .unwrap_or_else(|| cwd.clone());
-    let repo = result.git.as_ref().map(|_| git_dir.clone());
-    let head = result.git.as_ref().map(|g| g.commit.clone());
     let gate_options = GateOptions {
         store: opts.baseline_store.clone(),
         base_ref: opts.base_ref.clone(),
         allow_dirty: false,
         require_baseline: opts.require_baseline,
     };
-    let fp = fingerprint(
-        &result.environment,
-        result.target.as_ref(),
-        env!("CARGO_PKG_VERSION"),
-    );
-    let baseline = gate::find(
-        repo.as_deref(),
-        head.as_deref(),
+    let baseline = gate::find_for_result(
+        &result,
+        &git_dir,
         &gate_options,
+        &config,
         ConfigHashes::of(&config, MeasurementMode::Stored),
-        comparable_schedule_hash(&config),
-        fp,
-        &config.accept,
     )?;
     result.baseline = announce_baseline(&baseline);
     let outputs = Outputs {

@@ -4,7 +4,7 @@
 use super::gate::{self, Baseline, GateOptions};
 use super::progress::{self, OutputMode, PhaseBar, RunDisplay};
 use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::render_failure};
-use crate::baseline::{BaselineError, fingerprint, short};
+use crate::baseline::{BaselineError, short};
 use crate::calibrate::Calibration;
 use crate::config::{
     ConfigError, GeneratorConfig, LoadgateConfig, TargetKind, TargetSource, WorkloadConfig,
@@ -13,7 +13,7 @@ use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec, Plac
 use crate::measure::{PhaseMeasurement, Progress};
 use crate::plan::{
     CapacitySource, OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions,
-    PlanOutcome, comparable_schedule_hash, format_rate, goodput_latency, run_plan,
+    PlanOutcome, format_rate, goodput_latency, run_plan,
 };
 use crate::report::{render_step_table, table};
 use crate::result::{
@@ -257,21 +257,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         require_baseline: opts.require_baseline,
     };
     let repo = result.git.as_ref().map(|_| git_dir.clone());
-    let head = result.git.as_ref().map(|g| g.commit.clone());
-    let fp = fingerprint(
-        &result.environment,
-        result.target.as_ref(),
-        env!("CARGO_PKG_VERSION"),
-    );
-    let found = gate::find(
-        repo.as_deref(),
-        head.as_deref(),
-        &gate_options,
-        config_hashes,
-        comparable_schedule_hash(&config),
-        fp,
-        &config.accept,
-    );
+    let found = gate::find_for_result(&result, &git_dir, &gate_options, &config, config_hashes);
     let baseline = match found {
         Ok(b) => b,
         Err(e) => {

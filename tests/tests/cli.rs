@@ -69,6 +69,62 @@ fn unknown_flag_is_a_usage_error() {
     assert!(out.stderr.contains("--no-such-flag"), "{}", out.stderr);
 }
 
+/// `qualify --resume` goes on only with the series' own settings: a kept series made with another
+/// profile is refused before any run starts, naming what differs, and its runs are left alone.
+#[test]
+fn qualify_resume_with_other_settings_is_a_usage_error_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let qualify = |extra: &[&str]| {
+        let mut args = vec![
+            "qualify",
+            "-p",
+            "demo-service",
+            "--target",
+            "process",
+            "--profile",
+            "quick",
+            "--aa-runs",
+            "0",
+            "--paired",
+            "--resume",
+        ];
+        args.extend_from_slice(extra);
+        args.push("--out-dir");
+        LoadgateCommand::new(args).arg_path(dir.path()).output()
+    };
+    // Nothing to run: refused before the series' settings are kept.
+    let out = qualify(&[]);
+    out.assert_code(code::USAGE);
+    assert!(out.stderr.contains("nothing to run"), "{}", out.stderr);
+    assert!(!dir.path().join("qualify-series.json").exists());
+
+    // An earlier series made with the `ci` profile, with one finished run kept.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(loadgate_tests::workspace_root())
+        .output()
+        .unwrap();
+    let series = serde_json::json!({
+        "mode": "paired", "manifest_path": null, "package": "demo-service", "config": null,
+        "profile": "ci", "target": "process", "env": [], "inject": ["DEMO_CPU_US=3000"],
+        "commit": String::from_utf8_lossy(&head.stdout).trim(), "dirty": false,
+    });
+    std::fs::write(dir.path().join("qualify-series.json"), series.to_string()).unwrap();
+    let kept = dir.path().join("injected-01").join("qualify-run.json");
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    std::fs::write(&kept, "{}").unwrap();
+    let out = qualify(&["--inject", "DEMO_CPU_US=3000"]);
+    out.assert_code(code::USAGE);
+    assert!(
+        out.stderr.contains("cannot resume the qualification")
+            && out.stderr.contains("profile: \"ci\" then, \"quick\" now")
+            && out.stderr.contains("\nhint: "),
+        "{}",
+        out.stderr
+    );
+    assert!(kept.is_file(), "the earlier series' runs are left alone");
+}
+
 /// `qualify --paired` makes no baseline run, so `--save` has nothing to store: it is refused
 /// before any run starts.
 #[test]

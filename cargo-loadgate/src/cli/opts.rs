@@ -209,6 +209,10 @@ pub struct QualifyOpts {
     /// Runs of each kind: N A/A runs and N runs with the injected regression.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
+    /// A/A runs, when they should differ from `--runs` [default: --runs]. `--aa-runs 0 --inject
+    /// K=V` makes the injected series alone, e.g. a second knob's beside A/A runs made before.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub aa_runs: Option<u32>,
     /// The regression to inject into the service's environment, KEY=VALUE (repeatable), e.g.
     /// `DEMO_CPU_US=3000`. Without it only the A/A runs are made.
     #[arg(long = "inject", value_name = "KEY=VALUE", value_parser = parse_key_value)]
@@ -236,6 +240,12 @@ pub struct QualifyOpts {
     /// Where `--save` stores: `notes`, `notes:REF` or `dir:PATH`.
     #[arg(long, value_name = "STORE", default_value = "notes")]
     pub baseline_store: String,
+    /// Go on with an earlier qualification in the same `--out-dir` (one that was interrupted, or
+    /// that a longer `--runs` extends): the runs it finished are read back, not made again. It
+    /// must have the same settings and commit, on a clean tree; otherwise qualify says what
+    /// differs and exits 2.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// `cargo loadgate baseline`.

@@ -16,6 +16,13 @@
 //! every injected run the same with the knob on the head alone (`--head-env`). Beside the rates it
 //! reports the median over the A/A runs of the smallest change each run could detect in p50 and
 //! p99 (all operations), and whether the issue's goals were met.
+//!
+//! A series of paired runs takes hours (about five minutes a run), so it can be made in pieces:
+//! every finished run is kept as `qualify-run.json` in its own directory, the settings of the
+//! series as `qualify-series.json`, and `--resume` reads back the runs an earlier invocation with
+//! the same settings, commit and `--out-dir` finished instead of making them again. `--aa-runs`
+//! sets the A/A series apart from the injected one, so a second knob's series need not repeat
+//! the A/A runs.
 
 use super::gate::{primary_family, render_reachable};
 use super::{ExitCode, QualifyOpts, render::render_error};
@@ -28,7 +35,7 @@ use crate::result::{
     MeasurementMode, Metric, MetricComparison, MetricOutcome, ReadError, RunResult,
     SkippedAncestors, unix_ms,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
@@ -44,8 +51,13 @@ pub const GOAL_DETECTABLE_P50: f64 = 0.10;
 /// Issue 13's goal for paired mode: the median smallest detectable p99 change, at most.
 pub const GOAL_DETECTABLE_P99: f64 = 0.20;
 
+/// The file in a run's directory that keeps how it ended, for `--resume`.
+pub const RUN_FILE: &str = "qualify-run.json";
+/// The file in the out dir that keeps the settings the series was made with, for `--resume`.
+pub const SERIES_FILE: &str = "qualify-series.json";
+
 /// What kind of run a qualification run is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunKind {
     /// The run stored as the baseline.
@@ -57,7 +69,7 @@ pub enum RunKind {
 }
 
 /// How one run ended.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QualifyRun {
     /// Which series it belongs to.
     pub kind: RunKind,
@@ -443,9 +455,23 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         return ExitCode::USAGE;
     }
     let out_dir = super::run::out_dir(opts.out_dir.as_deref(), &config, &cwd, Some("qualify"));
+    let repo = config
+        .source
+        .package
+        .as_ref()
+        .map_or_else(|| cwd.clone(), |p| p.workspace_root.clone());
+    let settings = SeriesSettings::new(opts, crate::result::GitInfo::of(&repo));
+    if let Err((code, message)) = settings.prepare(&out_dir, opts.resume) {
+        eprintln!("error: {message}");
+        return code;
+    }
     let store = out_dir.join("baselines");
+    // A resumed series keeps the baseline its finished baseline run stored.
+    let baseline_kept = opts.resume && out_dir.join("baseline").join(RUN_FILE).is_file();
     let mode = if opts.paired {
         ChildMode::Paired
+    } else if baseline_kept {
+        ChildMode::Stored { store: &store }
     } else {
         // A fresh baseline every time: an old one from another commit or config would not be
         // found, and one from earlier on this commit would not be fresh.
@@ -472,7 +498,9 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         opts,
         mode,
         cwd: &cwd,
+        resume: opts.resume,
     };
+    let aa_runs = opts.aa_runs.unwrap_or(opts.runs);
 
     let injected = if opts.inject.is_empty() {
         String::new()
@@ -496,7 +524,7 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
             "1 baseline run, "
         },
         out_dir.display(),
-        n = opts.runs
+        n = aa_runs
     );
     let mut runs = Vec::new();
     if !opts.paired {
@@ -505,15 +533,9 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
             Err(code) => return code,
         }
     }
-    let series = [
-        (RunKind::AA, true),
-        (RunKind::Injected, !opts.inject.is_empty()),
-    ];
-    for (kind, wanted) in series {
-        if !wanted {
-            continue;
-        }
-        for index in 1..=opts.runs {
+    let injected_runs = if opts.inject.is_empty() { 0 } else { opts.runs };
+    for (kind, count) in [(RunKind::AA, aa_runs), (RunKind::Injected, injected_runs)] {
+        for index in 1..=count {
             match child.run(kind, index, &out_dir).await {
                 Ok(run) => runs.push(run),
                 Err(code) => return code,
@@ -530,11 +552,6 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         println!();
         print!("{}", kept.reachable(&config));
         if opts.save {
-            let repo = config
-                .source
-                .package
-                .as_ref()
-                .map_or_else(|| cwd.clone(), |p| p.workspace_root.clone());
             match kept.save(&repo, &opts.baseline_store) {
                 Ok(lines) => {
                     for line in lines {
@@ -564,6 +581,13 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
 
 /// Flags that make no sense together, given the config's target: a usage error with its hint.
 fn check_usage(opts: &QualifyOpts, source: &TargetSource) -> Result<(), String> {
+    if opts.aa_runs == Some(0) && opts.inject.is_empty() {
+        return Err(
+            "nothing to run: --aa-runs 0 leaves only the injected runs, and there is no --inject\n\
+             hint: give --inject KEY=VALUE, or more than 0 A/A runs"
+                .to_owned(),
+        );
+    }
     if !opts.paired {
         return Ok(());
     }
@@ -694,6 +718,8 @@ struct ChildRun<'a> {
     opts: &'a QualifyOpts,
     mode: ChildMode<'a>,
     cwd: &'a Path,
+    /// Read back a run an earlier invocation of the series finished instead of making it again.
+    resume: bool,
 }
 
 impl ChildRun<'_> {
@@ -812,6 +838,13 @@ impl ChildRun<'_> {
             RunKind::Injected => format!("injected-{index:02}"),
         };
         let dir = out_dir.join(&name);
+        let kept = dir.join(RUN_FILE);
+        if self.resume
+            && let Some(run) = read_kept_run(&kept, kind, index)
+        {
+            eprintln!("{} (read back)", run_line(&name, &run));
+            return Ok(run);
+        }
         let log_path = dir.join("output.log");
         let prepared =
             std::fs::create_dir_all(&dir).and_then(|()| std::fs::File::create(&log_path));
@@ -879,7 +912,172 @@ impl ChildRun<'_> {
             seconds: started.elapsed().as_secs_f64(),
         };
         eprintln!("{}", run_line(&name, &run));
+        if let Err(e) = crate::result::write_json_atomic(&kept, &run) {
+            eprintln!(
+                "     Warning cannot keep {} ({e}); --resume would make this run again",
+                kept.display()
+            );
+        }
         Ok(run)
+    }
+}
+
+/// A run an earlier invocation finished, as it kept it in `path`; `None` when there is none, or it
+/// cannot be read, or it is not the run asked for (then the run is made again).
+fn read_kept_run(path: &Path, kind: RunKind, index: u32) -> Option<QualifyRun> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<QualifyRun>(&text)
+        .ok()
+        .filter(|run| run.kind == kind && run.index == index)
+}
+
+/// What a series' runs are made with: two invocations with equal settings make runs of one
+/// series, which `--resume` may pool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct SeriesSettings {
+    /// `stored` or `paired`.
+    mode: MeasurementMode,
+    manifest_path: Option<PathBuf>,
+    package: Option<String>,
+    config: Option<PathBuf>,
+    profile: Option<String>,
+    /// `--target`, as written.
+    target: Option<String>,
+    /// `--env`, KEY=VALUE.
+    env: Vec<String>,
+    /// `--inject`, KEY=VALUE.
+    inject: Vec<String>,
+    /// HEAD's commit, when the package is in a git repository.
+    commit: Option<String>,
+    /// Whether the work tree had uncommitted changes.
+    dirty: bool,
+}
+
+impl SeriesSettings {
+    fn new(opts: &QualifyOpts, git: Option<crate::result::GitInfo>) -> Self {
+        let pairs = |kv: &[(String, String)]| kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        Self {
+            mode: if opts.paired {
+                MeasurementMode::Paired
+            } else {
+                MeasurementMode::Stored
+            },
+            manifest_path: opts.config.manifest_path.clone(),
+            package: opts.config.package.clone(),
+            config: opts.config.config.clone(),
+            profile: opts.config.profile.clone(),
+            target: opts
+                .target
+                .and_then(|t| clap::ValueEnum::to_possible_value(&t))
+                .map(|v| v.get_name().to_owned()),
+            env: pairs(&opts.env),
+            inject: pairs(&opts.inject),
+            dirty: git.as_ref().is_some_and(|g| g.dirty),
+            commit: git.map(|g| g.commit),
+        }
+    }
+
+    /// The settings that differ from `earlier`'s, as "name: `then` then, `now` now".
+    fn differences(&self, earlier: &Self) -> Vec<String> {
+        let (Ok(serde_json::Value::Object(now)), Ok(serde_json::Value::Object(then))) =
+            (serde_json::to_value(self), serde_json::to_value(earlier))
+        else {
+            return vec!["the settings".to_owned()];
+        };
+        // A dirty tree is refused on its own: it is not a setting to line up.
+        now.iter()
+            .filter(|(key, _)| key.as_str() != "dirty")
+            .filter(|(key, value)| then.get(*key) != Some(*value))
+            .map(|(key, value)| {
+                let then = then.get(key).unwrap_or(&serde_json::Value::Null);
+                format!("{}: {then} then, {value} now", key.replace('_', "-"))
+            })
+            .collect()
+    }
+
+    /// Checks that a resumed series may go on in `out_dir` (same settings and commit, clean
+    /// trees), or clears the runs an earlier series kept there when starting anew; then keeps
+    /// these settings. `Err` carries the exit code and the message.
+    fn prepare(&self, out_dir: &Path, resume: bool) -> Result<(), (i32, String)> {
+        let path = out_dir.join(SERIES_FILE);
+        if resume {
+            let refuse = |why: String, hint: &str| {
+                Err((
+                    ExitCode::USAGE,
+                    format!(
+                        "cannot resume the qualification in {}: {why}\nhint: {hint}",
+                        out_dir.display()
+                    ),
+                ))
+            };
+            let earlier = match std::fs::read_to_string(&path) {
+                Ok(text) => match serde_json::from_str::<Self>(&text) {
+                    Ok(earlier) => Some(earlier),
+                    Err(e) => {
+                        return refuse(
+                            format!("{} cannot be read: {e}", path.display()),
+                            "start anew without --resume",
+                        );
+                    }
+                },
+                // Nothing to resume yet: the series starts here.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    return Err((
+                        ExitCode::OTHER_ERROR,
+                        format!("cannot read {}: {e}", path.display()),
+                    ));
+                }
+            };
+            if let Some(earlier) = earlier {
+                let differences = self.differences(&earlier);
+                if !differences.is_empty() {
+                    return refuse(
+                        format!(
+                            "its runs were made with other settings ({})",
+                            differences.join("; ")
+                        ),
+                        "resume with the same flags at the same commit, or give another \
+                         --out-dir",
+                    );
+                }
+                if earlier.dirty || self.dirty {
+                    return refuse(
+                        "the work tree had uncommitted changes, so this build cannot be told \
+                         from the one the earlier runs measured"
+                            .to_owned(),
+                        "commit the change (or stash it) and start anew without --resume",
+                    );
+                }
+            }
+        } else {
+            // Starting anew: runs an earlier series kept here must not be read back later as
+            // runs of this one.
+            let run_dirs = std::fs::read_dir(out_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()));
+            for entry in run_dirs {
+                let kept = entry.path().join(RUN_FILE);
+                if let Err(e) = std::fs::remove_file(&kept)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    return Err((
+                        ExitCode::OTHER_ERROR,
+                        format!("cannot clear {}: {e}", kept.display()),
+                    ));
+                }
+            }
+        }
+        std::fs::create_dir_all(out_dir)
+            .and_then(|()| crate::result::write_json_atomic(&path, self))
+            .map_err(|e| {
+                (
+                    ExitCode::OTHER_ERROR,
+                    format!("cannot write {}: {e}", path.display()),
+                )
+            })
     }
 }
 
@@ -1128,6 +1326,8 @@ mod tests {
             paired: false,
             save: true,
             baseline_store: "notes".to_owned(),
+            aa_runs: None,
+            resume: false,
         }
     }
 
@@ -1153,6 +1353,7 @@ mod tests {
                 store: Path::new("/q/baselines"),
             },
             cwd: Path::new("/"),
+            resume: false,
         };
         let base = child
             .args(RunKind::Baseline, Path::new("/q/baseline"))
@@ -1176,6 +1377,169 @@ mod tests {
         }
     }
 
+    fn kept(kind: RunKind, index: u32, outcome: &str) -> QualifyRun {
+        QualifyRun {
+            index,
+            ..run(kind, Some(outcome))
+        }
+    }
+
+    fn at(commit: &str, dirty: bool) -> Option<crate::result::GitInfo> {
+        Some(crate::result::GitInfo {
+            commit: commit.to_owned(),
+            dirty,
+        })
+    }
+
+    #[test]
+    fn a_series_resumes_only_with_its_own_settings_and_commit_on_a_clean_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let settings = SeriesSettings::new(&opts(), at("abc", false));
+        settings.prepare(out, false).unwrap();
+        assert!(out.join(SERIES_FILE).is_file());
+        // The same flags at the same commit go on.
+        settings.prepare(out, true).unwrap();
+
+        let refused = |now: SeriesSettings| {
+            let (code, message) = now.prepare(out, true).unwrap_err();
+            assert_eq!(code, ExitCode::USAGE, "{message}");
+            message
+        };
+        let other_profile = QualifyOpts {
+            config: crate::cli::ConfigOpts {
+                profile: Some("full".to_owned()),
+                ..opts().config
+            },
+            ..opts()
+        };
+        let message = refused(SeriesSettings::new(&other_profile, at("abc", false)));
+        assert!(
+            message.contains("profile: \"ci\" then, \"full\" now"),
+            "{message}"
+        );
+        assert!(message.contains("hint: "), "{message}");
+        let message = refused(SeriesSettings::new(&opts(), at("def", false)));
+        assert!(
+            message.contains("commit: \"abc\" then, \"def\" now"),
+            "{message}"
+        );
+        let other_knob = QualifyOpts {
+            inject: vec![("DEMO_CPU_US".to_owned(), "1100".to_owned())],
+            ..opts()
+        };
+        let message = refused(SeriesSettings::new(&other_knob, at("abc", false)));
+        assert!(message.contains("inject: "), "{message}");
+        let message = refused(SeriesSettings::new(&opts(), at("abc", true)));
+        assert!(message.contains("uncommitted changes"), "{message}");
+        // The refusals kept the earlier series' settings.
+        settings.prepare(out, true).unwrap();
+
+        // A series made from a dirty tree cannot be resumed, whatever the tree is now.
+        let dirty = tempfile::tempdir().unwrap();
+        SeriesSettings::new(&opts(), at("abc", true))
+            .prepare(dirty.path(), false)
+            .unwrap();
+        let (_, message) = settings.prepare(dirty.path(), true).unwrap_err();
+        assert!(message.contains("uncommitted changes"), "{message}");
+
+        // Nothing to resume yet: the series starts there.
+        let fresh = tempfile::tempdir().unwrap();
+        settings.prepare(&fresh.path().join("new"), true).unwrap();
+        assert!(fresh.path().join("new").join(SERIES_FILE).is_file());
+    }
+
+    #[test]
+    fn kept_runs_are_read_back_as_themselves_and_cleared_by_a_new_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let settings = SeriesSettings::new(&opts(), at("abc", false));
+        settings.prepare(out, false).unwrap();
+        let path = out.join("aa-02").join(RUN_FILE);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut finished = kept(RunKind::AA, 2, "pass");
+        finished.detectable_p50 = Some(0.081);
+        crate::result::write_json_atomic(&path, &finished).unwrap();
+
+        let back = read_kept_run(&path, RunKind::AA, 2).expect("read back");
+        assert_eq!(back.outcome.as_deref(), Some("pass"));
+        assert_eq!(back.detectable_p50, Some(0.081));
+        // Another run's place, or a file that is not a kept run, is made again.
+        assert!(read_kept_run(&path, RunKind::AA, 3).is_none());
+        assert!(read_kept_run(&path, RunKind::Injected, 2).is_none());
+        std::fs::write(&path, "{ not json").unwrap();
+        assert!(read_kept_run(&path, RunKind::AA, 2).is_none());
+
+        // Starting anew removes what the earlier series kept, so a later --resume cannot take it
+        // for a run of the new series.
+        crate::result::write_json_atomic(&path, &finished).unwrap();
+        settings.prepare(out, false).unwrap();
+        assert!(!path.exists());
+        assert!(path.parent().unwrap().is_dir(), "only the kept file goes");
+    }
+
+    #[test]
+    fn a_resumed_run_is_read_back_without_starting_a_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let path = out.join("injected-01").join(RUN_FILE);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        crate::result::write_json_atomic(&path, &kept(RunKind::Injected, 1, "regression")).unwrap();
+        let opts = opts();
+        // No such program: a run that was not read back could not start.
+        let exe = out.join("no-such-cargo-loadgate");
+        let child = |resume| ChildRun {
+            exe: &exe,
+            opts: &opts,
+            mode: ChildMode::Paired,
+            cwd: out,
+            resume,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let run = runtime
+            .block_on(child(true).run(RunKind::Injected, 1, out))
+            .expect("read back");
+        assert_eq!(run.outcome.as_deref(), Some("regression"));
+        // Without --resume the run is made, which here cannot start.
+        let made = runtime.block_on(child(false).run(RunKind::Injected, 1, out));
+        assert_eq!(made.err(), Some(ExitCode::OTHER_ERROR));
+        // Resumed, a run that was never finished is made too.
+        let missing = runtime.block_on(child(true).run(RunKind::Injected, 2, out));
+        assert_eq!(missing.err(), Some(ExitCode::OTHER_ERROR));
+    }
+
+    #[test]
+    fn no_aa_runs_and_no_knob_is_nothing_to_run() {
+        let nothing = QualifyOpts {
+            aa_runs: Some(0),
+            inject: Vec::new(),
+            ..opts()
+        };
+        let message = check_usage(
+            &nothing,
+            &TargetSource::Bin {
+                name: "demo-service".to_owned(),
+            },
+        )
+        .unwrap_err();
+        assert!(message.contains("nothing to run"), "{message}");
+        // With a knob, the injected series alone is a series.
+        let knob_only = QualifyOpts {
+            aa_runs: Some(0),
+            ..opts()
+        };
+        check_usage(
+            &knob_only,
+            &TargetSource::Bin {
+                name: "demo-service".to_owned(),
+            },
+        )
+        .unwrap();
+    }
+
     #[test]
     fn paired_children_boot_the_head_twice_and_only_injected_heads_get_the_knob() {
         let opts = QualifyOpts {
@@ -1188,6 +1552,7 @@ mod tests {
             opts: &opts,
             mode: ChildMode::Paired,
             cwd: Path::new("/"),
+            resume: false,
         };
         let aa = child.args(RunKind::AA, Path::new("/q/aa-01")).join(" ");
         assert_eq!(

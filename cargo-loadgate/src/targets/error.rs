@@ -137,6 +137,50 @@ pub enum TargetError {
         /// What showed it.
         reason: String,
     },
+    /// A `[[dependency]]` did not pass its readiness check in time.
+    #[error(
+        "dependency `{name}` did not become ready: waited {} for {check}{}",
+        format_duration(*waited),
+        render_tail(&format!("`{name}` output"), log_tail)
+    )]
+    DependencyNotReady {
+        /// The dependency's name.
+        name: String,
+        /// The readiness it waited for, e.g. "`pg_isready -h 127.0.0.1 -p 41234` exiting 0".
+        check: String,
+        /// How long it waited.
+        waited: Duration,
+        /// What the last check saw.
+        last: String,
+        /// The last lines of its output.
+        log_tail: Vec<String>,
+    },
+    /// A `[[dependency]]` (or a step of booting it, such as `initdb`) exited when it should not.
+    #[error(
+        "dependency `{name}`: {step} exited unexpectedly ({status}){}",
+        render_tail(&format!("`{name}` output"), log_tail)
+    )]
+    DependencyExited {
+        /// The dependency's name.
+        name: String,
+        /// What was running: `initdb`, `postgres`, the command.
+        step: String,
+        /// Its exit status or signal.
+        status: String,
+        /// The last lines of its output.
+        log_tail: Vec<String>,
+    },
+    /// What a `[[dependency]]` needs is not on this machine (the PostgreSQL binaries of a preset,
+    /// a user to run it as).
+    #[error("dependency `{name}` cannot be booted: {missing}")]
+    DependencyUnavailable {
+        /// The dependency's name.
+        name: String,
+        /// What is missing.
+        missing: String,
+        /// How to get it.
+        help: String,
+    },
     /// A Docker engine call failed.
     #[error("docker engine: failed to {context}")]
     Engine {
@@ -176,6 +220,9 @@ impl TargetError {
             | Self::Crashed { .. }
             | Self::PortInUse { .. }
             | Self::EngineNetworkElsewhere { .. }
+            | Self::DependencyNotReady { .. }
+            | Self::DependencyExited { .. }
+            | Self::DependencyUnavailable { .. }
             | Self::Engine { .. } => TargetErrorKind::Target,
         }
     }
@@ -216,6 +263,13 @@ impl TargetError {
             Self::EngineNetworkElsewhere { .. } => {
                 "run loadgate in the engine host's network namespace (a job container: `--network host`), or use `--target process` or `--url`".into()
             }
+            Self::DependencyNotReady { name, last, .. } => format!(
+                "last check: {last}; the output above says why `{name}` did not answer; check its `ready` (and `ready.timeout`)"
+            ),
+            Self::DependencyExited { .. } => {
+                "the dependency's own output above says why it stopped".into()
+            }
+            Self::DependencyUnavailable { help, .. } => help.clone(),
             Self::Engine { .. } | Self::Io { .. } => return None,
         })
     }
@@ -225,7 +279,9 @@ impl TargetError {
         match self {
             Self::ReadinessTimeout { log_tail, .. }
             | Self::Crashed { log_tail, .. }
-            | Self::PortInUse { log_tail, .. } => log_tail,
+            | Self::PortInUse { log_tail, .. }
+            | Self::DependencyNotReady { log_tail, .. }
+            | Self::DependencyExited { log_tail, .. } => log_tail,
             Self::Build { stderr_tail, .. } => stderr_tail,
             _ => &[],
         }
@@ -374,6 +430,37 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
             },
         ),
         (
+            "dependency_not_ready",
+            TargetError::DependencyNotReady {
+                name: "db".into(),
+                check: "`/usr/lib/postgresql/15/bin/pg_isready -h 127.0.0.1 -p 41234` exiting 0"
+                    .into(),
+                waited: Duration::from_secs(60),
+                last: "exit status 2: 127.0.0.1:41234 - no response".into(),
+                log_tail: vec![
+                    "FATAL:  could not create lock file \"/run/postgresql/.s.PGSQL.41234.lock\""
+                        .into(),
+                ],
+            },
+        ),
+        (
+            "dependency_exited",
+            TargetError::DependencyExited {
+                name: "db".into(),
+                step: "initdb".into(),
+                status: "exit status 1".into(),
+                log_tail: vec!["initdb: error: cannot be run as root".into()],
+            },
+        ),
+        (
+            "dependency_unavailable",
+            TargetError::DependencyUnavailable {
+                name: "db".into(),
+                missing: "no PostgreSQL server binaries (initdb, postgres)".into(),
+                help: "install PostgreSQL (Debian: `apt-get install postgresql`)".into(),
+            },
+        ),
+        (
             "engine",
             TargetError::engine(
                 "create the container",
@@ -426,6 +513,9 @@ mod tests {
     #[test_case("crashed", TargetErrorKind::Target)]
     #[test_case("crashed_silent", TargetErrorKind::Target)]
     #[test_case("port_in_use", TargetErrorKind::Target)]
+    #[test_case("dependency_not_ready", TargetErrorKind::Target)]
+    #[test_case("dependency_exited", TargetErrorKind::Target)]
+    #[test_case("dependency_unavailable", TargetErrorKind::Target)]
     #[test_case("engine", TargetErrorKind::Target)]
     #[test_case("engine_network_elsewhere", TargetErrorKind::Target)]
     #[test_case("io", TargetErrorKind::Io)]

@@ -716,3 +716,145 @@ async fn version_of(program: &Path) -> Option<String> {
     let line = text.lines().next()?.trim();
     (out.status.success() && !line.is_empty()).then(|| line.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{DependencyConfig, parse_config_str};
+
+    /// The dependencies of a config made of the smallest workload and `text`.
+    fn dependencies(text: &str) -> Vec<DependencyConfig> {
+        let text = format!(
+            "[workload]\nsessions-per-sec = 1\n[[workload.operation]]\nname = \"home\"\n\
+             request = {{ path = \"/\" }}\n{text}"
+        );
+        parse_config_str(&text, Path::new("loadgate.toml"), None, "default")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .dependencies
+    }
+
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| super::super::cleanup::parse_state_and_pgrp(&s))
+            .is_some_and(|(state, _)| state != 'Z' && state != 'X')
+    }
+
+    /// `second` is written first but waits for `first`: it refuses to start (exit 3) unless
+    /// `first` is ready, and it is handed `first`'s port through a template.
+    #[tokio::test]
+    async fn dependencies_boot_in_depends_on_order_and_see_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let deps = dependencies(&format!(
+            r#"
+            [[dependency]]
+            name = "second"
+            command = "sh"
+            args = ["-c", "test -f {d}/first || exit 3; echo \"$FIRST\" > {d}/second; exec sleep 30"]
+            env = {{ FIRST = "{{{{first.port}}}}" }}
+            ready = {{ command = ["test", "-f", "{d}/second"], interval = "20ms" }}
+            depends-on = ["first"]
+
+            [[dependency]]
+            name = "first"
+            command = "sh"
+            args = ["-c", "echo $PORT > {d}/first; exec sleep 30"]
+            ready = {{ command = ["test", "-f", "{d}/first"], interval = "20ms" }}
+            "#
+        ));
+        let running = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let infos = running.infos();
+        let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["first", "second"]);
+        let first_port = infos[0].port.to_string();
+        let seen = std::fs::read_to_string(dir.path().join("second")).unwrap();
+        assert_eq!(seen.trim(), first_port, "second was handed first's port");
+        assert_eq!(
+            running.render("x={{first.addr}}"),
+            format!("x=127.0.0.1:{first_port}")
+        );
+        let pids: Vec<u32> = infos.iter().filter_map(|i| i.pid).collect();
+        assert!(pids.iter().all(|&p| alive(p)));
+        assert!(running.shutdown().await.is_empty());
+        assert!(
+            pids.iter().all(|&p| !alive(p)),
+            "a dependency outlived its shutdown"
+        );
+        for name in ["first", "second"] {
+            assert!(dir.path().join(format!("dependency-{name}.log")).is_file());
+        }
+    }
+
+    /// A dependency that never becomes ready: the error names it, the readiness it waited for and
+    /// its output; it and the one booted before it are gone.
+    #[tokio::test]
+    async fn a_dependency_that_never_becomes_ready_is_reported_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let deps = dependencies(&format!(
+            r#"
+            [[dependency]]
+            name = "up"
+            command = "sh"
+            args = ["-c", "echo $$ > {d}/up.pid; exec sleep 30"]
+            ready = {{ command = ["test", "-f", "{d}/up.pid"], interval = "20ms" }}
+
+            [[dependency]]
+            name = "never"
+            command = "sh"
+            args = ["-c", "echo $$ > {d}/never.pid; echo still warming up; exec sleep 30"]
+            ready = {{ tcp = true, timeout = "1s", interval = "100ms" }}
+            depends-on = ["up"]
+            "#
+        ));
+        let err = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
+            .await
+            .expect_err("never is never ready");
+        let TargetError::DependencyNotReady {
+            name,
+            check,
+            waited,
+            log_tail,
+            ..
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!(name, "never");
+        assert!(check.starts_with("a TCP connect to 127.0.0.1:"), "{check}");
+        assert_eq!(*waited, Duration::from_secs(1));
+        assert_eq!(log_tail, &["still warming up".to_owned()]);
+        assert_eq!(err.kind(), super::super::TargetErrorKind::Target);
+        for name in ["up", "never"] {
+            let pid: u32 = std::fs::read_to_string(dir.path().join(format!("{name}.pid")))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            assert!(!alive(pid), "`{name}` ({pid}) outlived the failed boot");
+        }
+    }
+
+    #[test]
+    fn a_preset_follows_the_target_unless_it_names_its_kind() {
+        let deps = dependencies(
+            "[[dependency]]\nname = \"a\"\npreset = \"postgres\"\n\
+             [[dependency]]\nname = \"b\"\npreset = \"postgres\"\nkind = \"process\"\n",
+        );
+        assert_eq!(
+            resolve_kind(&deps[0], TargetKind::Container),
+            DependencyKind::Container
+        );
+        assert_eq!(
+            resolve_kind(&deps[0], TargetKind::Url),
+            DependencyKind::Process
+        );
+        assert_eq!(
+            resolve_kind(&deps[1], TargetKind::Container),
+            DependencyKind::Process
+        );
+    }
+}

@@ -5,11 +5,11 @@
 //! mid-run. A dependency that never becomes ready ends the run with exit 20 and its output.
 //!
 //! The PostgreSQL tests need its server binaries (`.ci/run` installs Debian's `postgresql`); where
-//! they are absent the tests say so loudly, and under `CI=true` they fail.
+//! they are absent the tests say so loudly, and in CI (`CI` set) they fail.
 
 use loadgate_tests::{
-    LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, process_alive,
-    read_result, wait_until,
+    LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, postgres_or_skip,
+    process_alive, read_result, wait_until,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -52,24 +52,6 @@ duration = "{soak}"
 mode = "stored"
 "#
     )
-}
-
-/// Whether the PostgreSQL server binaries are installed; says so loudly when not, and fails under
-/// `CI=true`.
-fn postgres_or_skip(test: &str) -> bool {
-    let found = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .any(|e| e.path().join("bin/initdb").is_file());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{test}: PostgreSQL's server binaries are required in CI (apt-get install postgresql)"
-        );
-        eprintln!("SKIPPED {test}: no PostgreSQL server binaries in /usr/lib/postgresql/*/bin");
-    }
-    found
 }
 
 fn run_command(config_path: &Path, out_dir: &Path) -> LoadgateCommand {
@@ -140,19 +122,16 @@ fn run_to_end(cmd: LoadgateCommand) -> (RunOutput, u32) {
     (RunOutput::from(out), pid)
 }
 
+/// The README's example (`fixtures/demo-service/db.toml`): the demo answers beside its database,
+/// and nothing of the database is left.
 #[test]
 fn a_postgres_dependency_reaches_the_target_and_leaves_nothing() {
     if !postgres_or_skip("a_postgres_dependency_reaches_the_target_and_leaves_nothing") {
         return;
     }
+    // The README's example, as written.
     let dir = tempfile::tempdir().unwrap();
-    let path = write_config(
-        dir.path(),
-        &config(
-            "postgres://{{db.user}}@{{db.host}}:{{db.port}}/{{db.database}}",
-            "1s",
-        ),
-    );
+    let path = loadgate_tests::workspace_root().join("fixtures/demo-service/db.toml");
     let out_dir = dir.path().join("out");
     let (out, pid) = {
         let _load = load_lock();

@@ -1341,6 +1341,20 @@ mod tests {
         );
     }
 
+    /// The README's example loads for every built-in profile, with its template in the target's env.
+    #[test]
+    fn the_demo_db_example_loads() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/demo-service/db.toml");
+        let text = std::fs::read_to_string(&path).expect("fixtures/demo-service/db.toml");
+        for profile in crate::config::BUILTIN_PROFILES {
+            let config = crate::config::parse_config_str(&text, &path, None, profile)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(config.dependencies.len(), 1);
+            assert!(config.target.env["DATABASE_URL"].contains("{{db.port}}"));
+        }
+    }
+
     #[test]
     fn boot_order_follows_depends_on_then_the_order_written() {
         let text = with_workload(indoc! {r#"

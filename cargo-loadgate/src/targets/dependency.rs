@@ -142,10 +142,10 @@ impl RunningDependencies {
     pub async fn shutdown(mut self) -> Vec<TargetError> {
         let mut problems = Vec::new();
         while let Some(r) = self.running.pop() {
-            if let Some(process) = r.process {
-                if let Err(e) = process.shutdown(DEPENDENCY_SHUTDOWN_GRACE).await {
-                    problems.push(e);
-                }
+            if let Some(process) = r.process
+                && let Err(e) = process.shutdown(DEPENDENCY_SHUTDOWN_GRACE).await
+            {
+                problems.push(e);
             }
             if let Some(dir) = &r.data_dir
                 && take_temp_dir(dir)
@@ -478,13 +478,15 @@ async fn wait_ready(
             Err(seen) => seen,
         };
         if started.elapsed() >= d.ready.timeout {
-            return Err(TargetError::DependencyNotReady {
-                name: d.name.clone(),
-                check: waited_for,
-                waited: d.ready.timeout,
-                last,
-                log_tail: r.log.tail(ERROR_LOG_LINES),
-            });
+            return Err(TargetError::DependencyNotReady(Box::new(
+                super::error::DependencyNotReady {
+                    name: d.name.clone(),
+                    check: waited_for,
+                    waited: d.ready.timeout,
+                    last,
+                    log_tail: r.log.tail(ERROR_LOG_LINES),
+                },
+            )));
         }
         tokio::time::sleep(d.ready.interval).await;
     }
@@ -813,16 +815,16 @@ mod tests {
         let err = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
             .await
             .expect_err("never is never ready");
-        let TargetError::DependencyNotReady {
+        let TargetError::DependencyNotReady(e) = &err else {
+            panic!("{err}")
+        };
+        let super::super::error::DependencyNotReady {
             name,
             check,
             waited,
             log_tail,
             ..
-        } = &err
-        else {
-            panic!("{err}")
-        };
+        } = e.as_ref();
         assert_eq!(name, "never");
         assert!(check.starts_with("a TCP connect to 127.0.0.1:"), "{check}");
         assert_eq!(*waited, Duration::from_secs(1));

@@ -6,6 +6,21 @@ use std::{fmt::Write as _, time::Duration};
 /// How many lines of a target's output an error shows.
 pub const ERROR_LOG_LINES: usize = 20;
 
+/// What [`TargetError::DependencyNotReady`] reports.
+#[derive(Debug)]
+pub struct DependencyNotReady {
+    /// The dependency's name.
+    pub name: String,
+    /// The readiness it waited for, e.g. "`pg_isready -h 127.0.0.1 -p 41234` exiting 0".
+    pub check: String,
+    /// How long it waited.
+    pub waited: Duration,
+    /// What the last check saw.
+    pub last: String,
+    /// The last lines of its output.
+    pub log_tail: Vec<String>,
+}
+
 /// What kind of failure a [`TargetError`] is; the command line picks the exit code from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TargetErrorKind {
@@ -137,24 +152,16 @@ pub enum TargetError {
         /// What showed it.
         reason: String,
     },
-    /// A `[[dependency]]` did not pass its readiness check in time.
+    /// A `[[dependency]]` did not pass its readiness check in time (boxed: the largest variant
+    /// sets the size of every `Result` carrying this error).
     #[error(
-        "dependency `{name}` did not become ready: waited {} for {check}{}",
-        format_duration(*waited),
-        render_tail(&format!("`{name}` output"), log_tail)
+        "dependency `{}` did not become ready: waited {} for {}{}",
+        .0.name,
+        format_duration(.0.waited),
+        .0.check,
+        render_tail(&format!("`{}` output", .0.name), &.0.log_tail)
     )]
-    DependencyNotReady {
-        /// The dependency's name.
-        name: String,
-        /// The readiness it waited for, e.g. "`pg_isready -h 127.0.0.1 -p 41234` exiting 0".
-        check: String,
-        /// How long it waited.
-        waited: Duration,
-        /// What the last check saw.
-        last: String,
-        /// The last lines of its output.
-        log_tail: Vec<String>,
-    },
+    DependencyNotReady(Box<DependencyNotReady>),
     /// A `[[dependency]]` (or a step of booting it, such as `initdb`) exited when it should not.
     #[error(
         "dependency `{name}`: {step} exited unexpectedly ({status}){}",
@@ -220,7 +227,7 @@ impl TargetError {
             | Self::Crashed { .. }
             | Self::PortInUse { .. }
             | Self::EngineNetworkElsewhere { .. }
-            | Self::DependencyNotReady { .. }
+            | Self::DependencyNotReady(_)
             | Self::DependencyExited { .. }
             | Self::DependencyUnavailable { .. }
             | Self::Engine { .. } => TargetErrorKind::Target,
@@ -263,8 +270,9 @@ impl TargetError {
             Self::EngineNetworkElsewhere { .. } => {
                 "run loadgate in the engine host's network namespace (a job container: `--network host`), or use `--target process` or `--url`".into()
             }
-            Self::DependencyNotReady { name, last, .. } => format!(
-                "last check: {last}; the output above says why `{name}` did not answer; check its `ready` (and `ready.timeout`)"
+            Self::DependencyNotReady(e) => format!(
+                "last check: {}; the output above says why `{}` did not answer; check its `ready` (and `ready.timeout`)",
+                e.last, e.name
             ),
             Self::DependencyExited { .. } => {
                 "the dependency's own output above says why it stopped".into()
@@ -280,8 +288,8 @@ impl TargetError {
             Self::ReadinessTimeout { log_tail, .. }
             | Self::Crashed { log_tail, .. }
             | Self::PortInUse { log_tail, .. }
-            | Self::DependencyNotReady { log_tail, .. }
             | Self::DependencyExited { log_tail, .. } => log_tail,
+            Self::DependencyNotReady(e) => &e.log_tail,
             Self::Build { stderr_tail, .. } => stderr_tail,
             _ => &[],
         }
@@ -431,7 +439,7 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
         ),
         (
             "dependency_not_ready",
-            TargetError::DependencyNotReady {
+            TargetError::DependencyNotReady(Box::new(DependencyNotReady {
                 name: "db".into(),
                 check: "`/usr/lib/postgresql/15/bin/pg_isready -h 127.0.0.1 -p 41234` exiting 0"
                     .into(),
@@ -441,7 +449,7 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
                     "FATAL:  could not create lock file \"/run/postgresql/.s.PGSQL.41234.lock\""
                         .into(),
                 ],
-            },
+            })),
         ),
         (
             "dependency_exited",

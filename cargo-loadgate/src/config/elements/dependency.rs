@@ -13,9 +13,10 @@
 //! names, cycles) and fixed ports (clashes), all at once.
 
 use super::key::{Element, Key, SubTable, names};
+use super::target::{env_map, non_empty, ready_path, strings};
 use crate::config::source::{
-    Cx, Tbl, Val, array, boolean, integer_in, keyword, positive_duration, positive_number, size,
-    string, string_map, suggest,
+    Cx, Tbl, Val, array_of_tables, boolean, integer_in, keyword, positive_duration,
+    positive_number, size, string, suggest,
 };
 use crate::config::types::{
     DependencyConfig, DependencyKind, DependencyReady, DependencySource, Preset, PullPolicy,
@@ -126,19 +127,7 @@ pub(crate) const READY_TCP: Key<bool> = Key::new(
 pub(crate) const READY_HTTP: Key<String> = Key::new(
     "http",
     "ready when `GET` of this path on its port answers 2xx",
-    |cx, v, _| {
-        let s = string(cx, v, "a path like \"/health\"")?;
-        if !s.starts_with('/') {
-            cx.error(
-                v.file,
-                v.span(),
-                format!("path {s:?} must start with `/`"),
-                None,
-            );
-            return None;
-        }
-        Some(s.to_owned())
-    },
+    |cx, v, _| ready_path(cx, v),
 );
 /// `dependency.ready.command`.
 pub(crate) const READY_COMMAND: Key<Vec<String>> = Key::new(
@@ -196,14 +185,7 @@ pub(crate) const MEMORY: Key<u64> = Key::new(
 pub(crate) const ENV: Key<BTreeMap<String, String>> = Key::new(
     "env",
     "its environment; values may name other dependencies it depends on",
-    |cx, v, what| {
-        Some(
-            string_map(cx, v, what.to_owned())?
-                .into_iter()
-                .map(|e| (e.key, e.value))
-                .collect(),
-        )
-    },
+    env_map,
 );
 /// `dependency.depends-on`.
 pub(crate) const DEPENDS_ON: Key<Vec<String>> = Key::new(
@@ -298,28 +280,6 @@ fn pull(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<PullPolicy> {
         "unknown pull policy",
         "`dependency.pull`",
     )
-}
-
-fn non_empty(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
-    let s = string(cx, v, "a string")?;
-    if s.trim().is_empty() {
-        cx.error(v.file, v.span(), format!("{what} must not be empty"), None);
-        return None;
-    }
-    Some(s.to_owned())
-}
-
-fn strings(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Vec<String>> {
-    let items = array(cx, v, "an array of strings")?;
-    let mut out = Vec::new();
-    let mut ok = true;
-    for item in items {
-        match string(cx, item, "a string") {
-            Some(s) => out.push(s.to_owned()),
-            None => ok = false,
-        }
-    }
-    ok.then_some(out)
 }
 
 fn url(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<String> {
@@ -473,17 +433,7 @@ struct Entry<'a> {
 /// duplicate names, undeclared or cyclic `depends-on`, clashing ports, and every template in
 /// their `env`, `args` and `ready.command`. Every problem is reported.
 pub(crate) fn read(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str) -> Vec<DependencyConfig> {
-    let Some(v) = root.get(DEPENDENCY) else {
-        return Vec::new();
-    };
-    let Some(items) = array(
-        cx,
-        v,
-        &format!("an array of tables, written [[{prefix}{DEPENDENCY}]]"),
-    ) else {
-        return Vec::new();
-    };
-    let entries: Vec<Entry<'_>> = items
+    let entries: Vec<Entry<'_>> = array_of_tables(cx, root, DEPENDENCY, prefix)
         .into_iter()
         .enumerate()
         .filter_map(|(i, item)| entry(cx, item, prefix, i))

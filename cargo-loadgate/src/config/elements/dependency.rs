@@ -1291,6 +1291,50 @@ mod tests {
         );
     }
 
+    /// `cargo loadgate check` lists every dependency, and the listing reads back as the same ones
+    /// (but for where each is written).
+    #[test]
+    fn the_resolved_listing_reads_back_with_its_dependencies() {
+        let text = with_workload(indoc! {r#"
+            [target]
+            env = { DATABASE_URL = "{{db.url}}" }
+            [[dependency]]
+            name = "db"
+            preset = "postgres"
+            image = "postgres:15"
+            pull = "missing"
+            memory = "1GiB"
+            [[dependency]]
+            name = "worker"
+            command = "worker"
+            args = ["--db", "{{db.addr}}"]
+            port = 7000
+            ready = { http = "/ready", timeout = "5s" }
+            env = { MODE = "test" }
+            depends-on = ["db"]
+            [[dependency]]
+            name = "shared"
+            url = "redis://127.0.0.1:6380"
+        "#});
+        let config = parse(&text, "default").unwrap();
+        let listing = crate::config::render_resolved(&config);
+        assert!(
+            listing.contains("\n[[dependency]]\nname = \"worker\"\nkind = \"process\"\n"),
+            "{listing}"
+        );
+        let again = parse(&listing, "default").unwrap_or_else(|e| panic!("{listing}\n{e}"));
+        let without_places = |c: &crate::config::LoadgateConfig| -> Vec<DependencyConfig> {
+            c.dependencies
+                .iter()
+                .map(|d| DependencyConfig {
+                    location: String::new(),
+                    ..d.clone()
+                })
+                .collect()
+        };
+        assert_eq!(without_places(&again), without_places(&config));
+    }
+
     /// The README's example loads for every built-in profile, with its template in the target's env.
     #[test]
     fn the_demo_db_example_loads() {

@@ -202,9 +202,10 @@ async fn run_booted(
     let paired_base = super::paired::prepare(opts, &config, kind, &git_dir, &out_dir).await?;
 
     // The dependencies first, in `depends-on` order; the target's env gets their addresses.
+    let reporter = super::boot_log::BootReporter::new(&out_dir);
     let running =
         crate::targets::boot_dependencies(&config.dependencies, kind, &out_dir, &|event| {
-            super::boot_log::BootReporter::new(&out_dir).event(event)
+            reporter.event(event)
         })
         .await?;
     for d in running.infos() {
@@ -237,7 +238,6 @@ async fn run_booted(
         cpuset: target_cpuset.clone(),
         prebuilt: None,
     };
-    let reporter = super::boot_log::BootReporter::new(&out_dir);
     let target = crate::targets::boot(request.clone(), &|event| reporter.event(event)).await?;
     let info = target.info();
     eprintln!(

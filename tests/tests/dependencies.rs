@@ -2,7 +2,7 @@
 //! preset, process kind) before the demo service, hands it over through `DATABASE_URL` (the demo
 //! refuses to start unless a PostgreSQL server answers there), and leaves no process and no data
 //! directory behind — after a complete run, after a target that fails to boot, and after SIGTERM
-//! mid-run. A dependency that never becomes ready ends the run with exit 20 and its output.
+//! or SIGINT mid-run. A dependency that never becomes ready ends the run with exit 20 and its output.
 //!
 //! The PostgreSQL tests need its server binaries (`.ci/run` installs Debian's `postgresql`); where
 //! they are absent the tests say so loudly, and in CI (`CI` set) they fail.
@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const TARGET_FAILED: i32 = 20;
+const INVALID_RUN: i32 = 21;
+const INTERRUPTED: i32 = 130;
 const TERMINATED: i32 = 143;
 
 /// The demo with one `postgres` dependency, a tiny workload, stored mode (no base to build), and a
@@ -137,7 +139,11 @@ fn a_postgres_dependency_reaches_the_target_and_leaves_nothing() {
         let _load = load_lock();
         run_to_end(run_command(&path, &out_dir))
     };
-    out.assert_code(0);
+    // A generator the shared machine starved makes the run invalid (21): a judgement of the
+    // machine, which this test of the dependency's handover and removal does not make.
+    if out.code != Some(INVALID_RUN) {
+        out.assert_code(0);
+    }
     let result = read_result(&out_dir);
     assert_matches_result_schema(&result);
     assert_eq!(result["status"], "complete", "{result:#}");
@@ -213,9 +219,21 @@ fn a_target_handed_a_wrong_database_address_fails_and_leaves_nothing() {
 
 #[test]
 fn sigterm_mid_run_removes_the_database_and_its_data_dir() {
-    if !postgres_or_skip("sigterm_mid_run_removes_the_database_and_its_data_dir") {
-        return;
+    if postgres_or_skip("sigterm_mid_run_removes_the_database_and_its_data_dir") {
+        signal_mid_run(Signal::SIGTERM, TERMINATED);
     }
+}
+
+#[test]
+fn sigint_mid_run_removes_the_database_and_its_data_dir() {
+    if postgres_or_skip("sigint_mid_run_removes_the_database_and_its_data_dir") {
+        signal_mid_run(Signal::SIGINT, INTERRUPTED);
+    }
+}
+
+/// Sends `signal` to a run once its database and target are up, and checks that both are gone and
+/// the data directory removed when it exits with `expected`.
+fn signal_mid_run(signal: Signal, expected: i32) {
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(
         dir.path(),
@@ -247,12 +265,20 @@ fn sigterm_mid_run_removes_the_database_and_its_data_dir() {
     let result = read_result(&out_dir);
     let db_pid = result["dependencies"][0]["pid"].as_i64().unwrap() as i32;
     let data_dir = PathBuf::from(result["dependencies"][0]["data_dir"].as_str().unwrap());
-    assert!(process_alive(db_pid) && data_dir.is_dir());
+    let target_pid = result["target"]["pid"].as_i64().unwrap() as i32;
+    assert!(process_alive(db_pid) && process_alive(target_pid) && data_dir.is_dir());
     std::thread::sleep(Duration::from_millis(500));
-    kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
+    kill(Pid::from_raw(pid as i32), signal).unwrap();
     let out = RunOutput::from(child.wait_with_output().unwrap());
-    out.assert_code(TERMINATED);
-    assert!(!process_alive(db_pid), "postgres {db_pid} outlived SIGTERM");
+    out.assert_code(expected);
+    assert!(
+        !process_alive(db_pid),
+        "postgres {db_pid} outlived {signal}"
+    );
+    assert!(
+        !process_alive(target_pid),
+        "the target {target_pid} outlived {signal}"
+    );
     assert!(!data_dir.exists(), "{} is left", data_dir.display());
     assert_nothing_left(pid);
 }

@@ -677,7 +677,25 @@ async fn initdb(
     if let Some((uid, gid)) = ids {
         cmd.uid(uid).gid(gid);
     }
-    let out = match tokio::time::timeout(INITDB_TIMEOUT, cmd.output()).await {
+    // In its own process group, registered: a signal while it runs stops it too.
+    cmd.process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd
+        .spawn()
+        .map_err(|e| TargetError::io(format!("run {}", initdb.display()), e))?;
+    let pgid = child.id().map(|p| p as i32);
+    if let Some(pgid) = pgid {
+        super::cleanup::register_process_group(pgid);
+    }
+    let waited = tokio::time::timeout(INITDB_TIMEOUT, child.wait_with_output()).await;
+    if let Some(pgid) = pgid {
+        if waited.is_err() {
+            super::cleanup::kill_group_blocking(pgid, Duration::from_secs(1));
+        }
+        super::cleanup::unregister_process_group(pgid);
+    }
+    let out = match waited {
         Ok(out) => out.map_err(|e| TargetError::io(format!("run {}", initdb.display()), e))?,
         Err(_) => {
             return Err(TargetError::DependencyExited {

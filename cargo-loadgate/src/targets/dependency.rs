@@ -858,6 +858,39 @@ mod tests {
         }
     }
 
+    /// A `url` dependency boots nothing: its address comes from the url, whole for `{{NAME.url}}`,
+    /// and a process that depends on it is handed it.
+    #[tokio::test]
+    async fn a_url_dependency_is_handed_over_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let deps = dependencies(&format!(
+            r#"
+            [[dependency]]
+            name = "shared"
+            url = "postgres://app@127.0.0.1/app"
+
+            [[dependency]]
+            name = "user"
+            command = "sh"
+            args = ["-c", "echo \"$DB\" > {d}/db; exec sleep 30"]
+            env = {{ DB = "{{{{shared.url}}}} {{{{shared.addr}}}}" }}
+            ready = {{ command = ["test", "-f", "{d}/db"], interval = "20ms" }}
+            depends-on = ["shared"]
+            "#
+        ));
+        let running = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let infos = running.infos();
+        assert_eq!(infos[0].kind, DependencyKind::Url);
+        assert_eq!((infos[0].host.as_str(), infos[0].port), ("127.0.0.1", 5432));
+        assert_eq!(infos[0].pid, None);
+        let seen = std::fs::read_to_string(dir.path().join("db")).unwrap();
+        assert_eq!(seen.trim(), "postgres://app@127.0.0.1/app 127.0.0.1:5432");
+        assert!(running.shutdown().await.is_empty());
+    }
+
     #[test]
     fn a_preset_follows_the_target_unless_it_names_its_kind() {
         let deps = dependencies(

@@ -286,6 +286,7 @@ fn signal_mid_run(signal: Signal, expected: i32) {
 #[test]
 fn a_dependency_that_never_becomes_ready_exits_20_with_its_output() {
     let dir = tempfile::tempdir().unwrap();
+    // The shell stays (no `exec`), so its command line names the marker until it is stopped.
     let marker = format!("never-ready-{}", std::process::id());
     let path = write_config(
         dir.path(),
@@ -297,7 +298,7 @@ bin = "demo-service"
 [[dependency]]
 name = "slow"
 command = "sh"
-args = ["-c", "echo still warming up; exec sleep 60", "{marker}"]
+args = ["-c", "echo still warming up; sleep 60", "{marker}"]
 ready = {{ tcp = true, timeout = "2s", interval = "100ms" }}
 
 [workload]

@@ -239,6 +239,28 @@ pub fn unique_run_id(test: &str) -> String {
     format!("e2e-{test}-{}-{nanos}", std::process::id())
 }
 
+/// Whether PostgreSQL's server binaries (`initdb`, `postgres`) are installed where loadgate's
+/// `postgres` preset looks first (`/usr/lib/postgresql/*/bin`). When they are not, the tests that
+/// boot it print a loud notice and skip — except in CI (`CI` set), where `.ci/run` installs them
+/// and the test fails.
+pub fn postgres_or_skip(test: &str) -> bool {
+    let found = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .any(|e| e.path().join("bin/initdb").is_file() && e.path().join("bin/postgres").is_file());
+    if !found {
+        if std::env::var_os("CI").is_some() {
+            panic!("{test}: no PostgreSQL server binaries, and they are required in CI");
+        }
+        eprintln!(
+            "SKIPPED {test}: no PostgreSQL server binaries in /usr/lib/postgresql/*/bin \
+             (apt-get install postgresql)"
+        );
+    }
+    found
+}
+
 /// Removes every container of a run when dropped, so a failing assertion leaves nothing behind.
 pub struct RunGuard {
     /// The run id.

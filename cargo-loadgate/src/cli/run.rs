@@ -147,7 +147,23 @@ pub(super) fn load_config(opts: &super::ConfigOpts) -> Result<(PathBuf, Loadgate
     Ok((cwd, config))
 }
 
+/// Runs, then stops the dependencies (after the target, which every path of [`run_booted`] has
+/// stopped or dropped by then) whatever the outcome.
 async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
+    let mut dependencies = None;
+    let outcome = run_booted(opts, &mut dependencies).await;
+    if let Some(running) = dependencies {
+        for problem in running.shutdown().await {
+            eprintln!("     Warning {problem}");
+        }
+    }
+    outcome
+}
+
+async fn run_booted(
+    opts: &RunOpts,
+    dependencies: &mut Option<crate::targets::RunningDependencies>,
+) -> Result<i32, RunError> {
     let (cwd, config) = load_config(&opts.config)?;
     let kind = resolve_kind(opts, &config).await?;
     let shard = opts
@@ -185,18 +201,43 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     clear_stale_outputs(opts, &cwd, &out_dir);
     let paired_base = super::paired::prepare(opts, &config, kind, &git_dir, &out_dir).await?;
 
+    // The dependencies first, in `depends-on` order; the target's env gets their addresses.
+    let reporter = super::boot_log::BootReporter::new(&out_dir);
+    let running =
+        crate::targets::boot_dependencies(&config.dependencies, kind, &out_dir, &|event| {
+            reporter.event(event)
+        })
+        .await?;
+    for d in running.infos() {
+        eprintln!(
+            "  Dependency {} ({}{}) at {}:{}{}",
+            d.name,
+            d.kind.name(),
+            d.version.map(|v| format!(", {v}")).unwrap_or_default(),
+            d.host,
+            d.port,
+            d.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        );
+    }
+    let running = dependencies.insert(running);
+    let mut target_config = config.target.clone();
+    target_config.env = running.render_env(&target_config.env);
     let request = BootRequest {
         kind,
-        config: config.target.clone(),
+        config: target_config,
         package: config.source.package.clone(),
-        extra_env: opts.env.iter().chain(&opts.head_env).cloned().collect(),
+        extra_env: opts
+            .env
+            .iter()
+            .chain(&opts.head_env)
+            .map(|(k, v)| (k.clone(), running.render(v)))
+            .collect(),
         allow_remote: opts.allow_remote,
         url: opts.url.clone(),
         run_id: run_id.clone(),
         cpuset: target_cpuset.clone(),
         prebuilt: None,
     };
-    let reporter = super::boot_log::BootReporter::new(&out_dir);
     let target = crate::targets::boot(request.clone(), &|event| reporter.event(event)).await?;
     let info = target.info();
     eprintln!(
@@ -234,6 +275,7 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
         mode: MeasurementMode::Stored,
         paired: None,
         shards: None,
+        dependencies: running.infos(),
     };
     write_result(&result_path, &result)?;
     if let Some(base) = paired_base {

@@ -15,6 +15,10 @@ mod types;
 mod units;
 mod validate;
 
+pub use elements::dependency::{
+    FIELDS as DEPENDENCY_FIELDS, boot_order, postgres_ready_command, references, render_references,
+    url_host_port,
+};
 pub use elements::operation::{
     BUILTIN_VARIABLES, METHODS, check_json_pointer, expected_requests_per_session,
     template_variables,

@@ -97,18 +97,7 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         target::ENV.name,
         &inline_table(t.env.iter().map(|(k, v)| (k.as_str(), string(v)))),
     );
-    kv(
-        &mut out,
-        target::ARGS.name,
-        &format!(
-            "[{}]",
-            t.args
-                .iter()
-                .map(|a| string(a))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    );
+    kv(&mut out, target::ARGS.name, &strings(&t.args));
     kv(&mut out, target::NETWORK.name, &string(t.network.as_str()));
 
     section(&mut out, &slo::SECTION);
@@ -362,7 +351,101 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         kv(&mut out, paired::BUDGET.name, &duration(budget));
     }
     kv(&mut out, paired::ADAPTIVE.name, &p.adaptive.to_string());
+
+    for d in &cfg.dependencies {
+        render_dependency(&mut out, d);
+    }
     out
+}
+
+/// One `[[dependency]]`: what it runs, then only the keys that differ from their defaults or that
+/// it always has.
+fn render_dependency(out: &mut String, d: &DependencyConfig) {
+    use super::elements::dependency as dep;
+    let _ = write!(out, "\n[[{}]]\n", dep::DEPENDENCY);
+    kv(out, dep::NAME.name, &string(&d.name));
+    if let Some(kind) = d.kind {
+        kv(out, dep::KIND.name, &string(kind.name()));
+    }
+    let pull = |out: &mut String, p: PullPolicy| {
+        if p == PullPolicy::Missing {
+            kv(out, dep::PULL.name, &string("missing"));
+        }
+    };
+    match &d.source {
+        DependencySource::Preset {
+            preset,
+            image,
+            pull: p,
+        } => {
+            kv(out, dep::PRESET.name, &string(preset.name()));
+            if let Some(image) = image {
+                kv(out, dep::IMAGE.name, &string(image));
+            }
+            pull(out, *p);
+        }
+        DependencySource::Image { reference, pull: p } => {
+            kv(out, dep::IMAGE.name, &string(reference));
+            pull(out, *p);
+        }
+        DependencySource::Dockerfile { path } => {
+            kv(
+                out,
+                dep::DOCKERFILE.name,
+                &string(&path.display().to_string()),
+            );
+        }
+        DependencySource::Command { command, args } => {
+            kv(out, dep::COMMAND.name, &string(command));
+            kv(out, dep::ARGS.name, &strings(args));
+        }
+        DependencySource::Url { url } => {
+            kv(out, dep::URL.name, &string(url));
+            // Nothing else is used by a `url` dependency.
+            return;
+        }
+    }
+    if let Some(port) = d.port {
+        kv(out, dep::PORT.name, &port.to_string());
+    }
+    let check = match &d.ready.check {
+        ReadyCheck::Tcp => (dep::READY_TCP.name, "true".to_owned()),
+        ReadyCheck::Http(path) => (dep::READY_HTTP.name, string(path)),
+        ReadyCheck::Command(argv) => (dep::READY_COMMAND.name, strings(argv)),
+    };
+    kv(
+        out,
+        dep::READY.name,
+        &inline_table([
+            check,
+            (dep::READY_TIMEOUT.name, duration(d.ready.timeout)),
+            (dep::READY_INTERVAL.name, duration(d.ready.interval)),
+        ]),
+    );
+    if let Some(cpus) = d.cpus {
+        kv(out, dep::CPUS.name, &float(cpus));
+    }
+    if let Some(bytes) = d.memory_bytes {
+        kv(out, dep::MEMORY.name, &string(&format_size(bytes)));
+    }
+    kv(
+        out,
+        dep::ENV.name,
+        &inline_table(d.env.iter().map(|(k, v)| (k.as_str(), string(v)))),
+    );
+    kv(out, dep::DEPENDS_ON.name, &strings(&d.depends_on));
+}
+
+/// A TOML array of basic strings.
+fn strings(items: &[String]) -> String {
+    format!(
+        "[{}]",
+        items
+            .iter()
+            .map(|a| string(a))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// The header of `section`'s table, after a blank line.

@@ -571,6 +571,25 @@ pub(crate) fn array<'a>(cx: &Cx<'_>, v: Val<'a>, expected: &str) -> Option<Vec<V
     }
 }
 
+/// The items of the array of tables `key` of `root` (`[[accept]]`, `[[dependency]]`), none when it
+/// is absent; anything but an array is reported.
+pub(crate) fn array_of_tables<'a>(
+    cx: &Cx<'_>,
+    root: &Tbl<'a>,
+    key: &str,
+    prefix: &str,
+) -> Vec<Val<'a>> {
+    root.get(key)
+        .and_then(|v| {
+            array(
+                cx,
+                v,
+                &format!("an array of tables, written [[{prefix}{key}]]"),
+            )
+        })
+        .unwrap_or_default()
+}
+
 /// One entry of a table of strings: key, value, and where each is written.
 pub(crate) struct StringEntry {
     pub key: String,

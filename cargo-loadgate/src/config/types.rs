@@ -36,6 +36,209 @@ pub struct LoadgateConfig {
     /// judge a measurement without changing it, and the legacy config hash must stay what it was.
     #[serde(skip)]
     pub accept: Vec<AcceptConfig>,
+    /// The companions booted before the target (`[[dependency]]`), in the order written. Not
+    /// serialized here: the config hash takes their identity alone ([`DependencyConfig::identity`],
+    /// not their ports or readiness), so that configs without any keep the hash they had.
+    #[serde(skip)]
+    pub dependencies: Vec<DependencyConfig>,
+}
+
+/// A `[[dependency]]`: a companion of the target (a database, a cache) that loadgate boots before
+/// it, hands to it through environment variables, and removes on every path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DependencyConfig {
+    /// Its name, unique among the dependencies; templates name it (`{{db.port}}`).
+    pub name: String,
+    /// How it is run; `None` follows the target's kind (`--target`).
+    pub kind: Option<DependencyKind>,
+    /// What is run.
+    pub source: DependencySource,
+    /// The port it listens on: fixed when written, a free loopback port otherwise.
+    pub port: Option<u16>,
+    /// How loadgate tells it is ready.
+    pub ready: DependencyReady,
+    /// CPU limit in cores (container kind).
+    pub cpus: Option<f64>,
+    /// Memory limit in bytes (container kind).
+    pub memory_bytes: Option<u64>,
+    /// Its own environment (values may name other dependencies' addresses).
+    pub env: BTreeMap<String, String>,
+    /// The dependencies booted (and ready) before this one.
+    pub depends_on: Vec<String>,
+    /// Where it is written, `file:line:col`, for people.
+    pub location: String,
+}
+
+impl DependencyConfig {
+    /// What the config hash takes of a dependency: its name, its declared kind and what it runs —
+    /// not its port (free, so it differs between runs), readiness or limits' placement.
+    pub fn identity(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "kind": self.kind.map_or("auto", DependencyKind::name),
+            "source": self.source.identity(),
+        })
+    }
+}
+
+/// How a dependency is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DependencyKind {
+    /// In a container on the local Docker engine.
+    Container,
+    /// As a local child process in its own process group.
+    Process,
+    /// Already running at an address; nothing is booted.
+    Url,
+}
+
+impl DependencyKind {
+    /// The kind as the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Container => "container",
+            Self::Process => "process",
+            Self::Url => "url",
+        }
+    }
+}
+
+/// What a dependency runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DependencySource {
+    /// A preset: loadgate knows how to run it as a process (and which image as a container).
+    Preset {
+        /// Which one.
+        preset: Preset,
+        /// The image when it runs as a container (`image`, default the preset's).
+        image: Option<String>,
+        /// Whether a missing image may be pulled.
+        pull: PullPolicy,
+    },
+    /// A local image (or one pulled with `pull = "missing"`).
+    Image {
+        /// `name:tag`.
+        reference: String,
+        /// Whether a missing image may be pulled.
+        pull: PullPolicy,
+    },
+    /// A Dockerfile built by loadgate.
+    Dockerfile {
+        /// The Dockerfile, resolved against the config file's directory.
+        path: PathBuf,
+    },
+    /// A command run as a child process.
+    Command {
+        /// The program.
+        command: String,
+        /// Its arguments (may name `{{self.port}}` and other dependencies).
+        args: Vec<String>,
+    },
+    /// An existing one, at `scheme://host:port…`.
+    Url {
+        /// The address as written.
+        url: String,
+    },
+}
+
+impl DependencySource {
+    fn identity(&self) -> serde_json::Value {
+        match self {
+            Self::Preset { preset, image, .. } => {
+                serde_json::json!({ "preset": preset.name(), "image": image })
+            }
+            Self::Image { reference, .. } => serde_json::json!({ "image": reference }),
+            Self::Dockerfile { path } => serde_json::json!({
+                "dockerfile": path.file_name().map(|f| f.to_string_lossy().into_owned())
+            }),
+            Self::Command { command, args } => {
+                serde_json::json!({ "command": command, "args": args })
+            }
+            // Where an existing server is does not change what it is.
+            Self::Url { url } => serde_json::json!({
+                "url": url.split("://").next().unwrap_or_default()
+            }),
+        }
+    }
+}
+
+/// A dependency loadgate knows how to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// PostgreSQL: the system's binaries (`initdb`, `postgres`) as a process with a temporary
+    /// data directory, or an image (`postgres:16`) as a container.
+    Postgres,
+}
+
+impl Preset {
+    /// Every preset, in the order messages list them.
+    pub const ALL: [Preset; 1] = [Preset::Postgres];
+
+    /// The preset as the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgres",
+        }
+    }
+
+    /// The image it runs as a container when the config names none.
+    pub fn default_image(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgres:16",
+        }
+    }
+
+    /// The port it listens on inside a container.
+    pub fn container_port(self) -> u16 {
+        match self {
+            Self::Postgres => 5432,
+        }
+    }
+}
+
+/// Whether a dependency's image may be pulled (the service under test's never is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PullPolicy {
+    /// Only a local image is used.
+    #[default]
+    Never,
+    /// Pulled when it is not in the local engine.
+    Missing,
+}
+
+/// A dependency's readiness: one check, polled until it passes or the timeout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DependencyReady {
+    /// What is checked.
+    pub check: ReadyCheck,
+    /// How long to wait before giving up.
+    pub timeout: Duration,
+    /// The pause between checks.
+    pub interval: Duration,
+}
+
+/// One readiness check of a dependency.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReadyCheck {
+    /// A TCP connect to its port succeeds.
+    Tcp,
+    /// `GET path` on its port answers 2xx.
+    Http(String),
+    /// This command exits 0 (its arguments may name `{{self.port}}`).
+    Command(Vec<String>),
+}
+
+impl ReadyCheck {
+    /// For people: `a TCP connect to 127.0.0.1:5432`, `GET /health`, `pg_isready -h …`.
+    pub fn describe(&self, host: &str, port: Option<u16>) -> String {
+        let at = port.map_or_else(|| host.to_owned(), |p| format!("{host}:{p}"));
+        match self {
+            Self::Tcp => format!("a TCP connect to {at}"),
+            Self::Http(path) => format!("GET http://{at}{path} answering 2xx"),
+            Self::Command(argv) => format!("`{}` exiting 0", argv.join(" ")),
+        }
+    }
 }
 
 /// An `[[accept]]` entry: an intended change, for users who do not write `Loadgate-Accept`

@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, gate, generator, paired, profile_keys, ramp, slo, soak, target,
-    top_keys, workload,
+    SECTIONS, abort, accept, dependency, gate, generator, paired, profile_keys, ramp, slo, soak,
+    target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -168,7 +168,15 @@ fn validate_in(
     }
     // `[[accept]]` is the user's top level only: which change is intended is no profile's.
     let accepts = accept::read(cx, &user, prefix);
+    // `[[dependency]]` too: what the service needs is no profile's; the target's env may name them
+    // in the top level and in every profile.
+    let dependencies = dependency::read(cx, &user, prefix);
     let user_profiles = profiles_of(cx, &user, prefix);
+    dependency::check_target_env(
+        cx,
+        std::iter::once(&user).chain(user_profiles.values()),
+        &dependencies,
+    );
     let builtin_profiles = profiles_of(cx, &builtin, "");
     for (name, table) in user_profiles.iter().chain(&builtin_profiles) {
         table.check_keys(cx, &profile_keys());
@@ -204,6 +212,7 @@ fn validate_in(
         };
         let config = build(cx, &look, name, package.clone()).map(|c| LoadgateConfig {
             accept: accepts.clone(),
+            dependencies: dependencies.clone(),
             ..c
         });
         if name == profile {
@@ -257,6 +266,7 @@ fn build(
         gate: gate?,
         paired: paired?,
         accept: Vec::new(),
+        dependencies: Vec::new(),
     })
 }
 

@@ -501,6 +501,7 @@ mod tests {
             mode: crate::result::MeasurementMode::Stored,
             paired: None,
             shards: None,
+            dependencies: Vec::new(),
         }
     }
 

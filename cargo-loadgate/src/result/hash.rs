@@ -37,6 +37,11 @@ struct Measured<'a> {
     /// The blocks' design, in paired mode only (so stored runs keep the hash they had).
     #[serde(skip_serializing_if = "Option::is_none")]
     paired: Option<&'a crate::config::PairedConfig>,
+    /// The dependency set: each one's name, declared kind and what it runs, not its port
+    /// (`DependencyConfig::identity`). Absent without dependencies, so those configs keep their
+    /// hash.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    dependencies: Vec<serde_json::Value>,
 }
 
 /// sha256 (hex) of what in `config` changes the measurement, with the `mode` of the run: not
@@ -48,6 +53,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         profile: _,
         gate: _,
         accept: _,
+        dependencies,
         paired,
         target,
         slo,
@@ -67,6 +73,10 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         abort,
         slo,
         paired: (mode == MeasurementMode::Paired).then_some(paired),
+        dependencies: dependencies
+            .iter()
+            .map(crate::config::DependencyConfig::identity)
+            .collect(),
     };
     let value = serde_json::to_value(measured).unwrap_or(serde_json::Value::Null);
     hex_sha256(value.to_string().as_bytes())
@@ -83,6 +93,17 @@ pub fn legacy_config_hash(config: &LoadgateConfig) -> String {
         if let Some(gate) = map.get_mut("gate").and_then(|g| g.as_object_mut()) {
             gate.remove("p50_floor");
             gate.remove("p99_floor");
+        }
+        // No legacy result had dependencies: a config with some never matches one.
+        if !config.dependencies.is_empty() {
+            map.insert(
+                "dependencies".to_owned(),
+                config
+                    .dependencies
+                    .iter()
+                    .map(crate::config::DependencyConfig::identity)
+                    .collect(),
+            );
         }
     }
     hex_sha256(value.to_string().as_bytes())

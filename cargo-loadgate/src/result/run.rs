@@ -91,6 +91,10 @@ pub struct RunResult {
     /// (`cargo loadgate merge`); absent in a run of the whole schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<super::shard::ShardRecord>,
+    /// The `[[dependency]]` companions booted (or, for `url`, used) beside the target, in boot
+    /// order; absent when the config has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<crate::targets::DependencyInfo>,
 }
 
 /// The resolved `[slo]` of a run, as the result records it.

@@ -257,6 +257,8 @@ async fn boot_process(
         env: merged_env(req, port, true),
         cpuset: req.cpuset.as_deref(),
         log: log.clone(),
+        user: None,
+        stop: None,
     })?;
     let pid = handle.pid;
     Ok(RunningTarget {

@@ -1,5 +1,5 @@
 //! Always-cleanup: a process-wide registry of what this run started (containers, process groups,
-//! the base's git worktree), emptied on SIGINT, SIGTERM and panic, so that no container, child
+//! the base's git worktree, a dependency's temporary data directory), emptied on SIGINT, SIGTERM and panic, so that no container, child
 //! process or worktree outlives a run.
 //!
 //! testcontainers' own reaping (async drop, watchdog) is not relied on: drop needs a live runtime,
@@ -28,6 +28,11 @@ struct Registry {
     process_groups: Vec<i32>,
     /// (repository, worktree path) of each base worktree checked out (`targets::base`).
     worktrees: Vec<(PathBuf, PathBuf)>,
+    /// Temporary directories (a dependency's data directory), removed after the processes.
+    temp_dirs: Vec<PathBuf>,
+    /// Process groups whose leader stops on another signal than SIGTERM (PostgreSQL: SIGINT, its
+    /// fast shutdown); the signal goes to the leader alone, which stops its group itself.
+    leader_signals: Vec<(i32, Signal)>,
 }
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -36,6 +41,8 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         run_ids: Vec::new(),
         process_groups: Vec::new(),
         worktrees: Vec::new(),
+        temp_dirs: Vec::new(),
+        leader_signals: Vec::new(),
     });
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -66,7 +73,43 @@ pub fn register_process_group(pgid: i32) {
 
 /// Forgets a process group after it was reaped.
 pub fn unregister_process_group(pgid: i32) {
-    registry().process_groups.retain(|&p| p != pgid);
+    let mut r = registry();
+    r.process_groups.retain(|&p| p != pgid);
+    r.leader_signals.retain(|&(p, _)| p != pgid);
+}
+
+/// Records that the leader of process group `pgid` stops on `signal` (sent to it alone) rather
+/// than on SIGTERM to the whole group.
+pub fn register_leader_signal(pgid: i32, signal: Signal) {
+    let mut r = registry();
+    r.leader_signals.retain(|&(p, _)| p != pgid);
+    r.leader_signals.push((pgid, signal));
+}
+
+fn leader_signal(pgid: i32) -> Option<Signal> {
+    registry()
+        .leader_signals
+        .iter()
+        .find(|&&(p, _)| p == pgid)
+        .map(|&(_, s)| s)
+}
+
+/// Records a temporary directory this run created, to be removed (after every registered process
+/// is gone) if the run ends by a signal or a panic.
+pub fn register_temp_dir(path: &Path) {
+    let mut r = registry();
+    if !r.temp_dirs.iter().any(|p| p == path) {
+        r.temp_dirs.push(path.to_path_buf());
+    }
+}
+
+/// Forgets the temporary directory at `path`; `true` when it was registered, so that of a `Drop`
+/// and a signal racing to remove it, only one does.
+pub fn take_temp_dir(path: &Path) -> bool {
+    let mut r = registry();
+    let before = r.temp_dirs.len();
+    r.temp_dirs.retain(|p| p != path);
+    r.temp_dirs.len() != before
 }
 
 /// Records a git worktree at `path` of the repository `repo`, to be removed with
@@ -174,17 +217,20 @@ pub struct CleanupSummary {
     pub process_groups: Vec<i32>,
     /// Base worktrees removed.
     pub worktrees: Vec<PathBuf>,
+    /// Temporary directories removed.
+    pub temp_dirs: Vec<PathBuf>,
 }
 
 /// Removes everything registered, synchronously and bounded in time (a few seconds per kind).
 /// Safe to call from a panic hook, a signal task or `Drop`, inside or outside a runtime.
 pub fn cleanup_all_blocking() -> CleanupSummary {
-    let (containers, run_ids, groups) = {
+    let (containers, run_ids, groups, temp_dirs) = {
         let mut r = registry();
         (
             std::mem::take(&mut r.containers),
             r.run_ids.clone(),
             std::mem::take(&mut r.process_groups),
+            std::mem::take(&mut r.temp_dirs),
         )
     };
     for &pgid in &groups {
@@ -195,22 +241,33 @@ pub fn cleanup_all_blocking() -> CleanupSummary {
     } else {
         remove_containers_blocking(&containers, &run_ids, Duration::from_secs(15))
     };
-    // After the processes: a base build still running in the worktree is gone by now.
+    // After the processes: a base build still running in the worktree is gone by now, and so is
+    // a database writing into its data directory.
     let worktrees = remove_registered_worktrees();
+    let temp_dirs = temp_dirs
+        .into_iter()
+        .filter(|p| std::fs::remove_dir_all(p).is_ok())
+        .collect();
     CleanupSummary {
         containers: removed,
         process_groups: groups,
         worktrees,
+        temp_dirs,
     }
 }
 
-/// SIGTERM to a process group, up to `grace` for it to go, then SIGKILL. Does not reap.
+/// SIGTERM to a process group (or its leader's own stop signal to the leader, see
+/// [`register_leader_signal`]), up to `grace` for it to go, then SIGKILL. Does not reap.
 pub fn kill_group_blocking(pgid: i32, grace: Duration) {
     if pgid <= 1 {
         return;
     }
     let pg = Pid::from_raw(pgid);
-    if killpg(pg, Signal::SIGTERM).is_err() {
+    let sent = match leader_signal(pgid) {
+        Some(signal) => nix::sys::signal::kill(pg, signal),
+        None => killpg(pg, Signal::SIGTERM),
+    };
+    if sent.is_err() {
         return;
     }
     let deadline = Instant::now() + grace;

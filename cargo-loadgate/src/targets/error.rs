@@ -6,6 +6,21 @@ use std::{fmt::Write as _, time::Duration};
 /// How many lines of a target's output an error shows.
 pub const ERROR_LOG_LINES: usize = 20;
 
+/// What [`TargetError::DependencyNotReady`] reports.
+#[derive(Debug)]
+pub struct DependencyNotReady {
+    /// The dependency's name.
+    pub name: String,
+    /// The readiness it waited for, e.g. "`pg_isready -h 127.0.0.1 -p 41234` exiting 0".
+    pub check: String,
+    /// How long it waited.
+    pub waited: Duration,
+    /// What the last check saw.
+    pub last: String,
+    /// The last lines of its output.
+    pub log_tail: Vec<String>,
+}
+
 /// What kind of failure a [`TargetError`] is; the command line picks the exit code from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TargetErrorKind {
@@ -137,6 +152,42 @@ pub enum TargetError {
         /// What showed it.
         reason: String,
     },
+    /// A `[[dependency]]` did not pass its readiness check in time (boxed: the largest variant
+    /// sets the size of every `Result` carrying this error).
+    #[error(
+        "dependency `{}` did not become ready: waited {} for {}{}",
+        .0.name,
+        format_duration(.0.waited),
+        .0.check,
+        render_tail(&format!("`{}` output", .0.name), &.0.log_tail)
+    )]
+    DependencyNotReady(Box<DependencyNotReady>),
+    /// A `[[dependency]]` (or a step of booting it, such as `initdb`) exited when it should not.
+    #[error(
+        "dependency `{name}`: {step} exited unexpectedly ({status}){}",
+        render_tail(&format!("`{name}` output"), log_tail)
+    )]
+    DependencyExited {
+        /// The dependency's name.
+        name: String,
+        /// What was running: `initdb`, `postgres`, the command.
+        step: String,
+        /// Its exit status or signal.
+        status: String,
+        /// The last lines of its output.
+        log_tail: Vec<String>,
+    },
+    /// What a `[[dependency]]` needs is not on this machine (the PostgreSQL binaries of a preset,
+    /// a user to run it as).
+    #[error("dependency `{name}` cannot be booted: {missing}")]
+    DependencyUnavailable {
+        /// The dependency's name.
+        name: String,
+        /// What is missing.
+        missing: String,
+        /// How to get it.
+        help: String,
+    },
     /// A Docker engine call failed.
     #[error("docker engine: failed to {context}")]
     Engine {
@@ -176,6 +227,9 @@ impl TargetError {
             | Self::Crashed { .. }
             | Self::PortInUse { .. }
             | Self::EngineNetworkElsewhere { .. }
+            | Self::DependencyNotReady(_)
+            | Self::DependencyExited { .. }
+            | Self::DependencyUnavailable { .. }
             | Self::Engine { .. } => TargetErrorKind::Target,
         }
     }
@@ -216,6 +270,14 @@ impl TargetError {
             Self::EngineNetworkElsewhere { .. } => {
                 "run loadgate in the engine host's network namespace (a job container: `--network host`), or use `--target process` or `--url`".into()
             }
+            Self::DependencyNotReady(e) => format!(
+                "last check: {}; the output above says why `{}` did not answer; check its `ready` (and `ready.timeout`)",
+                e.last, e.name
+            ),
+            Self::DependencyExited { .. } => {
+                "the dependency's own output above says why it stopped".into()
+            }
+            Self::DependencyUnavailable { help, .. } => help.clone(),
             Self::Engine { .. } | Self::Io { .. } => return None,
         })
     }
@@ -225,7 +287,9 @@ impl TargetError {
         match self {
             Self::ReadinessTimeout { log_tail, .. }
             | Self::Crashed { log_tail, .. }
-            | Self::PortInUse { log_tail, .. } => log_tail,
+            | Self::PortInUse { log_tail, .. }
+            | Self::DependencyExited { log_tail, .. } => log_tail,
+            Self::DependencyNotReady(e) => &e.log_tail,
             Self::Build { stderr_tail, .. } => stderr_tail,
             _ => &[],
         }
@@ -374,6 +438,37 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
             },
         ),
         (
+            "dependency_not_ready",
+            TargetError::DependencyNotReady(Box::new(DependencyNotReady {
+                name: "db".into(),
+                check: "`/usr/lib/postgresql/15/bin/pg_isready -h 127.0.0.1 -p 41234` exiting 0"
+                    .into(),
+                waited: Duration::from_secs(60),
+                last: "exit status 2: 127.0.0.1:41234 - no response".into(),
+                log_tail: vec![
+                    "FATAL:  could not create lock file \"/run/postgresql/.s.PGSQL.41234.lock\""
+                        .into(),
+                ],
+            })),
+        ),
+        (
+            "dependency_exited",
+            TargetError::DependencyExited {
+                name: "db".into(),
+                step: "initdb".into(),
+                status: "exit status 1".into(),
+                log_tail: vec!["initdb: error: cannot be run as root".into()],
+            },
+        ),
+        (
+            "dependency_unavailable",
+            TargetError::DependencyUnavailable {
+                name: "db".into(),
+                missing: "no PostgreSQL server binaries (initdb, postgres)".into(),
+                help: "install PostgreSQL (Debian: `apt-get install postgresql`)".into(),
+            },
+        ),
+        (
             "engine",
             TargetError::engine(
                 "create the container",
@@ -426,6 +521,9 @@ mod tests {
     #[test_case("crashed", TargetErrorKind::Target)]
     #[test_case("crashed_silent", TargetErrorKind::Target)]
     #[test_case("port_in_use", TargetErrorKind::Target)]
+    #[test_case("dependency_not_ready", TargetErrorKind::Target)]
+    #[test_case("dependency_exited", TargetErrorKind::Target)]
+    #[test_case("dependency_unavailable", TargetErrorKind::Target)]
     #[test_case("engine", TargetErrorKind::Target)]
     #[test_case("engine_network_elsewhere", TargetErrorKind::Target)]
     #[test_case("io", TargetErrorKind::Io)]

@@ -1,5 +1,6 @@
 //! Targets: boot, readiness, resource sampling, logs and teardown for `container`, `process` and `url`,
-//! and the base side of a paired run ([`base`]: its worktree and its build).
+//! the `[[dependency]]` companions booted before them ([`boot_dependencies`]), and the base side of
+//! a paired run ([`base`]: its worktree and its build).
 //!
 //! [`boot`] builds what is needed (through [`crate::image`]), starts the target, and waits for its
 //! readiness check; the [`RunningTarget`] it returns gives the base URL, a [`ResourceSampler`], the
@@ -10,6 +11,7 @@ pub mod base;
 mod boot;
 pub mod cleanup;
 mod container;
+mod dependency;
 pub(crate) mod docker;
 mod error;
 mod event;
@@ -27,6 +29,9 @@ pub use base::{
 };
 pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot};
 pub use cleanup::{StopSignal, install_cleanup_handlers};
+pub use dependency::{
+    DEPENDENCY_SHUTDOWN_GRACE, DependencyInfo, RunningDependencies, boot_dependencies, resolve_kind,
+};
 pub use docker::{DockerInfo, detect_docker};
 #[cfg(test)]
 pub(crate) use error::examples as error_examples;

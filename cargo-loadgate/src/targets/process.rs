@@ -68,6 +68,7 @@ pub(crate) struct ProcessHandle {
     child: Mutex<Child>,
     exited: Mutex<Option<ExitStatus>>,
     open_streams: Arc<AtomicUsize>,
+    stop: Option<Signal>,
 }
 
 /// What to spawn.
@@ -77,6 +78,12 @@ pub(crate) struct Spawn<'a> {
     pub(crate) env: Vec<(String, String)>,
     pub(crate) cpuset: Option<&'a str>,
     pub(crate) log: LogRing,
+    /// Run as this user and group (uid, gid) instead of loadgate's own (a database that refuses
+    /// to run as root).
+    pub(crate) user: Option<(u32, u32)>,
+    /// The signal that stops it, sent to the group's leader alone; SIGTERM to the whole group
+    /// when `None`.
+    pub(crate) stop: Option<Signal>,
 }
 
 impl ProcessHandle {
@@ -90,6 +97,10 @@ impl ProcessHandle {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
+        if let Some((uid, gid)) = spec.user {
+            // std drops the supplementary groups too when root changes its uid.
+            cmd.uid(uid).gid(gid);
+        }
         if let Some(list) = spec.cpuset {
             let cores = parse_cpuset(list).ok_or_else(|| TargetError::Unsupported {
                 kind: "process".into(),
@@ -121,6 +132,9 @@ impl ProcessHandle {
             )
         })?;
         register_process_group(pid as i32);
+        if let Some(signal) = spec.stop {
+            super::cleanup::register_leader_signal(pid as i32, signal);
+        }
         let open_streams = Arc::new(AtomicUsize::new(2));
         let out = child
             .stdout
@@ -151,6 +165,7 @@ impl ProcessHandle {
             child: Mutex::new(child),
             exited: Mutex::new(None),
             open_streams,
+            stop: spec.stop,
         })
     }
 
@@ -174,8 +189,8 @@ impl ProcessHandle {
         }
     }
 
-    /// SIGTERM to the group, up to `grace` for the process to exit, then SIGKILL; reaps it and
-    /// kills any member of the group that is left.
+    /// SIGTERM to the group (or the stop signal to the leader), up to `grace` for the process to
+    /// exit, then SIGKILL; reaps it and kills any member of the group that is left.
     pub(crate) async fn shutdown(self, grace: Duration) -> Result<TargetExit, TargetError> {
         let pgid = self.pid as i32;
         let pg = Pid::from_raw(pgid);
@@ -191,7 +206,10 @@ impl ProcessHandle {
         let status = match already {
             Some(status) => status,
             None => {
-                let _ = killpg(pg, Signal::SIGTERM);
+                let _ = match self.stop {
+                    Some(signal) => nix::sys::signal::kill(pg, signal),
+                    None => killpg(pg, Signal::SIGTERM),
+                };
                 match tokio::time::timeout(grace, child.wait()).await {
                     Ok(status) => {
                         status.map_err(|e| TargetError::io("wait for the target process", e))?
@@ -295,6 +313,8 @@ mod tests {
             env: vec![],
             cpuset: Some("0"),
             log: log.clone(),
+            user: None,
+            stop: None,
         })
         .expect("spawn");
         let pid = handle.pid;
@@ -345,6 +365,8 @@ mod tests {
             env: vec![],
             cpuset: None,
             log: log.clone(),
+            user: None,
+            stop: None,
         })
         .expect("spawn");
         let mut status = None;

@@ -9,7 +9,7 @@
 
 use super::key::{Key, names};
 use crate::compare::{AcceptScope, check_operation, parse_change, parse_metric};
-use crate::config::source::{Cx, Tbl, Val, array, string};
+use crate::config::source::{Cx, Tbl, Val, array, array_of_tables, string};
 use crate::config::types::AcceptConfig;
 use crate::result::Metric;
 
@@ -115,17 +115,7 @@ fn metric(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Option<Metric>> {
 
 /// Reads every `[[accept]]` entry of `root` (the user's top level), reporting every problem.
 pub(crate) fn read(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str) -> Vec<AcceptConfig> {
-    let Some(v) = root.get(ACCEPT) else {
-        return Vec::new();
-    };
-    let Some(items) = array(
-        cx,
-        v,
-        &format!("an array of tables, written [[{prefix}{ACCEPT}]]"),
-    ) else {
-        return Vec::new();
-    };
-    items
+    array_of_tables(cx, root, ACCEPT, prefix)
         .into_iter()
         .enumerate()
         .filter_map(|(i, item)| entry(cx, item, prefix, i))

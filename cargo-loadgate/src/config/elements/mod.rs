@@ -4,6 +4,7 @@
 
 pub(crate) mod abort;
 pub(crate) mod accept;
+pub(crate) mod dependency;
 pub(crate) mod gate;
 pub(crate) mod generator;
 pub(crate) mod key;
@@ -36,7 +37,7 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
     SECTIONS
         .iter()
         .map(|s| s.name)
-        .chain([accept::ACCEPT, profile::PROFILE])
+        .chain([accept::ACCEPT, dependency::DEPENDENCY, profile::PROFILE])
         .collect()
 }
 
@@ -62,10 +63,18 @@ mod tests {
             keys: accept::KEYS,
             check_table: None,
         };
+        let dependency = key::Section {
+            name: dependency::DEPENDENCY,
+            keys: dependency::KEYS,
+            check_table: None,
+        };
         for (section, heading) in SECTIONS
             .iter()
             .map(|s| (*s, format!("## `[{}]`", s.name)))
-            .chain([(&accept, format!("## `[[{}]]`", accept::ACCEPT))])
+            .chain([
+                (&accept, format!("## `[[{}]]`", accept::ACCEPT)),
+                (&dependency, format!("## `[[{}]]`", dependency::DEPENDENCY)),
+            ])
         {
             let start = docs
                 .find(&heading)

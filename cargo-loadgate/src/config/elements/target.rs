@@ -73,14 +73,7 @@ pub(crate) const MEMORY: Key<u64> =
     });
 /// `target.env`.
 pub(crate) const ENV: Key<BTreeMap<String, String>> =
-    Key::new("env", "environment of the service", |cx, v, what| {
-        Some(
-            string_map(cx, v, what.to_owned())?
-                .into_iter()
-                .map(|e| (e.key, e.value))
-                .collect(),
-        )
-    });
+    Key::new("env", "environment of the service", env_map);
 /// `target.network`.
 pub(crate) const NETWORK: Key<NetworkChoice> = Key::new(
     "network",
@@ -89,7 +82,7 @@ pub(crate) const NETWORK: Key<NetworkChoice> = Key::new(
     network,
 );
 /// `target.args`.
-pub(crate) const ARGS: Key<Vec<String>> = Key::new("args", "arguments of the service", args);
+pub(crate) const ARGS: Key<Vec<String>> = Key::new("args", "arguments of the service", strings);
 
 /// The keys that name the target; at most one may be given.
 const SOURCES: [&Key<String>; 4] = [&BIN, &IMAGE, &DOCKERFILE, &URL];
@@ -149,7 +142,18 @@ fn check_sources(cx: &Cx<'_>, t: &Tbl<'_>, in_profile: bool) {
     }
 }
 
-fn non_empty(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
+/// An environment: a table of strings (`[target] env`, a dependency's `env`).
+pub(crate) fn env_map(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<BTreeMap<String, String>> {
+    Some(
+        string_map(cx, v, what.to_owned())?
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect(),
+    )
+}
+
+/// A string that is not blank.
+pub(crate) fn non_empty(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
     let s = string(cx, v, "a string")?;
     if s.trim().is_empty() {
         cx.error(v.file, v.span(), format!("{what} must not be empty"), None);
@@ -185,7 +189,8 @@ fn url(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
     }
 }
 
-fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
+/// A path polled for readiness: it starts with `/`.
+pub(crate) fn ready_path(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
     let s = string(cx, v, "a path like \"/health\"")?;
     if !s.starts_with('/') {
         cx.error(
@@ -209,13 +214,18 @@ fn network(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<NetworkChoice> {
     keyword(cx, v, &choices, "unknown network", "`target.network`")
 }
 
-fn args(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Vec<String>> {
+/// An array of strings (`args`), reporting every item that is not one.
+pub(crate) fn strings(cx: &Cx<'_>, v: Val<'_>, _what: &str) -> Option<Vec<String>> {
     let items = array(cx, v, "an array of strings")?;
     let mut out = Vec::new();
+    let mut ok = true;
     for item in items {
-        out.push(string(cx, item, "a string")?.to_owned());
+        match string(cx, item, "a string") {
+            Some(s) => out.push(s.to_owned()),
+            None => ok = false,
+        }
     }
-    Some(out)
+    ok.then_some(out)
 }
 
 /// Pass 2: `[target]` of one profile.

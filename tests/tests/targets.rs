@@ -19,8 +19,12 @@ const LEAK_BYTES: u64 = 20_000;
 
 fn run_demo(kind: &str, run_id: &str, out_dir: &std::path::Path) -> loadgate_tests::RunOutput {
     let _load = load_lock();
+    // Stored mode, pinned: `auto` pairs on a branch ahead of the default one, and these tests
+    // check one side's boot, soak and cleanup, not pairing.
     LoadgateCommand::new([
         "run",
+        "--mode",
+        "stored",
         "--profile",
         "e2e",
         "--target",
@@ -174,6 +178,8 @@ fn signal_mid_run(kind: &str, signal: Signal, expected: i32) {
     };
     let mut child = LoadgateCommand::new([
         "run",
+        "--mode",
+        "stored",
         "--profile",
         "ci",
         "--target",

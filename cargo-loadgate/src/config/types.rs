@@ -271,6 +271,99 @@ pub struct OperationConfig {
     /// measurement: the config hash leaves it out.
     #[serde(skip)]
     pub gate: bool,
+    /// This operation's own retry policy (`retry = { … }` or `retry = false`), over
+    /// `generator.retry`. Left out of the serialized config when it inherits, so the config hash
+    /// of a config without retries is what it was before the key existed.
+    #[serde(skip_serializing_if = "OperationRetry::is_inherit")]
+    pub retry: OperationRetry,
+    /// `idempotent = true`: the operation may be retried without an `Idempotency-Key` header
+    /// (the service dedups it some other way). A judgement of the config's author that validation
+    /// reads; it changes nothing that is sent, so the config hash leaves it out.
+    #[serde(skip)]
+    pub idempotent: bool,
+}
+
+impl OperationConfig {
+    /// The retry policy this operation's requests follow: its own, else `generator`'s; `None`
+    /// when it is not retried.
+    pub fn retry_policy<'a>(
+        &'a self,
+        generator: Option<&'a RetryPolicy>,
+    ) -> Option<&'a RetryPolicy> {
+        match &self.retry {
+            OperationRetry::Inherit => generator,
+            OperationRetry::Off => None,
+            OperationRetry::Policy(policy) => Some(policy),
+        }
+    }
+
+    /// Whether the request carries an `Idempotency-Key` header (names are case-insensitive,
+    /// RFC 9110 §5.1).
+    pub fn has_idempotency_key(&self) -> bool {
+        self.request
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(IDEMPOTENCY_KEY))
+    }
+}
+
+/// The header a retried non-idempotent request must carry, so that the service can tell a retry
+/// from a new operation (draft-ietf-httpapi-idempotency-key-header).
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// An operation's `retry`: the generator's policy, none, or one of its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OperationRetry {
+    /// Not written: `generator.retry` applies.
+    #[default]
+    Inherit,
+    /// `retry = false`: never retried.
+    Off,
+    /// `retry = { … }`: this policy.
+    Policy(RetryPolicy),
+}
+
+impl OperationRetry {
+    /// Whether the operation follows `generator.retry`.
+    pub fn is_inherit(&self) -> bool {
+        matches!(self, OperationRetry::Inherit)
+    }
+}
+
+/// `retry = { attempts, on, backoff }`: a client that tries a logical operation again. Every
+/// attempt re-sends the same bytes (the request is rendered once per logical operation, so it
+/// carries the same idempotency key), and the logical operation is what goodput, error rates and
+/// latency count (seed 002: goodput counts logical operations, not attempts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RetryPolicy {
+    /// The most attempts per logical operation, the first included (at least 1).
+    pub attempts: u32,
+    /// Which failures are retried.
+    pub on: RetryOn,
+    /// The wait before the first retry; each later retry waits twice as long as the one before,
+    /// times a seeded factor in [0.5, 1) (equal jitter).
+    pub backoff: Duration,
+}
+
+/// The failures a retry policy retries (`on = ["connect", "5xx", "timeout"]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RetryOn {
+    /// The connection could not be established.
+    pub connect: bool,
+    /// A 5xx status the operation does not expect.
+    pub status_5xx: bool,
+    /// No complete answer within `generator.timeout`.
+    pub timeout: bool,
+}
+
+impl RetryOn {
+    /// Every failure a client retries: connect errors, 5xx and timeouts.
+    pub const ALL: RetryOn = RetryOn {
+        connect: true,
+        status_5xx: true,
+        timeout: true,
+    };
 }
 
 /// A request with `{{name}}` placeholders: `session`, `seq`, `rand`, and captured variables.
@@ -371,6 +464,11 @@ pub struct GeneratorConfig {
     /// what it was before the key existed.
     #[serde(skip_serializing_if = "GeneratorThreads::is_one_loop")]
     pub threads: GeneratorThreads,
+    /// `generator.retry`: the retry policy of every operation that does not set its own; `None`
+    /// (the default) sends every logical operation once. Left out of the serialized config when
+    /// `None`, so the config hash of a config without it is what it was before the key existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
 }
 
 /// `generator.threads`: how many event loops (threads, one per core) the generator runs.

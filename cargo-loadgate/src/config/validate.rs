@@ -9,7 +9,7 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, gate, generator, paired, profile_keys, ramp, slo, soak, target,
+    SECTIONS, abort, accept, gate, generator, paired, profile_keys, ramp, retry, slo, soak, target,
     top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
@@ -240,6 +240,9 @@ fn build(
     let paired = paired::build(cx, look);
     if let (Some(slo), Some(ramp)) = (&slo, &ramp) {
         slo::check_headroom_reachable(cx, look, profile, slo, ramp);
+    }
+    if let (Some(generator), Some(workload)) = (&generator, &workload) {
+        retry::check_idempotency(cx, look, generator, workload);
     }
     Some(LoadgateConfig {
         source: ConfigSource {

@@ -11,6 +11,7 @@ pub(crate) mod operation;
 pub(crate) mod paired;
 pub(crate) mod profile;
 pub(crate) mod ramp;
+pub(crate) mod retry;
 pub(crate) mod slo;
 pub(crate) mod soak;
 pub(crate) mod target;

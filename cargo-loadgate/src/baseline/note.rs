@@ -367,6 +367,7 @@ pub(crate) mod testing {
             mode: crate::result::MeasurementMode::Stored,
             paired: None,
             shards: None,
+            audits: Vec::new(),
         }
     }
 

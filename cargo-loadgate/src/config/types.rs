@@ -36,6 +36,140 @@ pub struct LoadgateConfig {
     /// judge a measurement without changing it, and the legacy config hash must stay what it was.
     #[serde(skip)]
     pub accept: Vec<AcceptConfig>,
+    /// The post-run audits (`[[audit]]`) that apply to this profile, in the order written. Not
+    /// serialized: they read the service after the run without changing what was measured.
+    #[serde(skip)]
+    pub audit: Vec<AuditConfig>,
+}
+
+/// An `[[audit]]`: a request sent after the run whose answer must satisfy the operation's
+/// expectation language and comparisons with loadgate's own counts (seed 002's correctness
+/// oracle: durable effects reconciled with the logical operations the generator saw).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditConfig {
+    /// Unique among the audits; the JUnit case and the result are named after it.
+    pub name: String,
+    /// What to send: no template variables (there is no session).
+    pub request: RequestTemplate,
+    /// What a correct answer looks like, as an operation's `expect`.
+    pub expect: Expect,
+    /// The comparisons of values in the answer with numbers or with loadgate's counts.
+    pub checks: Vec<AuditCheck>,
+    /// Where it is written, `file:line:col`, for people.
+    pub location: String,
+}
+
+/// One `check` of an audit: the number at `pointer` in the answer, compared with an operand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditCheck {
+    /// A JSON pointer into the answer (RFC 6901).
+    pub pointer: String,
+    /// How the answer's number must relate to the operand.
+    pub relation: AuditRelation,
+    /// A number, or one of loadgate's counts.
+    pub operand: AuditOperand,
+}
+
+/// How an audit check compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditRelation {
+    /// `equals`.
+    Equals,
+    /// `at-most`: the answer is at most the operand.
+    AtMost,
+    /// `at-least`: the answer is at least the operand.
+    AtLeast,
+}
+
+impl AuditRelation {
+    /// Every relation with the key that writes it, in the order messages list them.
+    pub const ALL: [(&'static str, AuditRelation); 3] = [
+        ("equals", AuditRelation::Equals),
+        ("at-most", AuditRelation::AtMost),
+        ("at-least", AuditRelation::AtLeast),
+    ];
+
+    /// The key that writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditRelation::Equals => "equals",
+            AuditRelation::AtMost => "at-most",
+            AuditRelation::AtLeast => "at-least",
+        }
+    }
+
+    /// Whether `answer` relates to `operand` as this relation says.
+    pub fn holds(self, answer: f64, operand: f64) -> bool {
+        match self {
+            AuditRelation::Equals => answer == operand,
+            AuditRelation::AtMost => answer <= operand,
+            AuditRelation::AtLeast => answer >= operand,
+        }
+    }
+}
+
+/// What an audit check compares the answer with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AuditOperand {
+    /// A number written in the config.
+    Number(f64),
+    /// One of loadgate's counts, summed over every phase of the run (warm-ups included: the
+    /// service saw those requests too).
+    Count(CountRef),
+}
+
+/// One of loadgate's counts of one operation, written `kind.operation`, e.g.
+/// `acknowledged.transfer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountRef {
+    /// Which count.
+    pub kind: CountKind,
+    /// The operation's name, as in `[[workload.operation]]`.
+    pub operation: String,
+}
+
+impl std::fmt::Display for CountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.kind.as_str(), self.operation)
+    }
+}
+
+/// The counts an audit can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountKind {
+    /// `logical`: logical operations sent (each once, however many attempts it took).
+    Logical,
+    /// `attempts`: attempts sent, retries included.
+    Attempts,
+    /// `retries`: attempts past the first.
+    Retries,
+    /// `acknowledged`: logical operations whose final answer passed the operation's `expect`.
+    Acknowledged,
+    /// `unacknowledged`: logical operations sent and never acknowledged (`logical −
+    /// acknowledged`): failed, timed out, or cut at the end of a phase.
+    Unacknowledged,
+}
+
+impl CountKind {
+    /// Every count with the word that writes it, in the order messages list them.
+    pub const ALL: [(&'static str, CountKind); 5] = [
+        ("logical", CountKind::Logical),
+        ("attempts", CountKind::Attempts),
+        ("retries", CountKind::Retries),
+        ("acknowledged", CountKind::Acknowledged),
+        ("unacknowledged", CountKind::Unacknowledged),
+    ];
+
+    /// The word that writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CountKind::Logical => "logical",
+            CountKind::Attempts => "attempts",
+            CountKind::Retries => "retries",
+            CountKind::Acknowledged => "acknowledged",
+            CountKind::Unacknowledged => "unacknowledged",
+        }
+    }
 }
 
 /// An `[[accept]]` entry: an intended change, for users who do not write `Loadgate-Accept`

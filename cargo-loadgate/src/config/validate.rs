@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, gate, generator, paired, profile_keys, ramp, retry, slo, soak, target,
-    top_keys, workload,
+    SECTIONS, abort, accept, audit, gate, generator, paired, profile_keys, ramp, retry, slo, soak,
+    target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -168,6 +168,8 @@ fn validate_in(
     }
     // `[[accept]]` is the user's top level only: which change is intended is no profile's.
     let accepts = accept::read(cx, &user, prefix);
+    // `[[audit]]` is the user's top level too; each profile keeps the entries that apply to it.
+    let audits = audit::read(cx, &user, prefix);
     let user_profiles = profiles_of(cx, &user, prefix);
     let builtin_profiles = profiles_of(cx, &builtin, "");
     for (name, table) in user_profiles.iter().chain(&builtin_profiles) {
@@ -204,6 +206,7 @@ fn validate_in(
         };
         let config = build(cx, &look, name, package.clone()).map(|c| LoadgateConfig {
             accept: accepts.clone(),
+            audit: audit::for_profile(cx, &audits, &c, &available),
             ..c
         });
         if name == profile {
@@ -260,6 +263,7 @@ fn build(
         gate: gate?,
         paired: paired?,
         accept: Vec::new(),
+        audit: Vec::new(),
     })
 }
 

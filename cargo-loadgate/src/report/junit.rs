@@ -11,7 +11,7 @@
 
 use crate::compare::{format_change, metric_name, threshold_phrase};
 use crate::config::format_factor;
-use crate::result::{BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
+use crate::result::{AuditStatus, BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
@@ -149,6 +149,28 @@ pub fn junit_report(result: &RunResult) -> Report {
     }
     report.add_test_suite(ramp);
     report.add_test_suite(soak);
+    // One case per post-run audit: a failure whatever the latency, as the verdict counts it.
+    if !result.audits.is_empty() {
+        let mut audit = TestSuite::new("audit");
+        audit.add_properties(self::properties(result));
+        for outcome in &result.audits {
+            let status = if outcome.passed() {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(outcome.statement())
+                    .set_type(match outcome.status {
+                        AuditStatus::NotRun => "audit-not-run",
+                        _ => "audit",
+                    });
+                s
+            };
+            let mut case = TestCase::new(format!("audit {}", outcome.name), status);
+            case.set_system_out(outcome.statement());
+            audit.add_test_case(with_class(case, "audit"));
+        }
+        report.add_test_suite(audit);
+    }
     report
 }
 
@@ -228,6 +250,27 @@ fn properties(result: &RunResult) -> Vec<Property> {
     }
     if let Some(base) = &result.baseline {
         props.push(Property::new("base_commit", base.commit.clone()));
+    }
+    // What retries cost (issue 15): per retried operation, over every phase.
+    for (name, t) in crate::result::run_tallies(result) {
+        if t.attempts > t.logical {
+            props.push(Property::new(
+                format!("logical.{name}"),
+                t.logical.to_string(),
+            ));
+            props.push(Property::new(
+                format!("attempts.{name}"),
+                t.attempts.to_string(),
+            ));
+            props.push(Property::new(
+                format!("retries.{name}"),
+                (t.attempts - t.logical).to_string(),
+            ));
+            props.push(Property::new(
+                format!("attempts_per_operation.{name}"),
+                format!("{:.3}", t.attempts as f64 / t.logical.max(1) as f64),
+            ));
+        }
     }
     props.push(Property::new(
         "mode",
@@ -319,6 +362,7 @@ mod tests {
             mode: crate::result::MeasurementMode::Stored,
             paired: None,
             shards: None,
+            audits: Vec::new(),
         }
     }
 

@@ -148,6 +148,17 @@ pub fn markdown_summary(result: &RunResult) -> String {
             );
         }
     }
+    for audit in &result.audits {
+        let icon = if audit.passed() {
+            VerdictOutcome::Pass.icon()
+        } else {
+            VerdictOutcome::Regression.icon()
+        };
+        let _ = writeln!(md, "**Audit:** {icon} {}\n", escape(&audit.statement()));
+    }
+    for line in crate::result::retry_statements(result) {
+        let _ = writeln!(md, "**Retries:** {}\n", escape(&line));
+    }
     if let Some(soak) = &result.soak {
         soak_section(&mut md, soak, result.verdict.as_ref());
     } else if let Some(reason) = &result.soak_skipped {
@@ -501,6 +512,7 @@ mod tests {
             mode: crate::result::MeasurementMode::Stored,
             paired: None,
             shards: None,
+            audits: Vec::new(),
         }
     }
 

@@ -48,6 +48,8 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         profile: _,
         gate: _,
         accept: _,
+        // Sent after the measurement; it reads the service without changing what was measured.
+        audit: _,
         paired,
         target,
         slo,

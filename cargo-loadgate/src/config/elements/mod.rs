@@ -4,6 +4,7 @@
 
 pub(crate) mod abort;
 pub(crate) mod accept;
+pub(crate) mod audit;
 pub(crate) mod gate;
 pub(crate) mod generator;
 pub(crate) mod key;
@@ -37,7 +38,7 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
     SECTIONS
         .iter()
         .map(|s| s.name)
-        .chain([accept::ACCEPT, profile::PROFILE])
+        .chain([accept::ACCEPT, audit::AUDIT, profile::PROFILE])
         .collect()
 }
 

@@ -303,7 +303,7 @@ fn template(cx: &Cx<'_>, v: Val<'_>, s: &str, uses: &mut Vec<(String, Range<usiz
     }
 }
 
-fn request(
+pub(crate) fn request(
     cx: &Cx<'_>,
     v: Val<'_>,
     label: &str,
@@ -528,7 +528,7 @@ fn pointer(cx: &Cx<'_>, file: usize, span: Range<usize>, p: &str) -> Option<Stri
     }
 }
 
-fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
+pub(crate) fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
     let table = Tbl::of(
         cx,
         v,

@@ -411,3 +411,102 @@ pub(crate) fn for_profile(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::validate::testing::{one_problem_in, parse};
+    use crate::config::{AuditOperand, AuditRelation, CountKind, CountRef};
+    use indoc::indoc;
+    use test_case::test_case;
+
+    const BASE: &str = indoc! {r#"
+        [workload]
+        sessions-per-sec = 10
+        [[workload.operation]]
+        name = "transfer"
+        request = { method = "PUT", path = "/transfers" }
+        [paired]
+        mode = "stored"
+    "#};
+
+    fn with_audit(audit: &str) -> String {
+        format!(
+            "{BASE}[[audit]]\nname = \"ledger\"\nrequest = {{ path = \"/ledger/summary\" }}\n{audit}"
+        )
+    }
+
+    #[test]
+    fn an_audit_is_read_with_its_checks_and_kept_by_the_profiles_it_names() {
+        let text = with_audit(indoc! {r#"
+            expect = { status = 200 }
+            profiles = ["ci"]
+            check = [
+              { pointer = "/duplicates", equals = 0 },
+              { pointer = "/effects", at-least = "acknowledged.transfer" },
+            ]
+        "#});
+        let ci = parse(&text, "ci").expect("valid");
+        assert_eq!(ci.audit.len(), 1);
+        let audit = &ci.audit[0];
+        assert_eq!(audit.name, "ledger");
+        assert_eq!(audit.expect.status, [200]);
+        assert_eq!(audit.location, "loadgate.toml:8:1");
+        assert_eq!(audit.checks[0].relation, AuditRelation::Equals);
+        assert_eq!(audit.checks[0].operand, AuditOperand::Number(0.0));
+        assert_eq!(
+            audit.checks[1].operand,
+            AuditOperand::Count(CountRef {
+                kind: CountKind::Acknowledged,
+                operation: "transfer".to_owned()
+            })
+        );
+        // Not named: the default profile has no audit.
+        assert!(parse(&text, "default").expect("valid").audit.is_empty());
+    }
+
+    // Each case is one mistake in an audit; exactly one problem must be reported, at the given place.
+    #[test_case("check = [{ pointer = \"/effects\", at-most = \"logicl.transfer\" }]", 11, 44, "unknown count `logicl` in `logicl.transfer`", Some("did you mean `logical.transfer`?"); "count typo")]
+    #[test_case("check = [{ pointer = \"/effects\", at-most = \"logical.transfr\" }]", 11, 44, "`logical.transfr` names an unknown operation `transfr`", Some("did you mean `logical.transfer`?"); "operation typo")]
+    #[test_case("check = [{ pointer = \"/effects\", at-most = \"logical\" }]", 11, 44, "`logical` is not a count", Some("write a number, or a count as `kind.operation`, e.g. \"acknowledged.transfer\""); "no operation")]
+    #[test_case("check = [{ pointer = \"/effects\" }]", 11, 10, "a `check` of audit `ledger` has no comparison", Some("add one of `equals`, `at-most`, `at-least`, e.g. equals = 0"); "no comparison")]
+    #[test_case("check = [{ pointer = \"/effects\", equals = 1, at-most = 2 }]", 11, 56, "a `check` of audit `ledger` has more than one comparison", Some("write one comparison per check; add another check for the other"); "two comparisons")]
+    #[test_case("check = [{ pointer = \"effects\", equals = 1 }]", 11, 22, "JSON pointer \"effects\" must start with `/` (or be empty for the whole body)", None; "bad pointer")]
+    #[test_case("profiles = [\"cl\"]", 11, 13, "audit `ledger` names an unknown profile `cl`", Some("did you mean `ci`?"); "unknown profile")]
+    fn one_problem_is_reported(
+        audit: &str,
+        line: usize,
+        col: usize,
+        message: &str,
+        help: Option<&str>,
+    ) {
+        one_problem_in(&with_audit(&format!("{audit}\n")), line, col, message, help);
+    }
+
+    #[test]
+    fn an_audit_of_a_session_variable_is_refused() {
+        let text = BASE.to_owned()
+            + "[[audit]]\nname = \"ledger\"\nrequest = { path = \"/ledger/{{session}}\" }\n";
+        one_problem_in(
+            &text,
+            10,
+            20,
+            "audit `ledger` uses `{{session}}`, but an audit has no session",
+            Some("write the request's path and body as they are sent"),
+        );
+    }
+
+    #[test]
+    fn an_audit_in_a_profile_that_may_run_paired_is_refused_at_its_name() {
+        let text = BASE.replace("mode = \"stored\"", "mode = \"auto\"")
+            + "[[audit]]\nname = \"ledger\"\nrequest = { path = \"/ledger/summary\" }\nprofiles = [\"quick\"]\n";
+        one_problem_in(
+            &text,
+            9,
+            8,
+            "audit `ledger` applies to profile `quick`, whose `paired.mode` is `auto`; audits run in stored runs only",
+            Some(
+                "set `[profile.quick.paired] mode = \"stored\"`, or list the profiles that run it in `profiles`",
+            ),
+        );
+    }
+}

@@ -4,8 +4,8 @@
 //! `--url`, so the knobs are the test's and the ledger starts empty.
 
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, demo_manifest,
-    load_lock, read_result,
+    DemoProcess, LoadgateCommand, RunOutput, URL_TARGET_CONFIG, assert_matches_result_schema,
+    demo_manifest, load_lock, read_result,
 };
 use std::path::Path;
 
@@ -129,23 +129,7 @@ fn an_audit_whose_answer_is_wrong_fails_the_gate_with_exit_10() {
     let demo = DemoProcess::start(&[]);
     // A route the demo does not have: an answer, but not the expected one.
     let config = format!(
-        r#"[target]
-url = "{url}"
-ready = {{ http = "/health", timeout = "2s" }}
-
-[workload]
-seed = 7
-sessions-per-sec = 20
-entry = "landing"
-
-[[workload.operation]]
-name = "landing"
-request = {{ path = "/" }}
-expect = {{ status = 200 }}
-
-[generator]
-max-lag = "250ms"
-
+        r#"{URL_TARGET_CONFIG}
 [paired]
 mode = "stored"
 
@@ -154,13 +138,12 @@ name = "missing"
 request = {{ path = "/no/such/route" }}
 expect = {{ status = 200 }}
 check = [{{ pointer = "/effects", at-most = "logical.landing" }}]
-"#,
-        url = demo.url
+"#
     );
     std::fs::write(dir.path().join("loadgate.toml"), config).unwrap();
     let out_run = LoadgateCommand::new(["run", "--profile", "quick", "--config"])
         .arg_path(dir.path().join("loadgate.toml"))
-        .args(["--out-dir"])
+        .args(["--url", &demo.url, "--out-dir"])
         .arg_path(out.path())
         .output();
     out_run.assert_code(REGRESSION);

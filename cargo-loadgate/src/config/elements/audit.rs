@@ -83,45 +83,34 @@ fn entry(cx: &Cx<'_>, v: Val<'_>, prefix: &str, index: usize) -> Option<RawAudit
     let t = Tbl::of(cx, v, fallback.clone(), "a table (an audit)")?;
     t.check_keys(cx, KEYS);
     let name_val = t.get(NAME);
-    let name = match name_val {
-        Some(n) => string(cx, n, "a string (the audit's name)").filter(|s| !s.is_empty()),
-        None => {
-            cx.error(
-                t.file,
-                t.span.clone(),
-                format!("{fallback} has no `{NAME}`"),
-                Some("add e.g. name = \"ledger\"".to_owned()),
-            );
-            None
-        }
-    };
+    let name = t
+        .required(cx, NAME, &fallback, "add e.g. name = \"ledger\"")
+        .and_then(|n| string(cx, n, "a string (the audit's name)"))
+        .filter(|s| !s.is_empty());
     let label = name.map_or(fallback, |n| format!("audit `{n}`"));
-    let request = match t.get(REQUEST) {
-        Some(r) => {
+    let request = t
+        .required(
+            cx,
+            REQUEST,
+            &label,
+            "add e.g. request = { path = \"/ledger/summary\" }",
+        )
+        .and_then(|r| {
             let mut uses = Vec::new();
             let request = request(cx, r, &label, &mut uses);
-            if let Some((var, span)) = uses.first() {
-                cx.error(
-                    r.file,
-                    span.clone(),
-                    format!("{label} uses `{{{{{var}}}}}`, but an audit has no session"),
-                    Some("write the request's path and body as they are sent".to_owned()),
-                );
-                None
-            } else {
-                request
+            match uses.first() {
+                Some((var, span)) => {
+                    cx.error(
+                        r.file,
+                        span.clone(),
+                        format!("{label} uses `{{{{{var}}}}}`, but an audit has no session"),
+                        Some("write the request's path and body as they are sent".to_owned()),
+                    );
+                    None
+                }
+                None => request,
             }
-        }
-        None => {
-            cx.error(
-                t.file,
-                t.span.clone(),
-                format!("{label} has no `{REQUEST}`"),
-                Some("add e.g. request = { path = \"/ledger/summary\" }".to_owned()),
-            );
-            None
-        }
-    };
+        });
     let expect = match t.get(EXPECT) {
         Some(e) => expect(cx, e, &label),
         None => Some(Default::default()),
@@ -184,8 +173,15 @@ fn checks(
             continue;
         };
         t.check_keys(cx, &keys);
-        let pointer = match t.get(POINTER) {
-            Some(p) => string(cx, p, "a JSON pointer like \"/effects\"").and_then(|s| {
+        let pointer = t
+            .required(
+                cx,
+                POINTER,
+                &format!("a `{CHECK}` of {label}"),
+                "add the JSON pointer of the number to check, e.g. pointer = \"/effects\"",
+            )
+            .and_then(|p| {
+                let s = string(cx, p, "a JSON pointer like \"/effects\"")?;
                 match check_json_pointer(s) {
                     Ok(()) => Some(s.to_owned()),
                     Err(e) => {
@@ -193,20 +189,7 @@ fn checks(
                         None
                     }
                 }
-            }),
-            None => {
-                cx.error(
-                    t.file,
-                    t.span.clone(),
-                    format!("a `{CHECK}` of {label} has no `{POINTER}`"),
-                    Some(
-                        "add the JSON pointer of the number to check, e.g. pointer = \"/effects\""
-                            .to_owned(),
-                    ),
-                );
-                None
-            }
-        };
+            });
         let written: Vec<(AuditRelation, Val<'_>)> = AuditRelation::ALL
             .iter()
             .filter_map(|(word, relation)| t.get(word).map(|v| (*relation, v)))

@@ -44,18 +44,15 @@ enum Cause {
 pub(crate) fn policy(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<RetryPolicy> {
     let table = Tbl::of(cx, v, what.to_owned(), EXPECTED)?;
     table.check_keys(cx, KEYS);
-    let attempts = match table.get(ATTEMPTS) {
-        Some(a) => integer_in(cx, a, &format!("`{ATTEMPTS}` of {what}"), 1..=100).map(|n| n as u32),
-        None => {
-            cx.error(
-                table.file,
-                table.span.clone(),
-                format!("{what} has no `{ATTEMPTS}`"),
-                Some("add the most attempts per logical operation, the first included, e.g. attempts = 3".to_owned()),
-            );
-            None
-        }
-    };
+    let attempts = table
+        .required(
+            cx,
+            ATTEMPTS,
+            what,
+            "add the most attempts per logical operation, the first included, e.g. attempts = 3",
+        )
+        .and_then(|a| integer_in(cx, a, &format!("`{ATTEMPTS}` of {what}"), 1..=100))
+        .map(|n| n as u32);
     let on = match table.get(ON) {
         None => Some(RetryOn::ALL),
         Some(o) => on(cx, o, what),

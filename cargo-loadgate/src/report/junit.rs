@@ -578,6 +578,83 @@ mod tests {
         assert!(case(30.0, None, None).is_none(), "no limit, no case");
     }
 
+    /// An audit is its own case of an `audit` suite (a failure when it did not pass, typed
+    /// `audit-not-run` when it could not run), and retries are properties of every suite.
+    #[test]
+    fn audits_are_cases_of_their_own_suite_and_retries_are_properties() {
+        use crate::measure::{OperationMeasurement, OperationTally};
+        use crate::result::{AuditOutcome, AuditStatus};
+        let audit = |name: &str, status, reason: Option<&str>| AuditOutcome {
+            name: name.to_owned(),
+            request: "GET /ledger/summary".to_owned(),
+            status,
+            reason: reason.map(str::to_owned),
+            checks: Vec::new(),
+        };
+        let mut result = empty_result();
+        assert!(
+            junit_report(&result)
+                .test_suites
+                .iter()
+                .all(|s| s.name.as_str() != "audit"),
+            "no audits, no suite"
+        );
+        result.audits = vec![
+            audit("ledger", AuditStatus::Passed, None),
+            audit(
+                "lost",
+                AuditStatus::Failed,
+                Some("/effects at-least acknowledged.transfer does not hold"),
+            ),
+            audit("gone", AuditStatus::NotRun, Some("connection refused")),
+        ];
+        let mut phase = crate::result::testing::before().phases[0].clone();
+        let mut transfer = OperationMeasurement::new("transfer");
+        transfer.tally = OperationTally {
+            logical: 100,
+            attempts: 125,
+            acknowledged: 99,
+        };
+        phase.measurement.operations = vec![transfer];
+        result.phases = vec![phase];
+        let report = junit_report(&result);
+        let suite = report
+            .test_suites
+            .iter()
+            .find(|s| s.name.as_str() == "audit")
+            .expect("an audit suite");
+        let kinds: Vec<(&str, Option<&str>)> = suite
+            .test_cases
+            .iter()
+            .map(|c| match &c.status {
+                TestCaseStatus::Success { .. } => (c.name.as_str(), None),
+                TestCaseStatus::NonSuccess {
+                    kind: NonSuccessKind::Failure,
+                    ty,
+                    ..
+                } => (c.name.as_str(), ty.as_deref()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("audit ledger", None),
+                ("audit lost", Some("audit")),
+                ("audit gone", Some("audit-not-run"))
+            ]
+        );
+        for suite in &report.test_suites {
+            assert_eq!(property(suite, "logical.transfer"), Some("100"));
+            assert_eq!(property(suite, "attempts.transfer"), Some("125"));
+            assert_eq!(property(suite, "retries.transfer"), Some("25"));
+            assert_eq!(
+                property(suite, "attempts_per_operation.transfer"),
+                Some("1.250")
+            );
+        }
+    }
+
     /// A run whose soak leaked and whose verdict holds `leak`.
     fn leaking_result(verdict: crate::result::Verdict) -> RunResult {
         use crate::plan::{CapacitySource, Slopes, SoakOutcome};

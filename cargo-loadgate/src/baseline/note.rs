@@ -368,6 +368,7 @@ pub(crate) mod testing {
             paired: None,
             shards: None,
             dependencies: Vec::new(),
+            audits: Vec::new(),
         }
     }
 

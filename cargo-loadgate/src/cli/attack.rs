@@ -479,6 +479,9 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         threads: opts.threads.map_or(GeneratorThreads::Auto, |n| {
             GeneratorThreads::Count(usize::from(n))
         }),
+        // `attack` measures the URL as it answers: no generator-wide retries (an operation's own
+        // `retry` in its `--config` still applies).
+        retry: None,
     };
     if let Some(path) = &opts.config {
         let text = std::fs::read_to_string(path).map_err(|source| AttackError::ReadConfig {
@@ -547,6 +550,8 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         capture: Vec::new(),
         next: Vec::new(),
         gate: false,
+        retry: crate::config::OperationRetry::Inherit,
+        idempotent: false,
     };
     Ok(Plan {
         base_url: format!("{scheme}://{authority}"),

@@ -259,6 +259,19 @@ pub fn decide_with(
     gate: &GateConfig,
     gated_operations: &[String],
 ) -> (Option<Comparison>, Verdict) {
+    let (mut comparison, mut verdict) = decide_metrics(baseline, head, gate, gated_operations);
+    // A failed audit fails the gate whatever the latency (issue 15).
+    crate::compare::settle_audits(head, comparison.as_mut(), &mut verdict);
+    (comparison, verdict)
+}
+
+/// [`decide_with`] before the audits: the metrics, the leak and the headroom.
+fn decide_metrics(
+    baseline: &Baseline,
+    head: &RunResult,
+    gate: &GateConfig,
+    gated_operations: &[String],
+) -> (Option<Comparison>, Verdict) {
     let leak = head_leak(head, gate);
     let leak = leak.as_deref();
     let (entry, history, accepts) = match baseline {

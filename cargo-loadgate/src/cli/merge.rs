@@ -175,6 +175,7 @@ async fn replay(
         verdict: None,
         phases: Vec::new(),
         shards: Some(ShardRecord::Merged(merged.record)),
+        audits: Vec::new(),
         ..owner.clone()
     };
     let options = PlanOptions {

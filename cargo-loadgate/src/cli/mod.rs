@@ -3,6 +3,7 @@
 //! This is the only module that prints. Each command lives in its own file and returns an exit code.
 
 mod attack;
+mod audit;
 mod baseline_cmd;
 mod boot_log;
 mod check;

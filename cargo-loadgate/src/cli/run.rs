@@ -276,9 +276,16 @@ async fn run_booted(
         paired: None,
         shards: None,
         dependencies: running.infos(),
+        audits: Vec::new(),
     };
     write_result(&result_path, &result)?;
     if let Some(base) = paired_base {
+        if !config.audit.is_empty() {
+            let _ = target.shutdown().await;
+            return Err(RunError::Usage {
+                message: "audits (`[[audit]]`) run in stored runs only, and this run is paired\nhint: give `--mode stored`, or leave the audits out of this profile (`profiles` of `[[audit]]`)".to_owned(),
+            });
+        }
         let repo = result.git.as_ref().map(|_| git_dir.clone());
         let setup = super::paired::PairedSetup {
             opts,
@@ -379,6 +386,20 @@ async fn run_booted(
         run_plan(&config, &mut runner, &options, &mut observe).await
     };
     display.clear();
+    // The audits read the service the run drove, before it is torn down; a run that failed
+    // has no counts to reconcile.
+    if planned.is_ok() && !config.audit.is_empty() {
+        result.audits = super::audit::run_audits(
+            &config.audit,
+            target.base_url(),
+            config.generator.timeout,
+            &result,
+        )
+        .await;
+        for audit in &result.audits {
+            display.line(&format!("       Audit {}", audit.statement()));
+        }
+    }
     result.shards = runner.shard.take().map(ShardState::record);
     result.resources = sampler.stop().await;
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
@@ -1289,6 +1310,12 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
         ));
     } else if let Some(reason) = &outcome.soak_skipped {
         out.push_str(&format!("soak skipped: {reason}\n"));
+    }
+    for line in crate::result::retry_statements(result) {
+        out.push_str(&format!("retries: {line}\n"));
+    }
+    for audit in &result.audits {
+        out.push_str(&format!("{}\n", audit.statement()));
     }
     out
 }

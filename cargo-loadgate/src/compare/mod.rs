@@ -10,6 +10,7 @@
 //! `history.rs` the figures and change points of a metric over commits (`cargo loadgate history`).
 
 mod accept;
+mod audit;
 mod decide;
 mod estimate;
 mod figures;
@@ -27,6 +28,7 @@ pub use accept::{
     ACCEPT_TRAILER, Accept, AcceptScope, REASON_TRAILER, accepted_phrase, check_operation,
     format_amount, parse_accept, parse_change, parse_metric,
 };
+pub use audit::{AuditAnswer, count_value, judge_audit, settle_audits};
 pub use decide::{compare, compare_results, compare_with};
 pub use figures::{COMPARED_PHASES, KneeBracket, RSS_SLOPE_CONFIDENCE, RunFigures};
 pub use format::{

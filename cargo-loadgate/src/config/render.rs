@@ -3,7 +3,7 @@
 
 use super::elements::key::Section;
 use super::elements::operation::{expected_requests_per_session, keys as op};
-use super::elements::{abort, gate, generator, paired, ramp, slo, soak, target, workload};
+use super::elements::{abort, gate, generator, paired, ramp, retry, slo, soak, target, workload};
 use super::error::{Diagnostic, Sources};
 use super::types::*;
 use super::units::{
@@ -247,6 +247,14 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         if operation.gate {
             kv(&mut out, op::GATE, "true");
         }
+        match &operation.retry {
+            OperationRetry::Inherit => {}
+            OperationRetry::Off => kv(&mut out, op::RETRY, "false"),
+            OperationRetry::Policy(policy) => kv(&mut out, op::RETRY, &retry_table(policy)),
+        }
+        if operation.idempotent {
+            kv(&mut out, op::IDEMPOTENT, "true");
+        }
     }
 
     let g = &cfg.generator;
@@ -276,6 +284,9 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
             GeneratorThreads::Count(n) => n.to_string(),
         },
     );
+    if let Some(policy) = &g.retry {
+        kv(&mut out, generator::RETRY.name, &retry_table(policy));
+    }
 
     let r = &cfg.ramp;
     section(&mut out, &ramp::SECTION);
@@ -499,6 +510,24 @@ fn inline_table<'k>(entries: impl IntoIterator<Item = (&'k str, String)>) -> Str
     } else {
         format!("{{ {} }}", parts.join(", "))
     }
+}
+
+/// `{ attempts = 3, on = ["connect", "5xx"], backoff = "50ms" }`.
+fn retry_table(policy: &RetryPolicy) -> String {
+    let on: Vec<String> = [
+        (policy.on.connect, "connect"),
+        (policy.on.status_5xx, "5xx"),
+        (policy.on.timeout, "timeout"),
+    ]
+    .into_iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, word)| string(word))
+    .collect();
+    inline_table([
+        (retry::ATTEMPTS, policy.attempts.to_string()),
+        (retry::ON, format!("[{}]", on.join(", "))),
+        (retry::BACKOFF, duration(policy.backoff)),
+    ])
 }
 
 fn duration(d: std::time::Duration) -> String {

@@ -202,6 +202,20 @@ impl<'a> Tbl<'a> {
             .map(|(k, _)| k.span())
     }
 
+    /// The value of `key`, or one problem at this table, "{owner} has no `key`", with `help`.
+    pub fn required(&self, cx: &Cx<'_>, key: &str, owner: &str, help: &str) -> Option<Val<'a>> {
+        let value = self.get(key);
+        if value.is_none() {
+            cx.error(
+                self.file,
+                self.span.clone(),
+                format!("{owner} has no `{key}`"),
+                Some(help.to_owned()),
+            );
+        }
+        value
+    }
+
     /// Whether a key written here looks like a typo of `key` (so a missing `key` need not be
     /// reported as well as the unknown one).
     pub fn has_typo_of(&self, key: &str) -> bool {

@@ -41,6 +41,10 @@ pub struct LoadgateConfig {
     /// not their ports or readiness), so that configs without any keep the hash they had.
     #[serde(skip)]
     pub dependencies: Vec<DependencyConfig>,
+    /// The post-run audits (`[[audit]]`) that apply to this profile, in the order written. Not
+    /// serialized: they read the service after the run without changing what was measured.
+    #[serde(skip)]
+    pub audit: Vec<AuditConfig>,
 }
 
 /// A `[[dependency]]`: a companion of the target (a database, a cache) that loadgate boots before
@@ -65,6 +69,23 @@ pub struct DependencyConfig {
     pub env: BTreeMap<String, String>,
     /// The dependencies booted (and ready) before this one.
     pub depends_on: Vec<String>,
+    /// Where it is written, `file:line:col`, for people.
+    pub location: String,
+}
+
+/// An `[[audit]]`: a request sent after the run whose answer must satisfy the operation's
+/// expectation language and comparisons with loadgate's own counts (seed 002's correctness
+/// oracle: durable effects reconciled with the logical operations the generator saw).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditConfig {
+    /// Unique among the audits; the JUnit case and the result are named after it.
+    pub name: String,
+    /// What to send: no template variables (there is no session).
+    pub request: RequestTemplate,
+    /// What a correct answer looks like, as an operation's `expect`.
+    pub expect: Expect,
+    /// The comparisons of values in the answer with numbers or with loadgate's counts.
+    pub checks: Vec<AuditCheck>,
     /// Where it is written, `file:line:col`, for people.
     pub location: String,
 }
@@ -197,6 +218,55 @@ impl Preset {
     }
 }
 
+/// One `check` of an audit: the number at `pointer` in the answer, compared with an operand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditCheck {
+    /// A JSON pointer into the answer (RFC 6901).
+    pub pointer: String,
+    /// How the answer's number must relate to the operand.
+    pub relation: AuditRelation,
+    /// A number, or one of loadgate's counts.
+    pub operand: AuditOperand,
+}
+
+/// How an audit check compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditRelation {
+    /// `equals`.
+    Equals,
+    /// `at-most`: the answer is at most the operand.
+    AtMost,
+    /// `at-least`: the answer is at least the operand.
+    AtLeast,
+}
+
+impl AuditRelation {
+    /// Every relation with the key that writes it, in the order messages list them.
+    pub const ALL: [(&'static str, AuditRelation); 3] = [
+        ("equals", AuditRelation::Equals),
+        ("at-most", AuditRelation::AtMost),
+        ("at-least", AuditRelation::AtLeast),
+    ];
+
+    /// The key that writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditRelation::Equals => "equals",
+            AuditRelation::AtMost => "at-most",
+            AuditRelation::AtLeast => "at-least",
+        }
+    }
+
+    /// Whether `answer` relates to `operand` as this relation says.
+    pub fn holds(self, answer: f64, operand: f64) -> bool {
+        match self {
+            AuditRelation::Equals => answer == operand,
+            AuditRelation::AtMost => answer <= operand,
+            AuditRelation::AtLeast => answer >= operand,
+        }
+    }
+}
+
 /// Whether a dependency's image may be pulled (the service under test's never is).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PullPolicy {
@@ -237,6 +307,70 @@ impl ReadyCheck {
             Self::Tcp => format!("a TCP connect to {at}"),
             Self::Http(path) => format!("GET http://{at}{path} answering 2xx"),
             Self::Command(argv) => format!("`{}` exiting 0", argv.join(" ")),
+        }
+    }
+}
+
+/// What an audit check compares the answer with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AuditOperand {
+    /// A number written in the config.
+    Number(f64),
+    /// One of loadgate's counts, summed over every phase of the run (warm-ups included: the
+    /// service saw those requests too).
+    Count(CountRef),
+}
+
+/// One of loadgate's counts of one operation, written `kind.operation`, e.g.
+/// `acknowledged.transfer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountRef {
+    /// Which count.
+    pub kind: CountKind,
+    /// The operation's name, as in `[[workload.operation]]`.
+    pub operation: String,
+}
+
+impl std::fmt::Display for CountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.kind.as_str(), self.operation)
+    }
+}
+
+/// The counts an audit can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountKind {
+    /// `logical`: logical operations sent (each once, however many attempts it took).
+    Logical,
+    /// `attempts`: attempts sent, retries included.
+    Attempts,
+    /// `retries`: attempts past the first.
+    Retries,
+    /// `acknowledged`: logical operations whose final answer passed the operation's `expect`.
+    Acknowledged,
+    /// `unacknowledged`: logical operations sent and never acknowledged (`logical −
+    /// acknowledged`): failed, timed out, or cut at the end of a phase.
+    Unacknowledged,
+}
+
+impl CountKind {
+    /// Every count with the word that writes it, in the order messages list them.
+    pub const ALL: [(&'static str, CountKind); 5] = [
+        ("logical", CountKind::Logical),
+        ("attempts", CountKind::Attempts),
+        ("retries", CountKind::Retries),
+        ("acknowledged", CountKind::Acknowledged),
+        ("unacknowledged", CountKind::Unacknowledged),
+    ];
+
+    /// The word that writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CountKind::Logical => "logical",
+            CountKind::Attempts => "attempts",
+            CountKind::Retries => "retries",
+            CountKind::Acknowledged => "acknowledged",
+            CountKind::Unacknowledged => "unacknowledged",
         }
     }
 }
@@ -474,6 +608,99 @@ pub struct OperationConfig {
     /// measurement: the config hash leaves it out.
     #[serde(skip)]
     pub gate: bool,
+    /// This operation's own retry policy (`retry = { … }` or `retry = false`), over
+    /// `generator.retry`. Left out of the serialized config when it inherits, so the config hash
+    /// of a config without retries is what it was before the key existed.
+    #[serde(skip_serializing_if = "OperationRetry::is_inherit")]
+    pub retry: OperationRetry,
+    /// `idempotent = true`: the operation may be retried without an `Idempotency-Key` header
+    /// (the service dedups it some other way). A judgement of the config's author that validation
+    /// reads; it changes nothing that is sent, so the config hash leaves it out.
+    #[serde(skip)]
+    pub idempotent: bool,
+}
+
+impl OperationConfig {
+    /// The retry policy this operation's requests follow: its own, else `generator`'s; `None`
+    /// when it is not retried.
+    pub fn retry_policy<'a>(
+        &'a self,
+        generator: Option<&'a RetryPolicy>,
+    ) -> Option<&'a RetryPolicy> {
+        match &self.retry {
+            OperationRetry::Inherit => generator,
+            OperationRetry::Off => None,
+            OperationRetry::Policy(policy) => Some(policy),
+        }
+    }
+
+    /// Whether the request carries an `Idempotency-Key` header (names are case-insensitive,
+    /// RFC 9110 §5.1).
+    pub fn has_idempotency_key(&self) -> bool {
+        self.request
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(IDEMPOTENCY_KEY))
+    }
+}
+
+/// The header a retried non-idempotent request must carry, so that the service can tell a retry
+/// from a new operation (draft-ietf-httpapi-idempotency-key-header).
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// An operation's `retry`: the generator's policy, none, or one of its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OperationRetry {
+    /// Not written: `generator.retry` applies.
+    #[default]
+    Inherit,
+    /// `retry = false`: never retried.
+    Off,
+    /// `retry = { … }`: this policy.
+    Policy(RetryPolicy),
+}
+
+impl OperationRetry {
+    /// Whether the operation follows `generator.retry`.
+    pub fn is_inherit(&self) -> bool {
+        matches!(self, OperationRetry::Inherit)
+    }
+}
+
+/// `retry = { attempts, on, backoff }`: a client that tries a logical operation again. Every
+/// attempt re-sends the same bytes (the request is rendered once per logical operation, so it
+/// carries the same idempotency key), and the logical operation is what goodput, error rates and
+/// latency count (seed 002: goodput counts logical operations, not attempts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RetryPolicy {
+    /// The most attempts per logical operation, the first included (at least 1).
+    pub attempts: u32,
+    /// Which failures are retried.
+    pub on: RetryOn,
+    /// The wait before the first retry; each later retry waits twice as long as the one before,
+    /// times a seeded factor in [0.5, 1) (equal jitter).
+    pub backoff: Duration,
+}
+
+/// The failures a retry policy retries (`on = ["connect", "5xx", "timeout"]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RetryOn {
+    /// The connection could not be established.
+    pub connect: bool,
+    /// A 5xx status the operation does not expect.
+    pub status_5xx: bool,
+    /// No complete answer within `generator.timeout`.
+    pub timeout: bool,
+}
+
+impl RetryOn {
+    /// Every failure a client retries: connect errors, 5xx and timeouts.
+    pub const ALL: RetryOn = RetryOn {
+        connect: true,
+        status_5xx: true,
+        timeout: true,
+    };
 }
 
 /// A request with `{{name}}` placeholders: `session`, `seq`, `rand`, and captured variables.
@@ -574,6 +801,11 @@ pub struct GeneratorConfig {
     /// what it was before the key existed.
     #[serde(skip_serializing_if = "GeneratorThreads::is_one_loop")]
     pub threads: GeneratorThreads,
+    /// `generator.retry`: the retry policy of every operation that does not set its own; `None`
+    /// (the default) sends every logical operation once. Left out of the serialized config when
+    /// `None`, so the config hash of a config without it is what it was before the key existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
 }
 
 /// `generator.threads`: how many event loops (threads, one per core) the generator runs.

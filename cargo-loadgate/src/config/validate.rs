@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, dependency, gate, generator, paired, profile_keys, ramp, slo, soak,
-    target, top_keys, workload,
+    SECTIONS, abort, accept, audit, dependency, gate, generator, paired, profile_keys, ramp, retry,
+    slo, soak, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -171,6 +171,8 @@ fn validate_in(
     // `[[dependency]]` too: what the service needs is no profile's; the target's env may name them
     // in the top level and in every profile.
     let dependencies = dependency::read(cx, &user, prefix);
+    // `[[audit]]` is the user's top level too; each profile keeps the entries that apply to it.
+    let audits = audit::read(cx, &user, prefix);
     let user_profiles = profiles_of(cx, &user, prefix);
     dependency::check_target_env(
         cx,
@@ -213,6 +215,7 @@ fn validate_in(
         let config = build(cx, &look, name, package.clone()).map(|c| LoadgateConfig {
             accept: accepts.clone(),
             dependencies: dependencies.clone(),
+            audit: audit::for_profile(cx, &audits, &c, &available),
             ..c
         });
         if name == profile {
@@ -250,6 +253,9 @@ fn build(
     if let (Some(slo), Some(ramp)) = (&slo, &ramp) {
         slo::check_headroom_reachable(cx, look, profile, slo, ramp);
     }
+    if let (Some(generator), Some(workload)) = (&generator, &workload) {
+        retry::check_idempotency(cx, look, generator, workload);
+    }
     Some(LoadgateConfig {
         source: ConfigSource {
             path: cx.files[0].path.clone(),
@@ -267,6 +273,7 @@ fn build(
         paired: paired?,
         accept: Vec::new(),
         dependencies: Vec::new(),
+        audit: Vec::new(),
     })
 }
 

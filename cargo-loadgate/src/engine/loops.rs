@@ -454,6 +454,7 @@ mod tests {
             max_drop_rate: 0.01,
             connections: 0,
             threads: GeneratorThreads::Auto,
+            retry: None,
         }
     }
 

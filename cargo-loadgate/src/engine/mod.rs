@@ -6,7 +6,9 @@
 //! out as bytes encoded once ([`WireRequest`]) on keep-alive HTTP/1.1 connections ([`Pool`],
 //! answers parsed with `httparse`), paced by a timerfd-backed
 //! [`PreciseTimer`]; latency is measured from each request's intended send time. The engine
-//! measures; it never judges SLOs.
+//! measures; it never judges SLOs. It retries only when the config says so (`generator.retry`,
+//! an operation's `retry`): a retry re-sends the same bytes as an attempt of the same logical
+//! operation, and without a policy the hot path pays one branch per request for it.
 
 mod affinity;
 mod classify;

@@ -14,10 +14,10 @@ use super::classify::{AnswerClass, classify};
 use super::clock::Clock;
 use super::http1::WireRequest;
 use super::loops::{LoopLink, LoopReport, Shard};
-use super::pool::Pool;
+use super::pool::{Exchange, Pool};
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
-use crate::config::{GeneratorConfig, MAX_CONNECTIONS, WorkloadConfig};
+use crate::config::{GeneratorConfig, MAX_CONNECTIONS, RetryPolicy, WorkloadConfig};
 use crate::measure::{
     CpuScope, FinishInfo, Outcome, PhaseMeasurement, PhaseRecorder, Progress, TransportErrorKind,
     Window, cpu_time,
@@ -240,9 +240,16 @@ struct Ctx {
     first_session: u64,
     /// No request is sent at or after this offset (the end of arrivals, or the time of a stop).
     arrivals_end: Cell<Duration>,
+    /// Whether the phase was stopped (`stop`, an abort condition): no retry is sent after it.
+    /// At the planned end retries go on while the phase drains, within its grace.
+    stopped: Cell<bool>,
     idle: Notify,
     /// When the generator thread's CPU time was last read, and what it was: (offset, CPU time).
     cpu_mark: Cell<Option<(Duration, Duration)>>,
+    /// Each operation's retry policy, by operation index; `None` when no operation is retried,
+    /// so that a workload without retries pays one branch per request for them (see
+    /// [`retry_failed`]).
+    retry: Option<Box<[Option<RetryPolicy>]>>,
 }
 
 /// Runs one open-loop phase against `target` (a base URL) and returns what it measured.
@@ -427,8 +434,10 @@ pub(super) async fn run_phase_paced(
                 timeout: generator.timeout,
                 first_session: spec.first_session,
                 arrivals_end: Cell::new(total),
+                stopped: Cell::new(false),
                 idle: Notify::new(),
                 cpu_mark: Cell::new(cpu_start.map(|cpu| (Duration::ZERO, cpu))),
+                retry: retry_policies(workload, generator),
             });
             // The pacing timer and the dispatcher are polled in this future, which the
             // `LocalSet` polls before every batch of (up to 61) ready tasks, rather than as tasks
@@ -537,6 +546,7 @@ async fn dispatch(
             let decision = tick(ctx, spec, hooks, now, role.link);
             if let WindowDecision::Stop(reason) = decision {
                 ctx.arrivals_end.set(now);
+                ctx.stopped.set(true);
                 return Some(reason);
             }
         }
@@ -549,6 +559,7 @@ async fn dispatch(
             biased;
             () = stop.cancelled() => {
                 ctx.arrivals_end.set(ctx.clock.now());
+                ctx.stopped.set(true);
                 return Some("stopped".to_owned());
             }
             () = ctx.timer.sleep_until(wake) => {}
@@ -704,7 +715,23 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
         }
         let deadline = tokio::time::Instant::now() + ctx.timeout;
-        let exchange = ctx.pool.send(&request, deadline).await;
+        let mut exchange = ctx.pool.send(&request, deadline).await;
+        let mut sent_at = sent_at;
+        if let Some(policies) = &ctx.retry
+            && let Some(Some(policy)) = policies.get(op)
+        {
+            let session = ctx.first_session.saturating_add(plan.index);
+            (exchange, sent_at) = retry_failed(
+                &ctx,
+                policy,
+                &request,
+                (op, origin),
+                (session, seq),
+                exchange,
+                sent_at,
+            )
+            .await;
+        }
         let done = ctx.clock.now();
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         ctx.outstanding.borrow_mut().remove(slot);
@@ -737,6 +764,73 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             .borrow_mut()
             .session_ended(plan.start, completed);
     }
+}
+
+/// The retry policy of every operation (its own, else `generator.retry`), or `None` when no
+/// operation is retried.
+fn retry_policies(
+    workload: &WorkloadConfig,
+    generator: &GeneratorConfig,
+) -> Option<Box<[Option<RetryPolicy>]>> {
+    let policies: Box<[Option<RetryPolicy>]> = workload
+        .operations
+        .iter()
+        .map(|op| op.retry_policy(generator.retry.as_ref()).cloned())
+        .collect();
+    policies.iter().any(Option::is_some).then_some(policies)
+}
+
+/// Whether `policy` retries what `exchange` brought: a connect error, a timeout, or a 5xx status
+/// the operation does not expect (an expected 503 is a correct answer, not a failure).
+fn is_retryable(policy: &RetryPolicy, exchange: &Exchange, expected: &[u16]) -> bool {
+    match &exchange.result {
+        Err(TransportErrorKind::Connect) => policy.on.connect,
+        Err(TransportErrorKind::Timeout) => policy.on.timeout,
+        Err(TransportErrorKind::Reset | TransportErrorKind::Other) => false,
+        Ok(answer) => {
+            policy.on.status_5xx && answer.status >= 500 && !expected.contains(&answer.status)
+        }
+    }
+}
+
+/// Sends the same bytes again while `policy` retries what came back and attempts are left,
+/// waiting its seeded backoff before each retry; returns the last attempt's exchange and when it
+/// was sent. The logical operation keeps its slot in flight and its intended time (`key.1`)
+/// throughout: its latency runs from that time to the last answer. Retries go on while the phase
+/// drains after its planned end (within the drain's grace, past which the operation counts as a
+/// timeout), but none is sent once the phase was stopped: the failure then stands.
+async fn retry_failed(
+    ctx: &Ctx,
+    policy: &RetryPolicy,
+    request: &WireRequest,
+    (op, intended): (usize, Duration),
+    (session, seq): (u64, u32),
+    mut exchange: Exchange,
+    mut sent_at: Duration,
+) -> (Exchange, Duration) {
+    let expected = ctx
+        .workload
+        .operations()
+        .get(op)
+        .map_or(&[][..], |o| o.expect.status.as_slice());
+    let mut retry = 0;
+    while retry + 1 < policy.attempts && is_retryable(policy, &exchange, expected) {
+        retry += 1;
+        let wait = ctx.workload.retry_backoff(policy, session, seq, retry);
+        let at = ctx.clock.now() + wait;
+        if ctx.stopped.get() {
+            break;
+        }
+        ctx.timer.sleep_until(at).await;
+        if ctx.stopped.get() {
+            break;
+        }
+        sent_at = ctx.clock.now();
+        ctx.recorder.borrow_mut().retried(op, intended, retry);
+        let deadline = tokio::time::Instant::now() + ctx.timeout;
+        exchange = ctx.pool.send(request, deadline).await;
+    }
+    (exchange, sent_at)
 }
 
 /// Where a request's latency is timed from: its intended time, or, when it goes out early (the
@@ -816,6 +910,8 @@ pub(super) mod tests {
             capture: Vec::new(),
             next: Vec::new(),
             gate: false,
+            retry: crate::config::OperationRetry::Inherit,
+            idempotent: false,
         }
     }
 
@@ -850,6 +946,7 @@ pub(super) mod tests {
             max_drop_rate: 0.01,
             connections: 0,
             threads: crate::config::GeneratorThreads::Auto,
+            retry: None,
         }
     }
 
@@ -1365,6 +1462,161 @@ pub(super) mod tests {
         )
         .expect("phase runs");
         assert_ne!(other_seed.sorted_log(), logs[0]);
+    }
+
+    /// A server that fails the first `session % 3` attempts of each logical operation with a
+    /// 503, keyed by the body (which carries `{{rand}}`, so a retry is only recognized if it
+    /// re-sends the same bytes), and the retry policy of the tests.
+    fn flaky_transfers() -> TestServer {
+        let seen = Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
+            String,
+            u64,
+        >::new()));
+        TestServer::start(move |r| {
+            let mut seen = seen.lock().expect("seen");
+            let attempt = seen.entry(r.body.clone()).or_default();
+            *attempt += 1;
+            let session: u64 = r.path.trim_start_matches("/t/").parse().unwrap_or(0);
+            if *attempt <= session % 3 {
+                Reply {
+                    status: 503,
+                    ..Reply::ok("busy")
+                }
+            } else {
+                Reply {
+                    status: 201,
+                    ..Reply::ok("booked")
+                }
+            }
+        })
+    }
+
+    fn transfer_op(attempts: u32) -> OperationConfig {
+        let mut transfer = op("transfer", "POST", "/t/{{session}}");
+        transfer.request.body = Some(crate::config::BodyTemplate::Raw(
+            "key={{session}}-{{rand}}".to_owned(),
+        ));
+        transfer.expect.status = vec![201];
+        transfer.retry = crate::config::OperationRetry::Policy(RetryPolicy {
+            attempts,
+            on: crate::config::RetryOn::ALL,
+            backoff: MS,
+        });
+        transfer
+    }
+
+    #[test_case::test_case(3, 0 ; "enough attempts for every operation")]
+    #[test_case::test_case(2, 1 ; "one in three fails every attempt")]
+    fn a_retried_operation_is_one_logical_operation_of_several_attempts_of_the_same_bytes(
+        attempts: u32,
+        failing_residue: u64,
+    ) {
+        let server = flaky_transfers();
+        let w = workload(vec![transfer_op(attempts)], 60.0);
+        let m = run(
+            &server.url,
+            &w,
+            &lenient_generator(),
+            &spec(60.0, 1000 * MS, 21),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let log = server.sorted_log();
+        let mut by_body = std::collections::BTreeMap::<&str, (u64, u64)>::new();
+        for r in &log {
+            let session: u64 = r.path.trim_start_matches("/t/").parse().expect("session");
+            let entry = by_body.entry(r.body.as_str()).or_insert((session, 0));
+            assert_eq!(entry.0, session, "one body, one session: {}", r.body);
+            entry.1 += 1;
+        }
+        let logical = by_body.len() as u64;
+        assert!(logical > 30, "{logical}");
+        // Each logical operation was sent as often as its session's failures asked, up to the
+        // policy's attempts: the same bytes each time.
+        for (body, (session, sent)) in &by_body {
+            assert_eq!(*sent, (session % 3 + 1).min(u64::from(attempts)), "{body}");
+        }
+        let c = &m.operations[0].counters;
+        let retried = by_body.values().filter(|(s, _)| s % 3 > 0).count() as u64;
+        let failed = if failing_residue > 0 {
+            by_body.values().filter(|(s, _)| s % 3 == 2).count() as u64
+        } else {
+            0
+        };
+        assert_eq!(c.sent, logical, "logical operations, not attempts");
+        assert_eq!(c.attempts(), log.len() as u64);
+        assert_eq!(c.retries, log.len() as u64 - logical);
+        assert_eq!(c.retried, retried);
+        assert_eq!(c.ok, logical - failed);
+        assert_eq!(c.http_error.get(&503).copied().unwrap_or(0), failed);
+        assert_eq!(c.errors(), failed, "a retry that succeeded is no error");
+        assert_eq!(m.operations[0].latency.count(), logical);
+        let tally = &m.operations[0].tally;
+        assert_eq!(
+            (tally.logical, tally.attempts, tally.acknowledged),
+            (logical, log.len() as u64, logical - failed)
+        );
+        assert_eq!(m.requests_total, log.len() as u64);
+        let per_op = c.attempts_per_operation().expect("sent");
+        assert!(per_op > 1.2 && per_op <= f64::from(attempts), "{per_op}");
+    }
+
+    #[test]
+    fn without_a_policy_a_5xx_is_sent_once() {
+        let server = flaky_transfers();
+        let mut transfer = transfer_op(3);
+        transfer.retry = crate::config::OperationRetry::Inherit;
+        let w = workload(vec![transfer], 40.0);
+        let m = run(
+            &server.url,
+            &w,
+            &lenient_generator(),
+            &spec(40.0, 500 * MS, 22),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let c = &m.operations[0].counters;
+        assert_eq!(c.sent, server.sorted_log().len() as u64);
+        assert_eq!((c.retries, c.retried), (0, 0));
+        assert!(c.http_error.get(&503).copied().unwrap_or(0) > 0);
+    }
+
+    #[test]
+    fn retry_policies_are_none_unless_an_operation_is_retried() {
+        let plain = workload(vec![op("get", "GET", "/")], 1.0);
+        assert!(retry_policies(&plain, &generator(MS, 1)).is_none());
+        let mixed = workload(vec![op("get", "GET", "/"), transfer_op(2)], 1.0);
+        let policies = retry_policies(&mixed, &generator(MS, 1)).expect("one is retried");
+        assert_eq!(policies[0], None);
+        assert_eq!(policies[1].as_ref().map(|p| p.attempts), Some(2));
+    }
+
+    #[test_case::test_case(Err(TransportErrorKind::Connect), true ; "connect")]
+    #[test_case::test_case(Err(TransportErrorKind::Timeout), true ; "timeout")]
+    #[test_case::test_case(Err(TransportErrorKind::Reset), false ; "a reset may have reached the service")]
+    #[test_case::test_case(Ok(503), true ; "an unexpected 503")]
+    #[test_case::test_case(Ok(502), false ; "an expected 502 is an answer")]
+    #[test_case::test_case(Ok(429), false ; "4xx")]
+    #[test_case::test_case(Ok(201), false ; "success")]
+    fn what_is_retried(result: Result<u16, TransportErrorKind>, retried: bool) {
+        let exchange = Exchange {
+            result: result.map(|status| super::super::pool::Answer {
+                status,
+                body: bytes::Bytes::new(),
+            }),
+            handed_at: None,
+        };
+        let all = RetryPolicy {
+            attempts: 2,
+            on: crate::config::RetryOn::ALL,
+            backoff: MS,
+        };
+        assert_eq!(is_retryable(&all, &exchange, &[201, 502]), retried);
+        let none = RetryPolicy {
+            on: crate::config::RetryOn::default(),
+            ..all
+        };
+        assert!(!is_retryable(&none, &exchange, &[201, 502]));
     }
 
     #[test]

@@ -108,9 +108,33 @@ pub struct OperationCounters {
     /// results written before drops were counted per operation.
     #[serde(default)]
     pub dropped: u64,
+    /// Attempts past the first (`generator.retry`): every other count here is of logical
+    /// operations, so attempts sent are `sent + retries`. Absent when zero, and in results
+    /// written before retries existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u64,
+    /// Logical operations that were retried at least once (whatever their final outcome).
+    /// Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl OperationCounters {
+    /// Attempts sent: the logical operations sent plus their retries.
+    pub fn attempts(&self) -> u64 {
+        self.sent + self.retries
+    }
+
+    /// The extra load retries caused: attempts per logical operation sent (1 without retries);
+    /// `None` when nothing was sent.
+    pub fn attempts_per_operation(&self) -> Option<f64> {
+        (self.sent > 0).then(|| self.attempts() as f64 / self.sent as f64)
+    }
+
     /// Counts the outcome of one sent request; `within_slo` says whether it answered in time.
     pub fn add(&mut self, outcome: &Outcome, within_slo: bool) {
         match outcome {
@@ -176,6 +200,35 @@ impl OperationCounters {
         }
         self.transport.merge(&other.transport);
         self.dropped += other.dropped;
+        self.retries += other.retries;
+        self.retried += other.retried;
+    }
+}
+
+/// What one operation sent and had acknowledged over a whole phase, warm-up included: the counts
+/// a post-run audit compares with the effects the service recorded (every request the service
+/// saw, not only the measured ones).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationTally {
+    /// Logical operations sent (each once, however many attempts it took).
+    pub logical: u64,
+    /// Attempts sent: logical operations plus their retries.
+    pub attempts: u64,
+    /// Logical operations whose final answer passed every check of the operation.
+    pub acknowledged: u64,
+}
+
+impl OperationTally {
+    /// Whether nothing was counted (old results, or an operation never sent).
+    pub fn is_empty(&self) -> bool {
+        *self == OperationTally::default()
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: &OperationTally) {
+        self.logical += other.logical;
+        self.attempts += other.attempts;
+        self.acknowledged += other.acknowledged;
     }
 }
 

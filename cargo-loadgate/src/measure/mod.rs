@@ -12,7 +12,7 @@ mod phase;
 mod window;
 
 pub use counters::{
-    OperationCounters, Outcome, PhaseCounters, TransportErrorKind, TransportErrors,
+    OperationCounters, OperationTally, Outcome, PhaseCounters, TransportErrorKind, TransportErrors,
     WRONG_ANSWER_EXAMPLES,
 };
 pub use cpu::{CpuScope, cpu_time};

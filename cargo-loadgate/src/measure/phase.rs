@@ -1,7 +1,9 @@
 //! What one phase measured: the recorder the engine feeds while the phase runs, and the
 //! serializable [`PhaseMeasurement`] with its [`PhaseSummary`].
 
-use super::counters::{OperationCounters, Outcome, PhaseCounters, TransportErrorKind};
+use super::counters::{
+    OperationCounters, OperationTally, Outcome, PhaseCounters, TransportErrorKind,
+};
 use super::histogram::LatencyHistogram;
 use super::window::{Window, WindowHistograms, WindowMerger, WindowSeries, millis};
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,10 @@ pub struct OperationMeasurement {
     pub service: LatencyHistogram,
     /// Counters.
     pub counters: OperationCounters,
+    /// Logical operations, attempts and acknowledged ones over the whole phase, warm-up
+    /// included, for the post-run audit. Absent in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "OperationTally::is_empty")]
+    pub tally: OperationTally,
 }
 
 impl OperationMeasurement {
@@ -30,6 +36,7 @@ impl OperationMeasurement {
             latency: LatencyHistogram::new(),
             service: LatencyHistogram::new(),
             counters: OperationCounters::default(),
+            tally: OperationTally::default(),
         }
     }
 
@@ -38,6 +45,7 @@ impl OperationMeasurement {
         self.latency.merge(&other.latency);
         self.service.merge(&other.service);
         self.counters.merge(&other.counters);
+        self.tally.merge(&other.tally);
     }
 }
 
@@ -818,6 +826,10 @@ impl PhaseRecorder {
     /// Operation `op`'s request intended at `intended` was sent at `sent_at`.
     pub fn sent(&mut self, op: usize, intended: Duration, sent_at: Duration) {
         self.requests_total += 1;
+        if let Some(m) = self.operations.get_mut(op) {
+            m.tally.logical += 1;
+            m.tally.attempts += 1;
+        }
         if !self.is_measured(intended) {
             return;
         }
@@ -828,6 +840,22 @@ impl PhaseRecorder {
         }
         let at = self.window_time(sent_at);
         self.windows.record_sent(at, lag);
+    }
+
+    /// Operation `op`'s logical operation intended at `intended` sent retry number `retry` (1
+    /// for its first retry). It stays one logical operation: only attempts grow.
+    pub fn retried(&mut self, op: usize, intended: Duration, retry: u32) {
+        self.requests_total += 1;
+        let measured = self.is_measured(intended);
+        if let Some(m) = self.operations.get_mut(op) {
+            m.tally.attempts += 1;
+            if measured {
+                m.counters.retries += 1;
+                if retry == 1 {
+                    m.counters.retried += 1;
+                }
+            }
+        }
     }
 
     /// Operation `op`'s request got its `outcome` at `done`.
@@ -841,6 +869,11 @@ impl PhaseRecorder {
     ) {
         if outcome.is_answer() {
             self.answers_total += 1;
+        }
+        if *outcome == Outcome::Ok
+            && let Some(m) = self.operations.get_mut(op)
+        {
+            m.tally.acknowledged += 1;
         }
         if !self.is_measured(intended) {
             return;

@@ -220,6 +220,8 @@ mod tests {
             capture: Vec::new(),
             next,
             gate: false,
+            retry: crate::config::OperationRetry::Inherit,
+            idempotent: false,
         };
         WorkloadConfig {
             seed: 7,

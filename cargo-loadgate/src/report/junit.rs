@@ -11,7 +11,7 @@
 
 use crate::compare::{format_change, metric_name, threshold_phrase};
 use crate::config::format_factor;
-use crate::result::{BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
+use crate::result::{AuditStatus, BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::path::Path;
@@ -149,6 +149,28 @@ pub fn junit_report(result: &RunResult) -> Report {
     }
     report.add_test_suite(ramp);
     report.add_test_suite(soak);
+    // One case per post-run audit: a failure whatever the latency, as the verdict counts it.
+    if !result.audits.is_empty() {
+        let mut audit = TestSuite::new("audit");
+        audit.add_properties(self::properties(result));
+        for outcome in &result.audits {
+            let status = if outcome.passed() {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(outcome.statement())
+                    .set_type(match outcome.status {
+                        AuditStatus::NotRun => "audit-not-run",
+                        _ => "audit",
+                    });
+                s
+            };
+            let mut case = TestCase::new(format!("audit {}", outcome.name), status);
+            case.set_system_out(outcome.statement());
+            audit.add_test_case(with_class(case, "audit"));
+        }
+        report.add_test_suite(audit);
+    }
     report
 }
 
@@ -228,6 +250,27 @@ fn properties(result: &RunResult) -> Vec<Property> {
     }
     if let Some(base) = &result.baseline {
         props.push(Property::new("base_commit", base.commit.clone()));
+    }
+    // What retries cost (issue 15): per retried operation, over every phase.
+    for (name, t) in crate::result::run_tallies(result) {
+        if t.attempts > t.logical {
+            props.push(Property::new(
+                format!("logical.{name}"),
+                t.logical.to_string(),
+            ));
+            props.push(Property::new(
+                format!("attempts.{name}"),
+                t.attempts.to_string(),
+            ));
+            props.push(Property::new(
+                format!("retries.{name}"),
+                (t.attempts - t.logical).to_string(),
+            ));
+            props.push(Property::new(
+                format!("attempts_per_operation.{name}"),
+                format!("{:.3}", t.attempts as f64 / t.logical.max(1) as f64),
+            ));
+        }
     }
     props.push(Property::new(
         "mode",
@@ -320,6 +363,7 @@ mod tests {
             paired: None,
             shards: None,
             dependencies: Vec::new(),
+            audits: Vec::new(),
         }
     }
 
@@ -533,6 +577,83 @@ mod tests {
         let passed = case(30.0, None, Some(1.2)).expect("a case");
         assert!(matches!(passed.status, TestCaseStatus::Success { .. }));
         assert!(case(30.0, None, None).is_none(), "no limit, no case");
+    }
+
+    /// An audit is its own case of an `audit` suite (a failure when it did not pass, typed
+    /// `audit-not-run` when it could not run), and retries are properties of every suite.
+    #[test]
+    fn audits_are_cases_of_their_own_suite_and_retries_are_properties() {
+        use crate::measure::{OperationMeasurement, OperationTally};
+        use crate::result::{AuditOutcome, AuditStatus};
+        let audit = |name: &str, status, reason: Option<&str>| AuditOutcome {
+            name: name.to_owned(),
+            request: "GET /ledger/summary".to_owned(),
+            status,
+            reason: reason.map(str::to_owned),
+            checks: Vec::new(),
+        };
+        let mut result = empty_result();
+        assert!(
+            junit_report(&result)
+                .test_suites
+                .iter()
+                .all(|s| s.name.as_str() != "audit"),
+            "no audits, no suite"
+        );
+        result.audits = vec![
+            audit("ledger", AuditStatus::Passed, None),
+            audit(
+                "lost",
+                AuditStatus::Failed,
+                Some("/effects at-least acknowledged.transfer does not hold"),
+            ),
+            audit("gone", AuditStatus::NotRun, Some("connection refused")),
+        ];
+        let mut phase = crate::result::testing::before().phases[0].clone();
+        let mut transfer = OperationMeasurement::new("transfer");
+        transfer.tally = OperationTally {
+            logical: 100,
+            attempts: 125,
+            acknowledged: 99,
+        };
+        phase.measurement.operations = vec![transfer];
+        result.phases = vec![phase];
+        let report = junit_report(&result);
+        let suite = report
+            .test_suites
+            .iter()
+            .find(|s| s.name.as_str() == "audit")
+            .expect("an audit suite");
+        let kinds: Vec<(&str, Option<&str>)> = suite
+            .test_cases
+            .iter()
+            .map(|c| match &c.status {
+                TestCaseStatus::Success { .. } => (c.name.as_str(), None),
+                TestCaseStatus::NonSuccess {
+                    kind: NonSuccessKind::Failure,
+                    ty,
+                    ..
+                } => (c.name.as_str(), ty.as_deref()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("audit ledger", None),
+                ("audit lost", Some("audit")),
+                ("audit gone", Some("audit-not-run"))
+            ]
+        );
+        for suite in &report.test_suites {
+            assert_eq!(property(suite, "logical.transfer"), Some("100"));
+            assert_eq!(property(suite, "attempts.transfer"), Some("125"));
+            assert_eq!(property(suite, "retries.transfer"), Some("25"));
+            assert_eq!(
+                property(suite, "attempts_per_operation.transfer"),
+                Some("1.250")
+            );
+        }
     }
 
     /// A run whose soak leaked and whose verdict holds `leak`.

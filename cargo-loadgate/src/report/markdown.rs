@@ -148,6 +148,17 @@ pub fn markdown_summary(result: &RunResult) -> String {
             );
         }
     }
+    for audit in &result.audits {
+        let icon = if audit.passed() {
+            VerdictOutcome::Pass.icon()
+        } else {
+            VerdictOutcome::Regression.icon()
+        };
+        let _ = writeln!(md, "**Audit:** {icon} {}\n", escape(&audit.statement()));
+    }
+    for line in crate::result::retry_statements(result) {
+        let _ = writeln!(md, "**Retries:** {}\n", escape(&line));
+    }
     if let Some(soak) = &result.soak {
         soak_section(&mut md, soak, result.verdict.as_ref());
     } else if let Some(reason) = &result.soak_skipped {
@@ -502,6 +513,7 @@ mod tests {
             paired: None,
             shards: None,
             dependencies: Vec::new(),
+            audits: Vec::new(),
         }
     }
 
@@ -532,6 +544,44 @@ mod tests {
 
     /// The headroom's lines: the statement and the failed check after the ramp, the comparison
     /// with the baseline's under the checks.
+    /// Each audit is a line with its statement (every term), a failed one under the regression
+    /// icon, and each retried operation a line of its extra load.
+    #[test]
+    fn the_summary_states_each_audit_and_the_retries() {
+        use crate::measure::OperationTally;
+        use crate::result::{AuditCheckOutcome, AuditOutcome, AuditStatus};
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        let mut result = typed(&value);
+        assert!(!markdown_summary(&result).contains("**Retries:**"));
+        result.audits = vec![AuditOutcome {
+            name: "ledger".to_owned(),
+            request: "GET /ledger/summary".to_owned(),
+            status: AuditStatus::Failed,
+            reason: Some("/duplicates equals 0 does not hold".to_owned()),
+            checks: vec![AuditCheckOutcome {
+                pointer: "/duplicates".to_owned(),
+                relation: "equals".to_owned(),
+                operand: "0".to_owned(),
+                answer: Some(12.0),
+                expected: 0.0,
+                held: false,
+            }],
+        }];
+        result.phases[0].measurement.operations[0].tally = OperationTally {
+            logical: 10,
+            attempts: 12,
+            acknowledged: 10,
+        };
+        let md = markdown_summary(&result);
+        assert!(
+            md.contains("**Audit:** ❌ audit `ledger` (GET /ledger/summary) failed: /duplicates equals 0 does not hold [/duplicates = 12 equals 0: does not hold]\n"),
+            "{md}"
+        );
+        let name = &result.phases[0].measurement.operations[0].name;
+        assert!(md.contains(&format!("**Retries:** `{name}`: ")), "{md}");
+        assert!(md.contains("(2 retries, "), "{md}");
+    }
+
     #[test]
     fn the_summary_states_the_headroom_its_check_and_its_comparison() {
         use crate::compare::{ProductionLoad, headroom};

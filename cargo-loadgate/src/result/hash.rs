@@ -54,6 +54,8 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         gate: _,
         accept: _,
         dependencies,
+        // Sent after the measurement; it reads the service without changing what was measured.
+        audit: _,
         paired,
         target,
         slo,

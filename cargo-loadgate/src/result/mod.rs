@@ -6,6 +6,7 @@
 //! `compare` and `report` (they read it). Its schema is checked in at
 //! `docs/schema/run-result-v1.json`.
 
+mod audit;
 mod comparison;
 mod hash;
 mod headroom;
@@ -16,6 +17,7 @@ mod run;
 mod shard;
 mod write;
 
+pub use audit::{AuditCheckOutcome, AuditOutcome, AuditStatus, retry_statements, run_tallies};
 pub use comparison::{
     AcceptedChange, Comparison, LeakFinding, Metric, MetricComparison, MetricNoise, MetricOutcome,
     NoiseSource, NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,

@@ -95,6 +95,11 @@ pub struct RunResult {
     /// order; absent when the config has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<crate::targets::DependencyInfo>,
+    /// The post-run audits (`[[audit]]`), in the order written; absent when the config has
+    /// none (and in results written before audits existed). A failed audit, or one that could
+    /// not run, makes the verdict a regression (`compare::settle_audits`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audits: Vec<super::AuditOutcome>,
 }
 
 /// The resolved `[slo]` of a run, as the result records it.

@@ -588,7 +588,7 @@ impl Drop for RunningTarget {
 
 /// The innermost cause of an error: "Connection refused (os error 111)" rather than
 /// "error sending request".
-fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+pub fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;

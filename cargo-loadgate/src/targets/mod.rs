@@ -27,7 +27,7 @@ pub(crate) use base::examples as base_error_examples;
 pub use base::{
     BaseBuild, BaseError, BaseErrorKind, BaseWorktree, ResolvedBase, build_base, resolve_base,
 };
-pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot};
+pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot, innermost};
 pub use cleanup::{StopSignal, install_cleanup_handlers};
 pub use dependency::{
     DEPENDENCY_SHUTDOWN_GRACE, DependencyInfo, RunningDependencies, boot_dependencies, resolve_kind,

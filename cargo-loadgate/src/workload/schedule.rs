@@ -508,6 +508,8 @@ pub(crate) mod tests {
             capture: Vec::new(),
             next,
             gate: false,
+            retry: crate::config::OperationRetry::Inherit,
+            idempotent: false,
         }
     }
 

@@ -491,6 +491,28 @@ impl Template {
     }
 }
 
+impl CompiledWorkload {
+    /// The wait before retry `retry` (1 for the first) of step `seq` of session `session` under
+    /// `policy`: `backoff × 2^(retry − 1)`, times a factor in [0.5, 1) drawn from the seed, the
+    /// session, the step and the retry (equal jitter, so retries of many sessions that failed
+    /// together do not return together, and the same seed waits the same). At most an hour.
+    pub fn retry_backoff(
+        &self,
+        policy: &crate::config::RetryPolicy,
+        session: u64,
+        seq: u32,
+        retry: u32,
+    ) -> std::time::Duration {
+        const MAX: std::time::Duration = std::time::Duration::from_secs(3600);
+        let doubling = 2f64.powi(i32::try_from(retry.saturating_sub(1)).unwrap_or(i32::MAX));
+        let draw = splitmix64(request_rand(self.seed, session, seq) ^ u64::from(retry));
+        // The top 53 bits as a uniform number in [0, 1).
+        let unit = (draw >> 11) as f64 / (1u64 << 53) as f64;
+        let secs = policy.backoff.as_secs_f64() * doubling * (0.5 + 0.5 * unit);
+        std::time::Duration::try_from_secs_f64(secs).map_or(MAX, |d| d.min(MAX))
+    }
+}
+
 /// The `{{rand}}` of one request: SplitMix64 over the seed, the session and the step, so it is
 /// reproducible and different for every request.
 fn request_rand(seed: u64, session: u64, seq: u32) -> u64 {
@@ -564,6 +586,8 @@ mod tests {
                 .collect(),
             next: Vec::new(),
             gate: false,
+            retry: crate::config::OperationRetry::Inherit,
+            idempotent: false,
         }
     }
 
@@ -817,5 +841,49 @@ mod tests {
         assert_eq!(v.get(0), None);
         assert_eq!(v.get(3), None);
         assert_eq!(v.get(99), None);
+    }
+
+    /// The backoff is a pure function of the seed, the session, the step and the retry: no
+    /// clock, no state. Retry n waits between half and all of `backoff × 2^(n−1)`.
+    #[test]
+    fn retry_backoff_doubles_with_seeded_jitter_and_repeats_for_the_same_seed() {
+        let policy = crate::config::RetryPolicy {
+            attempts: 5,
+            on: crate::config::RetryOn::ALL,
+            backoff: std::time::Duration::from_millis(40),
+        };
+        let w = CompiledWorkload::new(&workload(vec![op("a", get("/"), &[])])).unwrap();
+        for retry in 1..=4u32 {
+            let full = 40.0 * 2f64.powi(retry as i32 - 1);
+            let waits: Vec<f64> = (0..200u64)
+                .map(|session| w.retry_backoff(&policy, session, 0, retry).as_secs_f64() * 1e3)
+                .collect();
+            assert!(
+                waits.iter().all(|&ms| ms >= full / 2.0 && ms < full),
+                "retry {retry}: {waits:?}"
+            );
+            // Jittered: the sessions do not all wait the same.
+            let spread = waits.iter().cloned().fold(f64::MIN, f64::max)
+                - waits.iter().cloned().fold(f64::MAX, f64::min);
+            assert!(spread > full / 4.0, "retry {retry}: spread {spread}");
+        }
+        let again = CompiledWorkload::new(&workload(vec![op("a", get("/"), &[])])).unwrap();
+        assert_eq!(
+            w.retry_backoff(&policy, 7, 2, 3),
+            again.retry_backoff(&policy, 7, 2, 3)
+        );
+        assert_ne!(
+            w.retry_backoff(&policy, 7, 2, 3),
+            w.retry_backoff(&policy, 8, 2, 3)
+        );
+        let huge = crate::config::RetryPolicy {
+            backoff: std::time::Duration::from_secs(3000),
+            ..policy
+        };
+        assert_eq!(
+            w.retry_backoff(&huge, 1, 0, 100),
+            std::time::Duration::from_secs(3600),
+            "capped, never overflowing"
+        );
     }
 }

@@ -5,7 +5,7 @@ use super::profile::Look;
 use crate::config::source::{
     Cx, Val, duration, integer, integer_in, positive_duration, share, wrong_type,
 };
-use crate::config::types::{GeneratorConfig, GeneratorThreads, MAX_CONNECTIONS};
+use crate::config::types::{GeneratorConfig, GeneratorThreads, MAX_CONNECTIONS, RetryPolicy};
 use std::time::Duration;
 use toml::de::DeValue;
 
@@ -47,6 +47,13 @@ pub(crate) const THREADS: Key<GeneratorThreads> = Key::new(
     threads,
 );
 
+/// `generator.retry`: off unless written.
+pub(crate) const RETRY: Key<RetryPolicy> = Key::new(
+    "retry",
+    "retry failed requests: `{ attempts, on, backoff }`; off by default. A retried operation is one logical operation of several attempts",
+    super::retry::policy,
+);
+
 /// `[generator]`.
 pub(crate) const SECTION: Section = Section {
     name: "generator",
@@ -57,6 +64,7 @@ pub(crate) const SECTION: Section = Section {
         &MAX_DROP_RATE,
         &CONNECTIONS,
         &THREADS,
+        &RETRY,
     ],
     check_table: None,
 };
@@ -71,6 +79,7 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GeneratorConfig> {
         max_drop_rate: look.need(cx, s, &MAX_DROP_RATE)?,
         connections: look.need(cx, s, &CONNECTIONS)? as usize,
         threads: look.need(cx, s, &THREADS)?,
+        retry: look.read(cx, s, &RETRY).flatten(),
     };
     // Each loop has a pool of its own, so a fixed pool is shared out among them: every loop
     // needs one connection at least.

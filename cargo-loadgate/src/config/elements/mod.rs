@@ -4,6 +4,7 @@
 
 pub(crate) mod abort;
 pub(crate) mod accept;
+pub(crate) mod audit;
 pub(crate) mod dependency;
 pub(crate) mod gate;
 pub(crate) mod generator;
@@ -12,6 +13,7 @@ pub(crate) mod operation;
 pub(crate) mod paired;
 pub(crate) mod profile;
 pub(crate) mod ramp;
+pub(crate) mod retry;
 pub(crate) mod slo;
 pub(crate) mod soak;
 pub(crate) mod target;
@@ -37,7 +39,12 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
     SECTIONS
         .iter()
         .map(|s| s.name)
-        .chain([accept::ACCEPT, dependency::DEPENDENCY, profile::PROFILE])
+        .chain([
+            accept::ACCEPT,
+            audit::AUDIT,
+            dependency::DEPENDENCY,
+            profile::PROFILE,
+        ])
         .collect()
 }
 

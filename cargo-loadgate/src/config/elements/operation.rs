@@ -7,8 +7,8 @@ use crate::config::source::{
     wrong_type,
 };
 use crate::config::types::{
-    BodyTemplate, Capture, EntryPoint, Expect, OperationConfig, RequestTemplate, ThinkTime,
-    Transition,
+    BodyTemplate, Capture, EntryPoint, Expect, OperationConfig, OperationRetry, RequestTemplate,
+    ThinkTime, Transition,
 };
 use std::{collections::BTreeSet, ops::Range, time::Duration};
 use toml::de::DeValue;
@@ -36,6 +36,10 @@ pub(crate) mod keys {
     pub(crate) const NEXT: &str = "next";
     /// `gate`.
     pub(crate) const GATE: &str = "gate";
+    /// `retry`.
+    pub(crate) const RETRY: &str = "retry";
+    /// `idempotent`.
+    pub(crate) const IDEMPOTENT: &str = "idempotent";
     /// `method`.
     pub(crate) const METHOD: &str = "method";
     /// `path`.
@@ -75,6 +79,8 @@ const OPERATION_KEYS: &[&str] = &[
     keys::CAPTURE,
     keys::NEXT,
     keys::GATE,
+    keys::RETRY,
+    keys::IDEMPOTENT,
 ];
 const REQUEST_KEYS: &[&str] = &[
     keys::METHOD,
@@ -159,6 +165,10 @@ pub(crate) struct RawOp {
     pub uses: Vec<(String, Range<usize>)>,
     /// `gate = true`: the operation's latencies are primary metrics.
     pub gate: bool,
+    /// `retry`: its own policy, none, or the generator's.
+    pub retry: OperationRetry,
+    /// `idempotent = true`.
+    pub idempotent: bool,
 }
 
 /// A transition as written.
@@ -250,6 +260,14 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         .get(keys::GATE)
         .and_then(|g| boolean(cx, g))
         .unwrap_or(false);
+    let retry = table
+        .get(keys::RETRY)
+        .and_then(|r| super::retry::operation_retry(cx, r, &label))
+        .unwrap_or_default();
+    let idempotent = table
+        .get(keys::IDEMPOTENT)
+        .and_then(|i| boolean(cx, i))
+        .unwrap_or(false);
     Some(RawOp {
         file: table.file,
         name,
@@ -266,6 +284,8 @@ fn operation(cx: &Cx<'_>, v: Val<'_>, section: &str, index: usize) -> Option<Raw
         next_span: table.get(keys::NEXT).map(|n| n.span()),
         uses,
         gate,
+        retry,
+        idempotent,
     })
 }
 
@@ -283,7 +303,7 @@ fn template(cx: &Cx<'_>, v: Val<'_>, s: &str, uses: &mut Vec<(String, Range<usiz
     }
 }
 
-fn request(
+pub(crate) fn request(
     cx: &Cx<'_>,
     v: Val<'_>,
     label: &str,
@@ -508,7 +528,7 @@ fn pointer(cx: &Cx<'_>, file: usize, span: Range<usize>, p: &str) -> Option<Stri
     }
 }
 
-fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
+pub(crate) fn expect(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Expect> {
     let table = Tbl::of(
         cx,
         v,
@@ -1046,6 +1066,8 @@ pub(crate) fn resolve(
             capture: op.capture.clone(),
             next,
             gate: op.gate,
+            retry: op.retry.clone(),
+            idempotent: op.idempotent,
         })
         .collect();
     Some((entry, operations))
@@ -1156,6 +1178,8 @@ mod tests {
                 })
                 .collect(),
             gate: false,
+            retry: crate::config::OperationRetry::Inherit,
+            idempotent: false,
         }
     }
 

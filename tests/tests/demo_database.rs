@@ -203,3 +203,55 @@ fn idempotency_keys_are_a_unique_index_in_the_database() {
         String::from_utf8_lossy(&second.stderr)
     );
 }
+
+/// Runs the demo's schema and its seed file with `seed` for 200 accounts; the checksum it prints.
+fn seed(pg: &TempPostgres, seed: &str) -> String {
+    let sql = loadgate_tests::workspace_root().join("fixtures/demo-service/sql");
+    let out = std::process::Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &pg.port.to_string(),
+            "-U",
+            "postgres",
+            "-At",
+            "-q",
+        ])
+        .args([
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-v",
+            &format!("seed={seed}"),
+            "-v",
+            "accounts=200",
+        ])
+        .arg("-f")
+        .arg(sql.join("schema.sql"))
+        .arg("-f")
+        .arg(sql.join("seed.sql"))
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn the_seed_file_gives_the_same_rows_for_a_seed_and_other_rows_for_another() {
+    if !postgres_or_skip("the_seed_file_gives_the_same_rows_for_a_seed_and_other_rows_for_another")
+    {
+        return;
+    }
+    let pg = TempPostgres::start();
+    let first = seed(&pg, "42");
+    assert_eq!(first.len(), 32, "an md5 checksum: {first:?}");
+    assert_eq!(pg.psql("SELECT count(*) FROM transactions"), "4000");
+    pg.psql("TRUNCATE accounts, transactions");
+    assert_eq!(seed(&pg, "42"), first, "the same seed, the same rows");
+    pg.psql("TRUNCATE accounts, transactions");
+    assert_ne!(seed(&pg, "43"), first, "another seed, other rows");
+}

@@ -520,18 +520,27 @@ impl TempPostgres {
         self.dir.path()
     }
 
-    /// Runs `sql` through `psql` (`-At`, stop at the first error) and returns its output.
+    /// A `psql` connected to its `postgres` database as `postgres` (`-At`, stop at the first
+    /// error); the caller adds `-c`, `-f` or `-v`.
+    pub fn psql_command(&self) -> Command {
+        let mut cmd = Command::new(self.bin.join("psql"));
+        cmd.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            "postgres",
+        ])
+        .args(["-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1"]);
+        cmd
+    }
+
+    /// Runs `sql` through [`Self::psql_command`] and returns its output.
     pub fn psql(&self, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "postgres",
-            ])
-            .args(["-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        let out = self
+            .psql_command()
+            .args(["-c", sql])
             .output()
             .expect("run psql");
         assert!(

@@ -179,17 +179,9 @@ fn idempotency_keys_are_a_unique_index_in_the_database() {
         "INSERT INTO transfers (user_name, idem_key, first, from_account, to_account, amount_cents) \
          VALUES ('alice', 'k-1', true, 'a', 'b', 1)",
     );
-    let second = std::process::Command::new("psql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &pg.port.to_string(),
-            "-U",
-            "postgres",
-            "-At",
-            "-c",
-        ])
+    let second = pg
+        .psql_command()
+        .arg("-c")
         .arg(
             "INSERT INTO transfers (user_name, idem_key, first, from_account, to_account, \
              amount_cents) VALUES ('alice', 'k-1', true, 'a', 'b', 1)",
@@ -207,25 +199,10 @@ fn idempotency_keys_are_a_unique_index_in_the_database() {
 /// Runs the demo's schema and its seed file with `seed` for 200 accounts; the checksum it prints.
 fn seed(pg: &TempPostgres, seed: &str) -> String {
     let sql = loadgate_tests::workspace_root().join("fixtures/demo-service/sql");
-    let out = std::process::Command::new("psql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &pg.port.to_string(),
-            "-U",
-            "postgres",
-            "-At",
-            "-q",
-        ])
-        .args([
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-v",
-            &format!("seed={seed}"),
-            "-v",
-            "accounts=200",
-        ])
+    let out = pg
+        .psql_command()
+        .arg("-q")
+        .args(["-v", &format!("seed={seed}"), "-v", "accounts=200"])
         .arg("-f")
         .arg(sql.join("schema.sql"))
         .arg("-f")

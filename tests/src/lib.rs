@@ -416,3 +416,149 @@ pub fn repo_with_config(config: &str) -> tempfile::TempDir {
     git(r, &["commit", "-q", "-m", "service"]);
     repo
 }
+
+/// A PostgreSQL server a test starts itself (the system's `/usr/lib/postgresql/*/bin`): `initdb`
+/// into a temporary directory as the `postgres` user when run as root, a free loopback port, trust
+/// authentication for `postgres`. Stopped (SIGQUIT to the postmaster, then waited) and its data
+/// directory removed when dropped, so a failing assertion leaves nothing behind. Call
+/// [`postgres_or_skip`] first.
+pub struct TempPostgres {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl TempPostgres {
+    /// Starts a server and waits (up to 30 s) until it accepts connections.
+    pub fn start() -> Self {
+        use std::os::unix::process::CommandExt as _;
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("/usr/lib/postgresql")
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").is_file())
+            .expect("PostgreSQL server binaries");
+        let ids = nix::unistd::geteuid().is_root().then(|| {
+            let user = nix::unistd::User::from_name("postgres")
+                .ok()
+                .flatten()
+                .or_else(|| nix::unistd::User::from_name("nobody").ok().flatten())
+                .expect("a postgres or nobody user to run PostgreSQL as");
+            (user.uid.as_raw(), user.gid.as_raw())
+        });
+        let dir = tempfile::Builder::new()
+            .prefix("loadgate-test-pg-")
+            .tempdir()
+            .expect("temp dir");
+        if let Some((uid, gid)) = ids {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown data dir");
+        }
+        let data = dir.path().join("data");
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb
+            .args(["-U", "postgres", "--auth=trust", "--no-sync", "-D"])
+            .arg(&data)
+            .stdout(Stdio::null());
+        if let Some((uid, gid)) = ids {
+            initdb.uid(uid).gid(gid);
+        }
+        let status = initdb.status().expect("run initdb");
+        assert!(status.success(), "initdb failed: {status}");
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+            listener.local_addr().expect("local addr").port()
+        };
+        let mut postgres = Command::new(bin.join("postgres"));
+        postgres
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-k",
+            ])
+            .arg(dir.path())
+            .args(["-c", "fsync=off"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some((uid, gid)) = ids {
+            postgres.uid(uid).gid(gid);
+        }
+        let child = postgres.spawn().expect("start postgres");
+        let server = Self {
+            child,
+            dir,
+            bin,
+            port,
+        };
+        let ready = wait_until(Duration::from_secs(30), || {
+            Command::new(server.bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q"])
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        assert!(ready, "postgres did not become ready on port {port}");
+        server
+    }
+
+    /// The `DATABASE_URL` of its `postgres` database.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The postmaster's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The data directory's parent, removed when dropped.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A `psql` connected to its `postgres` database as `postgres` (`-At`, stop at the first
+    /// error); the caller adds `-c`, `-f` or `-v`.
+    pub fn psql_command(&self) -> Command {
+        let mut cmd = Command::new(self.bin.join("psql"));
+        cmd.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            "postgres",
+        ])
+        .args(["-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1"]);
+        cmd
+    }
+
+    /// Runs `sql` through [`Self::psql_command`] and returns its output.
+    pub fn psql(&self, sql: &str) -> String {
+        let out = self
+            .psql_command()
+            .args(["-c", sql])
+            .output()
+            .expect("run psql");
+        assert!(
+            out.status.success(),
+            "psql {sql:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for TempPostgres {
+    fn drop(&mut self) {
+        // SIGQUIT: PostgreSQL's immediate shutdown, by the postmaster's own pid.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGQUIT,
+        );
+        let _ = self.child.wait();
+    }
+}

@@ -272,6 +272,7 @@ pub fn decide_with(
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
             settle_headroom(head, None, &mut verdict);
+            crate::compare::settle_recovery(head, None, &mut verdict);
             return (None, verdict);
         }
     };
@@ -314,6 +315,7 @@ pub fn decide_with(
             };
             record_leak(leak, None, &mut verdict);
             settle_headroom(head, None, &mut verdict);
+            crate::compare::settle_recovery(head, None, &mut verdict);
             (None, verdict)
         }
     }

@@ -32,6 +32,9 @@ struct Measured<'a> {
     generator: &'a crate::config::GeneratorConfig,
     ramp: &'a crate::config::RampConfig,
     soak: &'a crate::config::SoakConfig,
+    /// Only when a spike runs (so stored runs without one keep the hash they had).
+    #[serde(skip_serializing_if = "crate::config::SpikeConfig::is_disabled")]
+    spike: &'a crate::config::SpikeConfig,
     abort: &'a crate::config::AbortConfig,
     slo: &'a crate::config::SloConfig,
     /// The blocks' design, in paired mode only (so stored runs keep the hash they had).
@@ -48,6 +51,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         profile: _,
         gate: _,
         accept: _,
+        recovery: _,
         paired,
         target,
         slo,
@@ -55,6 +59,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         generator,
         ramp,
         soak,
+        spike,
         abort,
     } = config;
     let measured = Measured {
@@ -64,6 +69,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         generator,
         ramp,
         soak,
+        spike,
         abort,
         slo,
         paired: (mode == MeasurementMode::Paired).then_some(paired),

@@ -120,7 +120,7 @@ fn a_spike_against_a_shedding_service_is_rejected_cheaply_and_recovers() {
         "sent {before}/s before, {during}/s during"
     );
     assert!(
-        out.stdout.contains("Spike to 1000% of this run's capacity"),
+        out.stdout.contains("spike to 1000% of this run's capacity"),
         "{}",
         out.stdout
     );

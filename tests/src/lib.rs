@@ -394,3 +394,25 @@ pub fn repo_with_config(config: &str) -> tempfile::TempDir {
     git(r, &["commit", "-q", "-m", "service"]);
     repo
 }
+
+/// Runs the gate with `config` (written as `loadgate.toml` in a new directory) against the
+/// service at `url`, profile `default`, with the out-dir `out` in that directory, which it
+/// returns with the run.
+pub fn run_config_at_url(url: &str, config: &str) -> (tempfile::TempDir, RunOutput) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("loadgate.toml"), config).expect("write loadgate.toml");
+    let out = LoadgateCommand::new([
+        "run",
+        "--profile",
+        "default",
+        "--config",
+        "loadgate.toml",
+        "--url",
+        url,
+    ])
+    .args(["--out-dir"])
+    .arg_path(dir.path().join("out"))
+    .current_dir(dir.path())
+    .output();
+    (dir, out)
+}

@@ -8,7 +8,7 @@
 //! flight) is answered mostly with fast 503s: "rejected cheaply", and stable again right after it.
 
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, read_result,
+    DemoProcess, assert_matches_result_schema, load_lock, read_result, run_config_at_url,
 };
 
 const PASS: i32 = 0;
@@ -64,30 +64,11 @@ error-rate = "99%"
     .to_owned()
 }
 
-fn run(url: &str) -> (tempfile::TempDir, RunOutput) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("loadgate.toml"), config()).unwrap();
-    let out = LoadgateCommand::new([
-        "run",
-        "--profile",
-        "default",
-        "--config",
-        "loadgate.toml",
-        "--url",
-        url,
-    ])
-    .args(["--out-dir"])
-    .arg_path(dir.path().join("out"))
-    .current_dir(dir.path())
-    .output();
-    (dir, out)
-}
-
 #[test]
 fn a_spike_against_a_shedding_service_is_rejected_cheaply_and_recovers() {
     let _load = load_lock();
     let demo = DemoProcess::start(&SHEDDING);
-    let (dir, out) = run(&demo.url);
+    let (dir, out) = run_config_at_url(&demo.url, &config());
     let result = read_result(&dir.path().join("out"));
     assert_matches_result_schema(&result);
     let spike = &result["spike"];

@@ -562,3 +562,25 @@ impl Drop for TempPostgres {
         let _ = self.child.wait();
     }
 }
+
+/// Runs the gate with `config` (written as `loadgate.toml` in a new directory) against the
+/// service at `url`, profile `default`, with the out-dir `out` in that directory, which it
+/// returns with the run.
+pub fn run_config_at_url(url: &str, config: &str) -> (tempfile::TempDir, RunOutput) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("loadgate.toml"), config).expect("write loadgate.toml");
+    let out = LoadgateCommand::new([
+        "run",
+        "--profile",
+        "default",
+        "--config",
+        "loadgate.toml",
+        "--url",
+        url,
+    ])
+    .args(["--out-dir"])
+    .arg_path(dir.path().join("out"))
+    .current_dir(dir.path())
+    .output();
+    (dir, out)
+}

@@ -10,7 +10,8 @@
 //! depends on the machine's speed within a factor of five.
 
 use loadgate_tests::{
-    DemoProcess, LoadgateCommand, RunOutput, assert_matches_result_schema, load_lock, read_result,
+    DemoProcess, LoadgateCommand, assert_matches_result_schema, load_lock, read_result,
+    run_config_at_url,
 };
 use std::path::Path;
 
@@ -64,26 +65,6 @@ steps = ["50%", "100%", "150%"]
     )
 }
 
-/// Runs the gate with `config` against `url` in a new directory, which it returns with the run.
-fn run(url: &str, config: &str) -> (tempfile::TempDir, RunOutput) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("loadgate.toml"), config).unwrap();
-    let out = LoadgateCommand::new([
-        "run",
-        "--profile",
-        "default",
-        "--config",
-        "loadgate.toml",
-        "--url",
-        url,
-    ])
-    .args(["--out-dir"])
-    .arg_path(dir.path().join("out"))
-    .current_dir(dir.path())
-    .output();
-    (dir, out)
-}
-
 /// The JUnit case of the headroom check, parsed back by an independent parser.
 fn headroom_case(dir: &Path) -> junit_parser::TestCase {
     let file = std::fs::File::open(dir.join("out/junit.xml")).expect("junit.xml written");
@@ -103,7 +84,7 @@ fn a_headroom_below_the_limit_fails_the_run_and_one_above_it_passes() {
     let _load = load_lock();
     let demo = DemoProcess::start(&SLOW);
 
-    let (busy, failed) = run(&demo.url, &config(400, "200ms", "1.2x"));
+    let (busy, failed) = run_config_at_url(&demo.url, &config(400, "200ms", "1.2x"));
     failed.assert_code(REGRESSION);
     assert!(
         failed
@@ -152,7 +133,7 @@ fn a_headroom_below_the_limit_fails_the_run_and_one_above_it_passes() {
         "no production line"
     );
 
-    let (quiet, passed) = run(&demo.url, &config(10, "1s", "1.2x"));
+    let (quiet, passed) = run_config_at_url(&demo.url, &config(10, "1s", "1.2x"));
     passed.assert_code(PASS);
     assert!(
         passed

@@ -354,6 +354,8 @@ pub(crate) mod testing {
             headroom: None,
             soak: None,
             soak_skipped: None,
+            spike: None,
+            spike_skipped: None,
             valid: Some(true),
             baseline: None,
             comparison: None,

@@ -285,6 +285,7 @@ fn decide_metrics(
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
             settle_headroom(head, None, &mut verdict);
+            crate::compare::settle_recovery(head, None, &mut verdict);
             return (None, verdict);
         }
     };
@@ -327,6 +328,7 @@ fn decide_metrics(
             };
             record_leak(leak, None, &mut verdict);
             settle_headroom(head, None, &mut verdict);
+            crate::compare::settle_recovery(head, None, &mut verdict);
             (None, verdict)
         }
     }

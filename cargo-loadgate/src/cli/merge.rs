@@ -169,6 +169,8 @@ async fn replay(
         ramp: None,
         soak: None,
         soak_skipped: None,
+        spike: None,
+        spike_skipped: None,
         valid: None,
         baseline: None,
         comparison: None,
@@ -185,7 +187,8 @@ async fn replay(
         fixed: true,
     };
     let planned = {
-        let mut observe = |event| record_plan_event(&mut result, event, &config.gate);
+        let mut observe =
+            |event| record_plan_event(&mut result, event, &config.gate, config.slo.recovery);
         run_plan(config, &mut replay, &options, &mut observe).await
     };
     let outcome = match planned {

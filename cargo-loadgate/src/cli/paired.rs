@@ -560,6 +560,9 @@ async fn run_both(
                 }
                 PlanEvent::SoakDone { .. } => {}
                 PlanEvent::SoakSkipped { reason } => r.soak_skipped = Some(reason),
+                // A paired run's ramps do not soak, so they do not spike either.
+                PlanEvent::SpikeDone { .. } => {}
+                PlanEvent::SpikeSkipped { reason } => r.spike_skipped = Some(reason),
             }
             if let Err(e) = write_result(path, r) {
                 write_error.get_or_insert(e);

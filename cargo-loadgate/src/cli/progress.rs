@@ -120,6 +120,11 @@ pub fn step_line(record: &StepRecord, colour: bool) -> String {
     )
 }
 
+/// The line after the spike phase: its admission behaviour and time to stable SLO.
+pub fn spike_line(spike: &crate::plan::SpikeOutcome) -> String {
+    crate::report::spike_sentence(spike)
+}
+
 /// The line that announces a phase: its session rate, the request rate that implies, how long it
 /// is measured and after what warm-up.
 pub fn phase_line(spec: &PhaseSpec, offered_rate_per_sec: f64) -> String {

@@ -265,6 +265,8 @@ async fn run_booted(
         headroom: None,
         soak: None,
         soak_skipped: None,
+        spike: None,
+        spike_skipped: None,
         valid: None,
         baseline: None,
         comparison: None,
@@ -372,8 +374,14 @@ async fn run_booted(
                 PlanEvent::SoakSkipped { reason } => {
                     display.line(&format!("        Soak skipped: {reason}"));
                 }
+                PlanEvent::SpikeDone { outcome, .. } => {
+                    announce = Some(format!("        Spike {}", progress::spike_line(outcome)));
+                }
+                PlanEvent::SpikeSkipped { reason } => {
+                    display.line(&format!("        Spike skipped: {reason}"));
+                }
             }
-            record_plan_event(&mut result, event, &config.gate);
+            record_plan_event(&mut result, event, &config.gate, config.slo.recovery);
             result.resources = sampler.snapshot();
             if let Err(e) = write_result(&result_path, &result) {
                 write_error.get_or_insert(e);
@@ -493,11 +501,13 @@ async fn run_booted(
 }
 
 /// Records what the plan reported in the result: the phases, the ramp so far, the soak (with the
-/// leak finding of `gate`) or why it was skipped.
+/// leak finding of `gate`) or why it was skipped, the spike (with its `[slo] recovery` check
+/// against `recovery_limit`) or why it was skipped.
 pub(super) fn record_plan_event(
     result: &mut RunResult,
     event: PlanEvent,
     gate: &crate::config::GateConfig,
+    recovery_limit: Option<std::time::Duration>,
 ) {
     match event {
         PlanEvent::PhaseStarting { .. } => {}
@@ -528,6 +538,20 @@ pub(super) fn record_plan_event(
             result.soak = Some(soak);
         }
         PlanEvent::SoakSkipped { reason } => result.soak_skipped = Some(reason),
+        PlanEvent::SpikeDone {
+            outcome,
+            measurement,
+            schedule_hash,
+        } => {
+            result.phases.push(PhaseRecord {
+                schedule_hash,
+                measurement: *measurement,
+            });
+            let mut spike = *outcome;
+            spike.check = crate::compare::recovery_check(&spike, recovery_limit);
+            result.spike = Some(spike);
+        }
+        PlanEvent::SpikeSkipped { reason } => result.spike_skipped = Some(reason),
     }
 }
 
@@ -1225,6 +1249,17 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     out.push_str(&format!("ramp: {}\n", outcome.ramp.sentence));
     if let Some(h) = &result.headroom {
         out.push_str(&crate::report::headroom_lines(h));
+    }
+    if let Some(spike) = result.spike.as_ref().or(outcome.spike.as_ref()) {
+        out.push_str(&format!(
+            "\nspike {}\n",
+            crate::report::spike_sentence(spike)
+        ));
+        if let Some(line) = crate::report::recovery_check_line(spike) {
+            out.push_str(&format!("{line}\n"));
+        }
+    } else if let Some(reason) = result.spike_skipped.as_ref() {
+        out.push_str(&format!("\nspike skipped: {reason}\n"));
     }
     // The recorded soak, which carries the leak finding (the plan's outcome leaves it to compare).
     if let Some(soak) = result.soak.as_ref().or(outcome.soak.as_ref()) {

@@ -60,6 +60,7 @@ pub fn compare_results(
         &mut verdict,
     );
     settle_headroom(head, Some(&mut comparison), &mut verdict);
+    super::recovery::settle_recovery(head, Some(&mut comparison), &mut verdict);
     (comparison, verdict)
 }
 

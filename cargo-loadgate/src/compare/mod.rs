@@ -21,6 +21,7 @@ mod leak;
 mod noise;
 mod options;
 mod paired;
+mod recovery;
 #[cfg(test)]
 mod testkit;
 
@@ -49,3 +50,4 @@ pub use options::{
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,
 };
 pub use paired::{PairedInputs, compare_paired};
+pub use recovery::{recovery_check, settle_recovery};

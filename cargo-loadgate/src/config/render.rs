@@ -3,7 +3,9 @@
 
 use super::elements::key::Section;
 use super::elements::operation::{expected_requests_per_session, keys as op};
-use super::elements::{abort, gate, generator, paired, ramp, retry, slo, soak, target, workload};
+use super::elements::{
+    abort, gate, generator, paired, ramp, recovery, retry, slo, soak, spike, target, workload,
+};
 use super::error::{Diagnostic, Sources};
 use super::types::*;
 use super::units::{
@@ -120,6 +122,9 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     );
     if let Some(limit) = cfg.slo.headroom {
         kv(&mut out, slo::HEADROOM.name, &string(&format_factor(limit)));
+    }
+    if let Some(limit) = cfg.slo.recovery {
+        kv(&mut out, slo::RECOVERY.name, &duration(limit));
     }
 
     let w = &cfg.workload;
@@ -306,6 +311,20 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     kv(&mut out, soak::DURATION.name, &duration(s.duration));
     kv(&mut out, soak::AT.name, &string(&format_percent(s.at)));
     kv(&mut out, soak::WINDOW.name, &duration(s.window));
+
+    let spk = &cfg.spike;
+    section(&mut out, &spike::SECTION);
+    kv(&mut out, spike::TO.name, &string(&format_percent(spk.to)));
+    kv(&mut out, spike::FOR.name, &duration(spk.duration));
+    kv(&mut out, spike::BEFORE.name, &duration(spk.before));
+    kv(&mut out, spike::AFTER.name, &duration(spk.after));
+
+    section(&mut out, &recovery::SECTION);
+    kv(
+        &mut out,
+        recovery::WINDOWS.name,
+        &cfg.recovery.windows.to_string(),
+    );
 
     let a = &cfg.abort;
     section(&mut out, &abort::SECTION);

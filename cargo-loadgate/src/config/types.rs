@@ -26,6 +26,14 @@ pub struct LoadgateConfig {
     pub ramp: RampConfig,
     /// The soak sample.
     pub soak: SoakConfig,
+    /// `[spike]`. Left out of the serialized config while it is disabled, so the config hash of a
+    /// config without a spike (and every stored baseline's match) does not change.
+    #[serde(skip_serializing_if = "SpikeConfig::is_disabled")]
+    pub spike: SpikeConfig,
+    /// `[recovery]`: a judgement of the windows, not of the load, so (like `slo.headroom`) left
+    /// out of the serialized config and its hash.
+    #[serde(skip)]
+    pub recovery: RecoveryConfig,
     /// The safety envelope: when to stop sending.
     pub abort: AbortConfig,
     /// The smallest change that matters, per metric.
@@ -545,6 +553,10 @@ pub struct SloConfig {
     /// config hash (and every stored baseline's match) does not change with it.
     #[serde(skip)]
     pub headroom: Option<f64>,
+    /// `slo.recovery`: the longest acceptable time to stable SLO after a declared event (a gate
+    /// check). A judgement like `headroom`, left out of the serialized config and its hash.
+    #[serde(skip)]
+    pub recovery: Option<Duration>,
 }
 
 /// One latency limit of the SLO.
@@ -858,6 +870,40 @@ pub struct SoakConfig {
     pub at: f64,
     /// The window length of the series the slopes are fitted to.
     pub window: Duration,
+}
+
+/// `[spike]`: a step of the session rate from the soak's load to `to` × capacity for `duration`,
+/// then back, inside one phase.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SpikeConfig {
+    /// The load during the spike as a fraction of capacity (the same capacity the soak uses).
+    pub to: f64,
+    /// How long the spike lasts (`spike.for`); zero disables it.
+    pub duration: Duration,
+    /// Measured at the soak's load before the spike.
+    pub before: Duration,
+    /// Measured at the soak's load after the spike: how long recovery is watched.
+    pub after: Duration,
+}
+
+impl SpikeConfig {
+    /// Whether no spike runs (`spike.for = "0s"`).
+    pub fn is_disabled(&self) -> bool {
+        self.duration.is_zero()
+    }
+}
+
+/// `[recovery]`: when a service counts as stable again after an event.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RecoveryConfig {
+    /// Consecutive 1 s windows in which every indicator holds.
+    pub windows: usize,
+}
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        Self { windows: 5 }
+    }
 }
 
 /// `[abort]`: the safety envelope.

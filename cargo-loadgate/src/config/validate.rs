@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, audit, dependency, gate, generator, paired, profile_keys, ramp, retry,
-    slo, soak, target, top_keys, workload,
+    SECTIONS, abort, accept, audit, dependency, gate, generator, paired, profile_keys, ramp,
+    recovery, retry, slo, soak, spike, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -247,6 +247,8 @@ fn build(
     let generator = generator::build(cx, look);
     let ramp = ramp::build(cx, look, profile);
     let soak = soak::build(cx, look);
+    let spike = spike::build(cx, look, profile, soak.as_ref());
+    let recovery = recovery::build(cx, look);
     let abort = abort::build(cx, look);
     let gate = gate::build(cx, look);
     let paired = paired::build(cx, look);
@@ -268,6 +270,8 @@ fn build(
         generator: generator?,
         ramp: ramp?,
         soak: soak?,
+        spike: spike?,
+        recovery: recovery?,
         abort: abort?,
         gate: gate?,
         paired: paired?,

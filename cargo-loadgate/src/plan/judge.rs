@@ -249,6 +249,7 @@ mod tests {
             error_rate: 0.01,
             min_requests: 100,
             headroom: None,
+            recovery: None,
         }
     }
 

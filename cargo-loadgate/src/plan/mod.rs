@@ -12,8 +12,10 @@ mod judge;
 pub mod paired_run;
 pub mod pairing;
 mod ramp;
+mod recovery;
 mod run;
 mod soak;
+mod spike;
 
 pub use abort::{ABORT_LIMITS, AbortWatch, CONSECUTIVE_BAD_WINDOWS, abort_watch};
 pub use judge::{
@@ -23,9 +25,14 @@ pub use judge::{
 pub use ramp::{
     BreakPoint, RampOutcome, StepKind, StepOperation, StepRecord, StepStatus, sentence,
 };
+pub use recovery::{
+    Admission, AdmissionFigures, GOODPUT_NOISE_SDS, Recovery, classify_admission, time_to_stable,
+    window_check,
+};
 pub use run::{
     DEFAULT_GOODPUT_LATENCY, FIXED_PLAN_NO_BISECTION, FIXED_PLAN_NO_SOAK, MAX_EXTRA_DOWNWARD,
     OnWindow, PhaseRun, PhaseRunner, PlanError, PlanEvent, PlanOptions, PlanOutcome,
     comparable_schedule_hash, goodput_latency, run_plan,
 };
 pub use soak::{CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, soak_slopes};
+pub use spike::{RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome, spike_figures, spike_steps};

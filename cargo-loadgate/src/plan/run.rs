@@ -6,6 +6,7 @@ use super::abort::abort_watch;
 use super::judge::{first_step_failures, judge_step};
 use super::ramp::{RampOutcome, StepKind, StepRecord, StepStatus};
 use super::soak::{CapacitySource, SoakOutcome, soak_slopes};
+use super::spike::{SpikeOutcome, spike_figures, spike_steps};
 use crate::config::LoadgateConfig;
 use crate::engine::{PhaseSpec, WindowDecision};
 use crate::measure::{PhaseMeasurement, Window};
@@ -91,6 +92,10 @@ pub struct PlanOutcome {
     pub soak: Option<SoakOutcome>,
     /// Why the soak did not run, when it did not.
     pub soak_skipped: Option<String>,
+    /// The spike phase, when it ran.
+    pub spike: Option<SpikeOutcome>,
+    /// Why the declared spike did not run, when it did not (`None` when none was declared).
+    pub spike_skipped: Option<String>,
     /// Whether every phase that ran was valid, a step at the generator's limit and a re-measured
     /// transient aside. A run exits with `INVALID_RUN` only when no phase at all was valid.
     pub valid: bool,
@@ -134,6 +139,20 @@ pub enum PlanEvent {
     },
     /// The soak sample will not run.
     SoakSkipped {
+        /// Why.
+        reason: String,
+    },
+    /// The spike phase was measured.
+    SpikeDone {
+        /// What it found.
+        outcome: Box<SpikeOutcome>,
+        /// What it measured, for the run result's phases.
+        measurement: Box<PhaseMeasurement>,
+        /// The hash of the (stepped) schedule it followed.
+        schedule_hash: String,
+    },
+    /// The declared spike will not run.
+    SpikeSkipped {
         /// Why.
         reason: String,
     },
@@ -235,6 +254,16 @@ impl<R: PhaseRunner> Driver<'_, R> {
     /// schedule.
     async fn run(&mut self, spec: PhaseSpec) -> Result<(PhaseRun, String), (String, R::Error)> {
         let schedule = phase_schedule(&self.config.workload, &spec);
+        self.run_schedule(spec, schedule).await
+    }
+
+    /// [`Driver::run`] on a schedule built from `spec` by the caller (a spike's, whose rate
+    /// steps inside the phase).
+    async fn run_schedule(
+        &mut self,
+        spec: PhaseSpec,
+        schedule: Schedule,
+    ) -> Result<(PhaseRun, String), (String, R::Error)> {
         // Every session the schedule holds, sent or not (a stopped phase sends fewer).
         self.next_session = self.next_session.saturating_add(schedule.session_count());
         (self.observer)(PlanEvent::PhaseStarting {
@@ -505,6 +534,54 @@ impl<R: PhaseRunner> Driver<'_, R> {
     }
 }
 
+impl<R: PhaseRunner> Driver<'_, R> {
+    /// The spike: one phase at the soak's rate with the rate stepped to `spike.to` × the soak's
+    /// capacity for `spike.for` after `spike.before`, then `spike.after` at the soak's rate again.
+    async fn spike(
+        &mut self,
+        soak: &SoakOutcome,
+    ) -> Result<Result<(SpikeOutcome, PhaseMeasurement, String), String>, (String, R::Error)> {
+        let spike = &self.config.spike;
+        let from = soak.at_sessions_per_sec;
+        let to = spike.to * soak.capacity_sessions_per_sec;
+        if !(from > 0.0 && to.is_finite()) {
+            return Ok(Err("the soak ran at no load to step up from".to_owned()));
+        }
+        let spec = self.spec(
+            "spike".to_owned(),
+            from,
+            spike.before + spike.duration + spike.after,
+        );
+        let steps = match spike_steps(spike, spec.warmup, to / from) {
+            Ok(steps) => steps,
+            Err(e) => return Ok(Err(format!("the spike's rate steps are not usable: {e}"))),
+        };
+        let schedule = phase_schedule(&self.config.workload, &spec).with_rate_steps(steps);
+        let (run, schedule_hash) = self.run_schedule(spec, schedule).await?;
+        let m = run.measurement;
+        let required = self.config.recovery.windows;
+        let (admission, recovery) =
+            spike_figures(&m.windows.windows, spike, &self.config.slo, required);
+        let outcome = SpikeOutcome {
+            phase: m.name.clone(),
+            capacity_sessions_per_sec: soak.capacity_sessions_per_sec,
+            capacity_from: soak.capacity_from,
+            from_sessions_per_sec: from,
+            to_sessions_per_sec: to,
+            starts: spike.before,
+            ends: spike.before + spike.duration,
+            admission,
+            recovery,
+            recovery_windows: required,
+            check: None,
+            aborted: m.stopped.clone(),
+            valid: m.validity.is_valid(),
+            invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
+        };
+        Ok(Ok((outcome, m, schedule_hash)))
+    }
+}
+
 /// Runs the phases: the ramp's steps (each `ramp.hold` after a `ramp.warmup` at `step ×
 /// workload.sessions-per-sec`), stopping after the first that breaks unless `keep_going`; then
 /// `ramp.refine` bisection points between the last step that held and the first that broke
@@ -544,6 +621,8 @@ pub async fn run_plan<R: PhaseRunner>(
                 ramp,
                 soak: None,
                 soak_skipped: Some(soak_skipped.to_owned()),
+                spike: None,
+                spike_skipped: None,
             }),
             source,
         }
@@ -585,11 +664,51 @@ pub async fn run_plan<R: PhaseRunner>(
             (None, Some(reason))
         }
     };
+    let (spike, spike_skipped) = if config.spike.is_disabled() {
+        (None, None)
+    } else {
+        let ran = match &soak {
+            Some(soak) => driver.spike(soak).await,
+            None => Ok(Err(format!(
+                "the spike steps up from the soak's load, and the soak did not run: {}",
+                soak_skipped.as_deref().unwrap_or("no soak")
+            ))),
+        };
+        match ran {
+            Err((phase, source)) => {
+                let mut error = failed(&driver, phase, source, "");
+                if let PlanError::Phase { partial, .. } = &mut error {
+                    partial.soak = soak.clone();
+                    partial.soak_skipped = soak_skipped.clone();
+                    partial.spike_skipped = Some("the spike could not run".to_owned());
+                }
+                return Err(error);
+            }
+            Ok(Ok((outcome, measurement, schedule_hash))) => {
+                (driver.observer)(PlanEvent::SpikeDone {
+                    outcome: Box::new(outcome.clone()),
+                    measurement: Box::new(measurement),
+                    schedule_hash,
+                });
+                (Some(outcome), None)
+            }
+            Ok(Err(reason)) => {
+                (driver.observer)(PlanEvent::SpikeSkipped {
+                    reason: reason.clone(),
+                });
+                (None, Some(reason))
+            }
+        }
+    };
     Ok(PlanOutcome {
-        valid: ramp.valid && soak.as_ref().is_none_or(|s| s.valid),
+        valid: ramp.valid
+            && soak.as_ref().is_none_or(|s| s.valid)
+            && spike.as_ref().is_none_or(|s| s.valid),
         ramp,
         soak,
         soak_skipped,
+        spike,
+        spike_skipped,
     })
 }
 
@@ -889,6 +1008,10 @@ pub(super) mod tests {
                 PlanEvent::RampDone { .. } => "ramp done".to_owned(),
                 PlanEvent::SoakDone { .. } => "soak done".to_owned(),
                 PlanEvent::SoakSkipped { reason } => format!("soak skipped: {reason}"),
+                PlanEvent::SpikeDone { outcome, .. } => {
+                    format!("spike done: {}", outcome.admission.admission.label())
+                }
+                PlanEvent::SpikeSkipped { reason } => format!("spike skipped: {reason}"),
             })
         };
         let rt = tokio::runtime::Builder::new_current_thread()

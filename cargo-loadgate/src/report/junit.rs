@@ -11,6 +11,7 @@
 
 use crate::compare::{format_change, metric_name, threshold_phrase};
 use crate::config::format_factor;
+use crate::plan::RecoveryCheckOutcome;
 use crate::result::{AuditStatus, BaseSource, HeadroomOutcome, MeasurementMode, RunResult};
 use crate::result::{Metric, MetricComparison, MetricOutcome, VerdictOutcome};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
@@ -170,6 +171,38 @@ pub fn junit_report(result: &RunResult) -> Report {
             audit.add_test_case(with_class(case, "audit"));
         }
         report.add_test_suite(audit);
+    }
+    // The spike's `[slo] recovery` check as `compare::recovery_check` decided it: a failure fails
+    // the gate (the verdict is a regression by `compare::settle_recovery`).
+    if let Some(spike) = &result.spike
+        && let Some(check) = &spike.check
+    {
+        let mut suite = TestSuite::new("spike");
+        let status = match check.outcome {
+            RecoveryCheckOutcome::Pass => TestCaseStatus::success(),
+            RecoveryCheckOutcome::Fail => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("regression: {}", check.reason))
+                    .set_type("recovery");
+                s
+            }
+            RecoveryCheckOutcome::Inconclusive => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("inconclusive: {}", check.reason))
+                    .set_type("inconclusive");
+                s
+            }
+        };
+        let mut case = TestCase::new(
+            format!(
+                "time to stable SLO within {}",
+                crate::config::format_duration(check.limit)
+            ),
+            status,
+        );
+        case.set_system_out(crate::report::spike_sentence(spike));
+        suite.add_test_case(with_class(case, "spike"));
+        report.add_test_suite(suite);
     }
     report
 }
@@ -352,6 +385,8 @@ mod tests {
             headroom: None,
             soak: None,
             soak_skipped: None,
+            spike: None,
+            spike_skipped: None,
             valid: Some(true),
             baseline: None,
             comparison: None,

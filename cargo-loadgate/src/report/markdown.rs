@@ -159,6 +159,32 @@ pub fn markdown_summary(result: &RunResult) -> String {
     for line in crate::result::retry_statements(result) {
         let _ = writeln!(md, "**Retries:** {}\n", escape(&line));
     }
+    if let Some(spike) = &result.spike {
+        let _ = writeln!(
+            md,
+            "**Spike:** {}\n",
+            escape(&crate::report::spike_sentence(spike))
+        );
+        if let Some(line) = crate::report::recovery_check_line(spike) {
+            let _ = writeln!(md, "**{}**\n", escape(&line));
+        }
+        if let Some(phase) = result
+            .phases
+            .iter()
+            .find(|p| p.measurement.name == spike.phase)
+        {
+            let burst = Table::new(&["second", "sent", "errors", "p99", "phase"]).rows(
+                crate::report::burst_rows(spike, &phase.measurement.windows.windows),
+            );
+            let _ = writeln!(
+                md,
+                "<details><summary>The spike second by second</summary>\n\n{}\n</details>\n",
+                burst.markdown()
+            );
+        }
+    } else if let Some(reason) = &result.spike_skipped {
+        let _ = writeln!(md, "**Spike:** skipped: {}\n", escape(reason));
+    }
     if let Some(soak) = &result.soak {
         soak_section(&mut md, soak, result.verdict.as_ref());
     } else if let Some(reason) = &result.soak_skipped {
@@ -489,6 +515,8 @@ mod tests {
             headroom: None,
             soak: Some(part(&value["soak"])),
             soak_skipped: None,
+            spike: None,
+            spike_skipped: None,
             valid: value["valid"].as_bool(),
             baseline: Some(BaselineRef {
                 commit: text(&value["baseline"]["commit"]),

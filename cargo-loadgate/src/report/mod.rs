@@ -7,6 +7,7 @@ mod headroom;
 mod junit;
 mod markdown;
 mod multi;
+mod spike;
 mod steps;
 mod table;
 
@@ -19,5 +20,6 @@ pub use headroom::{headroom_comparison_line, headroom_lines};
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;
 pub use multi::{ReportError, ReportRun, render_markdown, render_terminal, run_labels};
+pub use spike::{burst_rows, recovery_check_line, spike_sentence};
 pub use steps::render_step_table;
 pub use table::{Align, Cell, Table, display_width, table};

@@ -32,6 +32,9 @@ struct Measured<'a> {
     generator: &'a crate::config::GeneratorConfig,
     ramp: &'a crate::config::RampConfig,
     soak: &'a crate::config::SoakConfig,
+    /// Only when a spike runs (so stored runs without one keep the hash they had).
+    #[serde(skip_serializing_if = "crate::config::SpikeConfig::is_disabled")]
+    spike: &'a crate::config::SpikeConfig,
     abort: &'a crate::config::AbortConfig,
     slo: &'a crate::config::SloConfig,
     /// The blocks' design, in paired mode only (so stored runs keep the hash they had).
@@ -56,6 +59,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         dependencies,
         // Sent after the measurement; it reads the service without changing what was measured.
         audit: _,
+        recovery: _,
         paired,
         target,
         slo,
@@ -63,6 +67,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         generator,
         ramp,
         soak,
+        spike,
         abort,
     } = config;
     let measured = Measured {
@@ -72,6 +77,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         generator,
         ramp,
         soak,
+        spike,
         abort,
         slo,
         paired: (mode == MeasurementMode::Paired).then_some(paired),

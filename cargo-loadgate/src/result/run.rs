@@ -61,6 +61,13 @@ pub struct RunResult {
     /// Why the soak did not run, when it did not.
     #[serde(default)]
     pub soak_skipped: Option<String>,
+    /// The spike phase: its admission behaviour and the time to stable SLO after it. Absent when
+    /// no spike was declared (and in results written before spikes existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spike: Option<crate::plan::SpikeOutcome>,
+    /// Why a declared spike did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spike_skipped: Option<String>,
     /// Whether every phase kept its schedule; `None` until the run is over.
     #[serde(default)]
     pub valid: Option<bool>,
@@ -312,6 +319,7 @@ mod tests {
             error_rate: 0.01,
             min_requests: 100,
             headroom: None,
+            recovery: None,
         };
         let value = serde_json::to_value(SloSummary::of(&slo)).unwrap();
         assert_eq!(

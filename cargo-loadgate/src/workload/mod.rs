@@ -22,7 +22,10 @@ pub use model::{
     OperationShare, analyze, render_check, validate_mix, validate_mix_against,
 };
 pub use pointer::PointerSet;
-pub use schedule::{MAX_SESSION_STEPS, PlannedStep, Schedule, SessionPlan, Sessions};
+pub use schedule::{
+    MAX_SESSION_STEPS, PlannedStep, RateStep, RateSteps, RateStepsError, Schedule, SessionPlan,
+    Sessions,
+};
 pub use shard::{Shard, ShardParseError};
 pub use template::{
     CompileError, CompiledOperation, CompiledWorkload, RenderError, RenderedRequest, SessionVars,

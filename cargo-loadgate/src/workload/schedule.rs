@@ -31,6 +31,18 @@
 //! [`FILL_SESSIONS`] of the schedule's own sessions, so the fill is a pure function of the
 //! workload and the seed, like everything else here. A model whose sessions make one request
 //! (N = 1) has g ≡ 1: plain Poisson arrivals at λ.
+//!
+//! ## A rate that changes inside the phase
+//!
+//! A spike or a stress steps the session rate up and back down *inside one phase*: two engine
+//! phases would leave a gap in which the service's queue drains, and the recovery measured after
+//! it would look better than it is. [`RateSteps`] holds a piecewise-constant multiplier m(t) of λ
+//! (1 before its first step). Arrivals are the same seeded process in *nominal* time u, mapped to
+//! real time by t = M⁻¹(u) with M(t) = ∫₀ᵗ m: where m = 3, nominal time passes three times as
+//! fast, so three times as many sessions arrive per second, each the same session (index, path,
+//! think times) it would have been at the constant rate. The fill acts in nominal time, so the
+//! rate is λ·g(M(t))·m(t). A schedule without steps never touches this map: its arrivals, and
+//! its hash, are exactly those of a constant rate.
 
 use super::shard::Shard;
 use crate::config::{ThinkTime, WorkloadConfig};
@@ -89,6 +101,102 @@ pub struct Schedule {
     duration: Duration,
     /// The sessions of the seeded arrivals this schedule holds ([`Schedule::sharded`]).
     shard: Shard,
+    /// Where the rate changes inside the phase; `None` for a constant rate.
+    steps: Option<Arc<RateSteps>>,
+}
+
+/// One change of the session rate inside a phase: from `at` (an offset from the phase's start) the
+/// rate is `multiplier` × the schedule's `sessions_per_sec`, until the next step.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RateStep {
+    /// When the rate changes, from the start of the phase.
+    pub at: Duration,
+    /// The rate from then on, as a multiple of the phase's session rate; finite and positive.
+    pub multiplier: f64,
+}
+
+/// A piecewise-constant multiplier of a schedule's session rate: 1 until the first step, then each
+/// step's multiplier until the next. Built by [`RateSteps::new`], which orders and checks them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateSteps {
+    /// The steps in order of `at` (strictly increasing), in seconds: (at, multiplier).
+    steps: Vec<(f64, f64)>,
+    /// M(at) of each step: the nominal time at which it begins.
+    nominal: Vec<f64>,
+}
+
+/// Why a list of rate steps is not a rate profile.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RateStepsError {
+    /// A multiplier is zero, negative or not finite (a zero rate would leave no arrival to map).
+    #[error("the rate multiplier at {at:?} must be a positive finite number, got {multiplier}")]
+    Multiplier {
+        /// The step's time.
+        at: Duration,
+        /// What was given.
+        multiplier: f64,
+    },
+    /// Two steps at the same time, or out of order.
+    #[error("rate steps must be in strictly increasing order of time, {at:?} is not")]
+    Order {
+        /// The offending step's time.
+        at: Duration,
+    },
+}
+
+impl RateSteps {
+    /// Checks `steps` (strictly increasing times, positive finite multipliers) and builds the map
+    /// from real to nominal time.
+    pub fn new(steps: &[RateStep]) -> Result<Self, RateStepsError> {
+        let mut out: Vec<(f64, f64)> = Vec::with_capacity(steps.len());
+        let mut nominal = Vec::with_capacity(steps.len());
+        let (mut last_at, mut last_m, mut last_nominal) = (0.0f64, 1.0f64, 0.0f64);
+        for step in steps {
+            if !(step.multiplier.is_finite() && step.multiplier > 0.0) {
+                return Err(RateStepsError::Multiplier {
+                    at: step.at,
+                    multiplier: step.multiplier,
+                });
+            }
+            let at = step.at.as_secs_f64();
+            if out.last().is_some_and(|&(prev, _)| at <= prev) {
+                return Err(RateStepsError::Order { at: step.at });
+            }
+            let here = last_nominal + (at - last_at) * last_m;
+            out.push((at, step.multiplier));
+            nominal.push(here);
+            (last_at, last_m, last_nominal) = (at, step.multiplier, here);
+        }
+        Ok(Self {
+            steps: out,
+            nominal,
+        })
+    }
+
+    /// M(t) = ∫₀ᵗ m: the nominal time at real time `t` (seconds).
+    pub fn nominal_at(&self, t: f64) -> f64 {
+        match self.steps.iter().rposition(|&(at, _)| at <= t) {
+            None => t,
+            Some(i) => self.nominal[i] + (t - self.steps[i].0) * self.steps[i].1,
+        }
+    }
+
+    /// M⁻¹(u): the real time at which nominal time reaches `u`.
+    pub fn real_at(&self, u: f64) -> f64 {
+        match self.nominal.iter().rposition(|&n| n <= u) {
+            None => u,
+            Some(i) => self.steps[i].0 + (u - self.nominal[i]) / self.steps[i].1,
+        }
+    }
+
+    /// The multiplier in force at real time `t` (seconds).
+    pub fn multiplier_at(&self, t: f64) -> f64 {
+        self.steps
+            .iter()
+            .rev()
+            .find(|&&(at, _)| at <= t)
+            .map_or(1.0, |&(_, m)| m)
+    }
 }
 
 /// The relative arrival rate g(t) while the session population fills, on a grid of
@@ -181,7 +289,23 @@ impl Schedule {
             sessions_per_sec,
             duration,
             shard: Shard::WHOLE,
+            steps: None,
         }
+    }
+
+    /// The same schedule with the session rate changing inside the phase ([`RateSteps`]; see the
+    /// module docs). Sessions keep their indices, paths and think times; only their starts move.
+    /// Without steps the schedule is unchanged (same arrivals, same hash).
+    pub fn with_rate_steps(&self, steps: RateSteps) -> Schedule {
+        Schedule {
+            steps: (!steps.steps.is_empty()).then(|| Arc::new(steps)),
+            ..self.clone()
+        }
+    }
+
+    /// The rate steps of this schedule, if its rate changes inside the phase.
+    pub fn rate_steps(&self) -> Option<&RateSteps> {
+        self.steps.as_deref()
     }
 
     /// The same schedule restricted to `shard` of its sessions (of the shard it already is: the
@@ -215,7 +339,8 @@ impl Schedule {
         if !self.rate_is_usable() {
             return 0.0;
         }
-        let secs = self.duration.as_secs_f64();
+        let real = self.duration.as_secs_f64();
+        let secs = self.steps.as_ref().map_or(real, |s| s.nominal_at(real));
         self.sessions_per_sec * self.fill.as_ref().map_or(secs, |f| f.integral(secs))
     }
 
@@ -251,6 +376,7 @@ impl Schedule {
             elapsed_secs: 0.0,
             next_index: 0,
             shard: self.shard,
+            steps: self.steps.clone(),
             done: !self.rate_is_usable(),
         }
     }
@@ -318,6 +444,8 @@ pub struct Sessions {
     next_index: u64,
     /// The sessions handed out; the others' arrivals are drawn (they move the clock) and skipped.
     shard: Shard,
+    /// [`Schedule::with_rate_steps`]: nominal arrival times are mapped to real ones through it.
+    steps: Option<Arc<RateSteps>>,
     done: bool,
 }
 
@@ -360,6 +488,10 @@ impl Sessions {
         let at = match self.fill.as_deref() {
             None => self.elapsed_secs,
             Some(fill) => fill.time_at(self.elapsed_secs, &mut self.fill_bin),
+        };
+        let at = match self.steps.as_deref() {
+            None => at,
+            Some(steps) => steps.real_at(at),
         };
         if at.is_nan() || at >= self.end_secs {
             self.done = true;
@@ -646,6 +778,129 @@ pub(crate) mod tests {
             Schedule::new(&changed, 50.0, Duration::from_secs(5), 7).hash(),
             h
         );
+    }
+
+    fn spike_steps() -> RateSteps {
+        RateSteps::new(&[
+            RateStep {
+                at: Duration::from_secs(10),
+                multiplier: 3.0,
+            },
+            RateStep {
+                at: Duration::from_secs(20),
+                multiplier: 1.0,
+            },
+        ])
+        .expect("valid steps")
+    }
+
+    /// Stored baselines hold the hash of a constant-rate schedule: an empty step list must not
+    /// change a single arrival.
+    #[test]
+    fn a_constant_rate_keeps_its_pinned_hash_with_an_empty_step_list() {
+        let w = demo_like();
+        let a = Schedule::new(&w, 50.0, Duration::from_secs(5), 7);
+        let none = a.with_rate_steps(RateSteps::new(&[]).expect("no steps"));
+        assert!(none.rate_steps().is_none());
+        assert_eq!(
+            none.hash(),
+            "53dd3da3aaaeb40b3f0afd79867373f693f3d0c242498307b8d10f085c7873b0"
+        );
+        // Steps after the end of the phase change no arrival; steps inside it do.
+        assert_eq!(a.with_rate_steps(spike_steps()).hash(), a.hash());
+        let long = Schedule::new(&w, 50.0, Duration::from_secs(30), 7);
+        assert_ne!(long.with_rate_steps(spike_steps()).hash(), long.hash());
+    }
+
+    /// A spike ×3 from 10 s to 20 s: over 20 seeds, each segment's count lies within 4.4 sd of
+    /// its Poisson mean (a false alarm once in 10⁵ segments), and the sums over seeds within 4.4
+    /// sd of theirs, so a rate off by a few percent fails.
+    #[test]
+    fn piecewise_rate_counts_per_segment_match_the_rates() {
+        let w = single();
+        let rate = 100.0;
+        let expected = [10.0 * rate, 30.0 * rate, 10.0 * rate];
+        let mut sums = [0.0f64; 3];
+        let seeds = 20u64;
+        for seed in 0..seeds {
+            let schedule = Schedule::new(&w, rate, Duration::from_secs(30), seed)
+                .with_rate_steps(spike_steps());
+            let mut counts = [0.0f64; 3];
+            for s in schedule.sessions() {
+                let t = s.start.as_secs_f64();
+                counts[usize::from(t >= 10.0) + usize::from(t >= 20.0)] += 1.0;
+            }
+            for (i, (&count, &mean)) in counts.iter().zip(&expected).enumerate() {
+                assert!(
+                    (count - mean).abs() < 4.4 * mean.sqrt(),
+                    "seed {seed} segment {i}: {count} vs {mean}"
+                );
+                sums[i] += count;
+            }
+            assert!(
+                (schedule.expected_sessions() - expected.iter().sum::<f64>()).abs() < 1e-6,
+                "{}",
+                schedule.expected_sessions()
+            );
+        }
+        for (i, (&sum, &mean)) in sums.iter().zip(&expected).enumerate() {
+            let mean = mean * seeds as f64;
+            assert!(
+                (sum - mean).abs() < 4.4 * mean.sqrt(),
+                "segment {i}: {sum} vs {mean}"
+            );
+        }
+    }
+
+    /// The stepped schedule is deterministic, its shards are its sessions, and each session is
+    /// the one of the constant-rate schedule with the same index (only its start moved).
+    #[test]
+    fn a_stepped_schedule_is_deterministic_shardable_and_keeps_its_sessions() {
+        let w = demo_like();
+        let flat = Schedule::new(&w, 40.0, Duration::from_secs(30), 5);
+        let stepped = flat.with_rate_steps(spike_steps());
+        let sessions = collect(&stepped);
+        assert_eq!(sessions, collect(&flat.with_rate_steps(spike_steps())));
+        assert_eq!(stepped.hash(), flat.with_rate_steps(spike_steps()).hash());
+        assert_eq!(stepped.session_count(), sessions.len() as u64);
+        for (s, f) in sessions.iter().zip(collect(&flat)) {
+            assert_eq!((s.index, &s.steps), (f.index, &f.steps));
+            // Before the first step both run at the same rate: the same starts.
+            if f.start < Duration::from_secs(10) {
+                assert_eq!(s.start, f.start);
+            }
+        }
+        let mut union: Vec<SessionPlan> = (0..3)
+            .flat_map(|i| collect(&stepped.sharded(Shard { index: i, count: 3 })))
+            .collect();
+        union.sort_by_key(|s| s.index);
+        assert_eq!(union, sessions);
+    }
+
+    #[test]
+    fn rate_steps_refuse_a_zero_rate_and_disorder() {
+        let step = |secs, multiplier| RateStep {
+            at: Duration::from_secs(secs),
+            multiplier,
+        };
+        assert!(matches!(
+            RateSteps::new(&[step(1, 0.0)]),
+            Err(RateStepsError::Multiplier { .. })
+        ));
+        assert!(matches!(
+            RateSteps::new(&[step(1, f64::NAN)]),
+            Err(RateStepsError::Multiplier { .. })
+        ));
+        assert!(matches!(
+            RateSteps::new(&[step(2, 2.0), step(2, 1.0)]),
+            Err(RateStepsError::Order { .. })
+        ));
+        let steps = RateSteps::new(&[step(10, 3.0), step(20, 1.0)]).expect("valid");
+        assert_eq!(steps.nominal_at(15.0), 25.0);
+        assert_eq!(steps.real_at(25.0), 15.0);
+        assert_eq!(steps.real_at(45.0), 25.0);
+        assert_eq!(steps.multiplier_at(19.9), 3.0);
+        assert_eq!(steps.multiplier_at(5.0), 1.0);
     }
 
     #[test]

@@ -13,22 +13,26 @@ pub(crate) mod operation;
 pub(crate) mod paired;
 pub(crate) mod profile;
 pub(crate) mod ramp;
+pub(crate) mod recovery;
 pub(crate) mod retry;
 pub(crate) mod slo;
 pub(crate) mod soak;
+pub(crate) mod spike;
 pub(crate) mod target;
 pub(crate) mod workload;
 
 use key::Section;
 
 /// Every section, in the order messages list them.
-pub(crate) const SECTIONS: [&Section; 9] = [
+pub(crate) const SECTIONS: [&Section; 11] = [
     &target::SECTION,
     &slo::SECTION,
     &workload::SECTION,
     &generator::SECTION,
     &ramp::SECTION,
     &soak::SECTION,
+    &spike::SECTION,
+    &recovery::SECTION,
     &abort::SECTION,
     &gate::SECTION,
     &paired::SECTION,

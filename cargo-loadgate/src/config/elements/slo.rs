@@ -47,6 +47,13 @@ pub(crate) const HEADROOM: Key<f64> = Key::new(
     |cx, v, _| factor(cx, v),
 );
 
+/// `slo.recovery`.
+pub(crate) const RECOVERY: Key<Duration> = Key::new(
+    "recovery",
+    "the longest acceptable time to stable SLO after a spike (a gate check)",
+    positive_duration,
+);
+
 /// `[slo]`.
 pub(crate) const SECTION: Section = Section {
     name: "slo",
@@ -59,6 +66,7 @@ pub(crate) const SECTION: Section = Section {
         &ERROR_RATE,
         &MIN_REQUESTS,
         &HEADROOM,
+        &RECOVERY,
     ],
     check_table: None,
 };
@@ -146,6 +154,7 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<SloConfig> {
     let error_rate = look.need(cx, s, &ERROR_RATE);
     let min_requests = look.need(cx, s, &MIN_REQUESTS);
     let headroom = look.read(cx, s, &HEADROOM);
+    let recovery = look.read(cx, s, &RECOVERY);
     if !ok {
         return None;
     }
@@ -154,6 +163,10 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<SloConfig> {
         error_rate: error_rate?,
         min_requests: min_requests? as u64,
         headroom: match headroom {
+            Some(read) => Some(read?),
+            None => None,
+        },
+        recovery: match recovery {
             Some(read) => Some(read?),
             None => None,
         },

@@ -1,0 +1,215 @@
+//! The `[slo] recovery` rule: the time to stable SLO after a spike against its limit, and how it
+//! settles the verdict. A failed check is a regression (exit 10) whatever the comparison with the
+//! baseline found, like a failed `[slo] headroom`; docs/decisions.md says why the time to stable
+//! SLO is checked against a limit and reported beside the baseline's rather than compared by
+//! ratio.
+
+use crate::plan::{Recovery, RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome};
+use crate::result::{Comparison, RunResult, Verdict, VerdictOutcome};
+use std::time::Duration;
+
+/// The check of `spike`'s time to stable SLO against `limit`; `None` without a limit.
+///
+/// - **pass**: stable again (the required consecutive windows held) at most `limit` after the
+///   spike's end;
+/// - **fail**: stable only later, or not within the phase;
+/// - **inconclusive**: the generator did not keep the phase's schedule, so the windows do not
+///   show what the service did.
+pub fn recovery_check(spike: &SpikeOutcome, limit: Option<Duration>) -> Option<RecoveryCheck> {
+    let limit = limit?;
+    let secs = |d: Duration| format!("{:.1} s", d.as_secs_f64());
+    let (outcome, reason) = if !spike.valid {
+        (
+            RecoveryCheckOutcome::Inconclusive,
+            format!(
+                "the spike phase is invalid ({}): its windows do not show the service's recovery",
+                spike.invalid_reasons.join("; ")
+            ),
+        )
+    } else {
+        match &spike.recovery {
+            Recovery::Recovered { after, .. } if *after <= limit => (
+                RecoveryCheckOutcome::Pass,
+                format!(
+                    "stable SLO {} after the spike, within {}",
+                    secs(*after),
+                    secs(limit)
+                ),
+            ),
+            Recovery::Recovered { after, .. } => (
+                RecoveryCheckOutcome::Fail,
+                format!(
+                    "time to stable SLO after the spike {} > {}",
+                    secs(*after),
+                    secs(limit)
+                ),
+            ),
+            Recovery::NotRecovered {
+                observed,
+                longest_run,
+            } => (
+                RecoveryCheckOutcome::Fail,
+                format!(
+                    "not stable within {} after the spike ({} good windows in a row needed, longest run {longest_run}); the limit is {}",
+                    secs(*observed),
+                    spike.recovery_windows,
+                    secs(limit)
+                ),
+            ),
+        }
+    };
+    Some(RecoveryCheck {
+        limit,
+        outcome,
+        reason,
+    })
+}
+
+/// Settles `verdict` by the head's recovery check: a failure makes it a regression (or adds its
+/// reason to one), an inconclusive check makes a pass inconclusive.
+pub fn settle_recovery(
+    head: &RunResult,
+    comparison: Option<&mut Comparison>,
+    verdict: &mut Verdict,
+) {
+    let Some(check) = head.spike.as_ref().and_then(|s| s.check.as_ref()) else {
+        return;
+    };
+    let decide = |verdict: &mut Verdict, outcome: VerdictOutcome| {
+        let before = std::mem::replace(
+            &mut verdict.rule_fired,
+            format!("{}: {}", outcome.as_str(), check.reason),
+        );
+        verdict
+            .warnings
+            .insert(0, format!("without the recovery check: {before}"));
+        verdict.outcome = outcome;
+        verdict.metrics.clear();
+    };
+    match (check.outcome, verdict.outcome) {
+        (RecoveryCheckOutcome::Pass, _) => return,
+        (RecoveryCheckOutcome::Fail, VerdictOutcome::Regression) => {
+            verdict
+                .rule_fired
+                .push_str(&format!("; and {}", check.reason));
+        }
+        (RecoveryCheckOutcome::Fail, _) => decide(verdict, VerdictOutcome::Regression),
+        (RecoveryCheckOutcome::Inconclusive, VerdictOutcome::Pass) => {
+            decide(verdict, VerdictOutcome::Inconclusive);
+        }
+        (RecoveryCheckOutcome::Inconclusive, _) => verdict.warnings.push(format!(
+            "the recovery check is inconclusive: {}",
+            check.reason
+        )),
+    }
+    if let Some(c) = comparison {
+        c.verdict = verdict.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Admission, AdmissionFigures, CapacitySource};
+
+    fn spike(recovery: Recovery, valid: bool) -> SpikeOutcome {
+        SpikeOutcome {
+            phase: "spike".to_owned(),
+            capacity_sessions_per_sec: 100.0,
+            capacity_from: CapacitySource::ThisRun,
+            from_sessions_per_sec: 60.0,
+            to_sessions_per_sec: 300.0,
+            starts: Duration::from_secs(5),
+            ends: Duration::from_secs(15),
+            admission: AdmissionFigures {
+                admission: Admission::Queued,
+                goodput_before_per_sec: 60.0,
+                goodput_during_per_sec: 100.0,
+                rejected_share: 0.0,
+                transport_failure_share: 0.0,
+                p50: Duration::from_millis(50),
+                p99: Duration::from_millis(900),
+            },
+            recovery,
+            recovery_windows: 5,
+            check: None,
+            aborted: None,
+            valid,
+            invalid_reasons: if valid {
+                Vec::new()
+            } else {
+                vec!["pacing lag".to_owned()]
+            },
+        }
+    }
+
+    fn recovered(secs: u64) -> Recovery {
+        Recovery::Recovered {
+            after: Duration::from_secs(secs),
+            confirmed_after: Duration::from_secs(secs + 5),
+        }
+    }
+
+    fn verdict(outcome: VerdictOutcome) -> Verdict {
+        Verdict {
+            outcome,
+            rule_fired: "pass: every metric within its threshold".to_owned(),
+            metrics: Vec::new(),
+            warnings: Vec::new(),
+            leak: None,
+        }
+    }
+
+    #[test]
+    fn the_check_passes_within_the_limit_and_fails_after_it_or_without_recovery() {
+        let limit = Some(Duration::from_secs(10));
+        let outcome = |s: &SpikeOutcome| recovery_check(s, limit).map(|c| c.outcome);
+        assert_eq!(
+            outcome(&spike(recovered(10), true)),
+            Some(RecoveryCheckOutcome::Pass)
+        );
+        assert_eq!(
+            outcome(&spike(recovered(11), true)),
+            Some(RecoveryCheckOutcome::Fail)
+        );
+        let never = Recovery::NotRecovered {
+            observed: Duration::from_secs(20),
+            longest_run: 3,
+        };
+        let check = recovery_check(&spike(never, true), limit).expect("a limit");
+        assert_eq!(check.outcome, RecoveryCheckOutcome::Fail);
+        assert_eq!(
+            check.reason,
+            "not stable within 20.0 s after the spike (5 good windows in a row needed, longest run 3); the limit is 10.0 s"
+        );
+        assert_eq!(
+            outcome(&spike(recovered(1), false)),
+            Some(RecoveryCheckOutcome::Inconclusive)
+        );
+        assert_eq!(recovery_check(&spike(recovered(1), true), None), None);
+    }
+
+    #[test]
+    fn a_failed_check_makes_a_pass_or_no_baseline_a_regression() {
+        let mut head = crate::result::testing::before();
+        let mut s = spike(recovered(30), true);
+        s.check = recovery_check(&s, Some(Duration::from_secs(10)));
+        head.spike = Some(s);
+        for before in [VerdictOutcome::Pass, VerdictOutcome::NoBaseline] {
+            let mut v = verdict(before);
+            settle_recovery(&head, None, &mut v);
+            assert_eq!(v.outcome, VerdictOutcome::Regression);
+            assert_eq!(
+                v.rule_fired,
+                "regression: time to stable SLO after the spike 30.0 s > 10.0 s"
+            );
+        }
+        // A passing check leaves the verdict alone.
+        let mut s = spike(recovered(3), true);
+        s.check = recovery_check(&s, Some(Duration::from_secs(10)));
+        head.spike = Some(s);
+        let mut v = verdict(VerdictOutcome::Pass);
+        settle_recovery(&head, None, &mut v);
+        assert_eq!(v.outcome, VerdictOutcome::Pass);
+    }
+}

@@ -368,6 +368,8 @@ pub(crate) mod testing {
             paired: None,
             shards: None,
             dependencies: Vec::new(),
+            probes: Vec::new(),
+            probe_checks: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ mod leak;
 mod noise;
 mod options;
 mod paired;
+mod probe;
 #[cfg(test)]
 mod testkit;
 
@@ -47,3 +48,4 @@ pub use options::{
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,
 };
 pub use paired::{PairedInputs, compare_paired};
+pub use probe::{apply_probe_checks, probe_checks};

@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, dependency, gate, generator, paired, profile_keys, ramp, slo, soak,
-    target, top_keys, workload,
+    SECTIONS, abort, accept, dependency, gate, generator, paired, probe, profile_keys, ramp, slo,
+    soak, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -171,6 +171,7 @@ fn validate_in(
     // `[[dependency]]` too: what the service needs is no profile's; the target's env may name them
     // in the top level and in every profile.
     let dependencies = dependency::read(cx, &user, prefix);
+    let probes = probe::read(cx, &user, prefix, &dependencies);
     let user_profiles = profiles_of(cx, &user, prefix);
     dependency::check_target_env(
         cx,
@@ -213,6 +214,7 @@ fn validate_in(
         let config = build(cx, &look, name, package.clone()).map(|c| LoadgateConfig {
             accept: accepts.clone(),
             dependencies: dependencies.clone(),
+            probes: probes.clone(),
             ..c
         });
         if name == profile {
@@ -267,6 +269,7 @@ fn build(
         paired: paired?,
         accept: Vec::new(),
         dependencies: Vec::new(),
+        probes: Vec::new(),
     })
 }
 

@@ -7,6 +7,7 @@ mod headroom;
 mod junit;
 mod markdown;
 mod multi;
+mod probes;
 mod steps;
 mod table;
 
@@ -19,5 +20,6 @@ pub use headroom::{headroom_comparison_line, headroom_lines};
 pub use junit::{junit_report, write_junit};
 pub use markdown::markdown_summary;
 pub use multi::{ReportError, ReportRun, render_markdown, render_terminal, run_labels};
+pub use probes::{probe_lines, probe_markdown};
 pub use steps::render_step_table;
 pub use table::{Align, Cell, Table, display_width, table};

@@ -53,6 +53,8 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         profile: _,
         gate: _,
         accept: _,
+        // A probe watches (one connection, one query a second); its limits judge, like `[gate]`.
+        probes: _,
         dependencies,
         paired,
         target,

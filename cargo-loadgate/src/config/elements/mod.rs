@@ -10,6 +10,7 @@ pub(crate) mod generator;
 pub(crate) mod key;
 pub(crate) mod operation;
 pub(crate) mod paired;
+pub(crate) mod probe;
 pub(crate) mod profile;
 pub(crate) mod ramp;
 pub(crate) mod slo;
@@ -37,7 +38,12 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
     SECTIONS
         .iter()
         .map(|s| s.name)
-        .chain([accept::ACCEPT, dependency::DEPENDENCY, profile::PROFILE])
+        .chain([
+            accept::ACCEPT,
+            dependency::DEPENDENCY,
+            probe::PROBE,
+            profile::PROFILE,
+        ])
         .collect()
 }
 
@@ -68,12 +74,18 @@ mod tests {
             keys: dependency::KEYS,
             check_table: None,
         };
+        let probe = key::Section {
+            name: probe::PROBE,
+            keys: probe::KEYS,
+            check_table: None,
+        };
         for (section, heading) in SECTIONS
             .iter()
             .map(|s| (*s, format!("## `[{}]`", s.name)))
             .chain([
                 (&accept, format!("## `[[{}]]`", accept::ACCEPT)),
                 (&dependency, format!("## `[[{}]]`", dependency::DEPENDENCY)),
+                (&probe, format!("## `[[{}]]`", probe::PROBE)),
             ])
         {
             let start = docs

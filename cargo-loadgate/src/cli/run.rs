@@ -585,8 +585,11 @@ pub(super) fn decide_and_report(
         &config.workload.gated_operations(),
     );
     // A probe's limit is absolute, like the SLO: failing it is a regression whatever the baseline.
-    result.probe_checks = crate::compare::probe_checks(&config.probes, &result.probes);
-    crate::compare::apply_probe_checks(&mut verdict, &result.probe_checks);
+    // A shard and a merge of shards are not judged on probes (their samples are not merged yet).
+    if result.shards.is_none() {
+        result.probe_checks = crate::compare::probe_checks(&config.probes, &result.probes);
+        crate::compare::apply_probe_checks(&mut verdict, &result.probe_checks);
+    }
     result.comparison = comparison;
     result.verdict = Some(verdict.clone());
     write_result(outputs.result_path, result)?;

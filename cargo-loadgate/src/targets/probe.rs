@@ -23,20 +23,19 @@ const SAMPLE_TIMEOUT: Duration = Duration::from_secs(2);
 /// client backend but the probe's own by state, the lock waits, and `pg_stat_database` summed over
 /// the cluster's databases.
 const POSTGRES_QUERY: &str = "\
-SELECT
-  count(*) FILTER (WHERE a.state = 'active' AND a.wait_event_type IS DISTINCT FROM 'Lock')::float8,
-  count(*) FILTER (WHERE a.state = 'idle')::float8,
-  count(*) FILTER (WHERE a.state IN ('idle in transaction', 'idle in transaction (aborted)'))::float8,
-  count(*) FILTER (WHERE a.wait_event_type = 'Lock')::float8,
-  (SELECT count(*) FROM pg_locks WHERE NOT granted)::float8,
-  d.xact_commit, d.xact_rollback, d.deadlocks, d.temp_bytes, d.blks_read, d.blks_hit
-FROM pg_stat_activity a,
-  (SELECT sum(xact_commit)::float8 AS xact_commit, sum(xact_rollback)::float8 AS xact_rollback,
-          sum(deadlocks)::float8 AS deadlocks, sum(temp_bytes)::float8 AS temp_bytes,
-          sum(blks_read)::float8 AS blks_read, sum(blks_hit)::float8 AS blks_hit
-   FROM pg_stat_database) d
-WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
-GROUP BY d.xact_commit, d.xact_rollback, d.deadlocks, d.temp_bytes, d.blks_read, d.blks_hit";
+SELECT a.*, d.*
+FROM
+  (SELECT
+     count(*) FILTER (WHERE state = 'active' AND wait_event_type IS DISTINCT FROM 'Lock')::float8,
+     count(*) FILTER (WHERE state = 'idle')::float8,
+     count(*) FILTER (WHERE state IN ('idle in transaction', 'idle in transaction (aborted)'))::float8,
+     count(*) FILTER (WHERE wait_event_type = 'Lock')::float8,
+     (SELECT count(*) FROM pg_locks WHERE NOT granted)::float8
+   FROM pg_stat_activity
+   WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()) a,
+  (SELECT sum(xact_commit)::float8, sum(xact_rollback)::float8, sum(deadlocks)::float8,
+          sum(temp_bytes)::float8, sum(blks_read)::float8, sum(blks_hit)::float8
+   FROM pg_stat_database) d";
 
 /// A connected PostgreSQL probe.
 pub struct PostgresProbe {

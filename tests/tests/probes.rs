@@ -145,7 +145,7 @@ fn run(dir: &Path, text: &str) -> RunOutput {
     ])
     .arg_path(&path)
     .args(["--out-dir"])
-    .arg_path(&dir.join("out"))
+    .arg_path(dir.join("out"))
     .output()
 }
 

@@ -154,9 +154,7 @@ impl ProbeRecord {
 
 /// A series value for people: whole numbers without decimals, others to 3 significant digits.
 pub fn format_value(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
+    if (v.fract() == 0.0 && v.abs() < 1e15) || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")

@@ -371,6 +371,8 @@ pub(crate) mod testing {
             shards: None,
             dependencies: Vec::new(),
             audits: Vec::new(),
+            probes: Vec::new(),
+            probe_checks: Vec::new(),
         }
     }
 

@@ -279,6 +279,8 @@ async fn run_booted(
         shards: None,
         dependencies: running.infos(),
         audits: Vec::new(),
+        probes: Vec::new(),
+        probe_checks: Vec::new(),
     };
     write_result(&result_path, &result)?;
     if let Some(base) = paired_base {
@@ -324,6 +326,15 @@ async fn run_booted(
 
     let sampler = target.start_sampler(SAMPLE_EVERY);
     let sampler_started = Instant::now();
+    // The probes sample on the same clock, on the runtime's tasks (not the generator's core).
+    let probes = crate::targets::ProbeSampler::start(
+        &config.probes,
+        running,
+        sampler_started,
+        SAMPLE_EVERY,
+        &|warning| eprintln!("     Warning {warning}"),
+    )
+    .await;
     let display = RunDisplay::new(
         OutputMode::stderr(),
         config.ramp.steps.len(),
@@ -383,6 +394,7 @@ async fn run_booted(
             }
             record_plan_event(&mut result, event, &config.gate, config.slo.recovery);
             result.resources = sampler.snapshot();
+            result.probes = probes.snapshot();
             if let Err(e) = write_result(&result_path, &result) {
                 write_error.get_or_insert(e);
             }
@@ -410,6 +422,7 @@ async fn run_booted(
     }
     result.shards = runner.shard.take().map(ShardState::record);
     result.resources = sampler.stop().await;
+    result.probes = probes.stop().await;
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     let alive = target.check_alive().await;
     let exit = target.shutdown().await;
@@ -610,12 +623,18 @@ pub(super) fn decide_and_report(
             config.slo.headroom,
         ));
     }
-    let (comparison, verdict) = gate::decide_with(
+    let (comparison, mut verdict) = gate::decide_with(
         baseline,
         result,
         &config.gate,
         &config.workload.gated_operations(),
     );
+    // A probe's limit is absolute, like the SLO: failing it is a regression whatever the baseline.
+    // A shard and a merge of shards are not judged on probes (their samples are not merged yet).
+    if result.shards.is_none() {
+        result.probe_checks = crate::compare::probe_checks(&config.probes, &result.probes);
+        crate::compare::apply_probe_checks(&mut verdict, &result.probe_checks);
+    }
     result.comparison = comparison;
     result.verdict = Some(verdict.clone());
     write_result(outputs.result_path, result)?;
@@ -628,6 +647,7 @@ pub(super) fn decide_and_report(
     let charts = write_run_charts(outputs.out_dir, result, baseline);
 
     print!("{}", render_summary(result, outcome));
+    print!("{}", crate::report::probe_lines(result));
     print!(
         "{}",
         progress::paint_verdict(

@@ -21,6 +21,7 @@ mod leak;
 mod noise;
 mod options;
 mod paired;
+mod probe;
 mod recovery;
 #[cfg(test)]
 mod testkit;
@@ -50,4 +51,5 @@ pub use options::{
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,
 };
 pub use paired::{PairedInputs, compare_paired};
+pub use probe::{apply_probe_checks, probe_checks};
 pub use recovery::{recovery_check, settle_recovery};

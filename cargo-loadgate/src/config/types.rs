@@ -53,6 +53,43 @@ pub struct LoadgateConfig {
     /// serialized: they read the service after the run without changing what was measured.
     #[serde(skip)]
     pub audit: Vec<AuditConfig>,
+    /// What is sampled of the dependencies during the run (`[[probe]]`), in the order written.
+    /// Not serialized: a probe watches a measurement without changing it.
+    #[serde(skip)]
+    pub probes: Vec<ProbeConfig>,
+}
+
+/// A `[[probe]]`: a dependency sampled once a second during the run, with optional limits that
+/// make its series gate checks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProbeConfig {
+    /// Its name in the result and reports (default the dependency's).
+    pub name: String,
+    /// What it samples.
+    pub kind: ProbeKind,
+    /// The `[[dependency]]` it watches.
+    pub dependency: String,
+    /// Gate checks: series name → highest allowed value (a gauge's largest sample, a counter's
+    /// increase over the run).
+    pub limits: BTreeMap<String, f64>,
+    /// Where it is written, `file:line:col`.
+    pub location: String,
+}
+
+/// What a probe samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// `pg_stat_activity` and `pg_stat_database` of a PostgreSQL dependency.
+    Postgres,
+}
+
+impl ProbeKind {
+    /// The kind as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgres",
+        }
+    }
 }
 
 /// A `[[dependency]]`: a companion of the target (a database, a cache) that loadgate boots before

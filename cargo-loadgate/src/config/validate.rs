@@ -9,7 +9,7 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, audit, dependency, gate, generator, paired, profile_keys, ramp,
+    SECTIONS, abort, accept, audit, dependency, gate, generator, paired, probe, profile_keys, ramp,
     recovery, retry, slo, soak, spike, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
@@ -173,6 +173,7 @@ fn validate_in(
     let dependencies = dependency::read(cx, &user, prefix);
     // `[[audit]]` is the user's top level too; each profile keeps the entries that apply to it.
     let audits = audit::read(cx, &user, prefix);
+    let probes = probe::read(cx, &user, prefix, &dependencies);
     let user_profiles = profiles_of(cx, &user, prefix);
     dependency::check_target_env(
         cx,
@@ -216,6 +217,7 @@ fn validate_in(
             accept: accepts.clone(),
             dependencies: dependencies.clone(),
             audit: audit::for_profile(cx, &audits, &c, &available),
+            probes: probes.clone(),
             ..c
         });
         if name == profile {
@@ -278,6 +280,7 @@ fn build(
         accept: Vec::new(),
         dependencies: Vec::new(),
         audit: Vec::new(),
+        probes: Vec::new(),
     })
 }
 

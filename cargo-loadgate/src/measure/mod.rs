@@ -1,4 +1,4 @@
-//! Measurement: histograms, counters, windowed series and resource samples.
+//! Measurement: histograms, counters, windowed series, resource samples and probe samples.
 //!
 //! The engine feeds a [`PhaseRecorder`] with timed events; what comes out is a
 //! [`PhaseMeasurement`]: per-operation HdrHistograms (latency from the intended send time and
@@ -9,6 +9,7 @@ mod counters;
 mod cpu;
 mod histogram;
 mod phase;
+pub mod probe;
 mod window;
 
 pub use counters::{

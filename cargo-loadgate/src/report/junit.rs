@@ -60,7 +60,7 @@ pub fn junit_report(result: &RunResult) -> Report {
     let mut ramp = TestSuite::new("ramp");
     ramp.add_properties(properties.clone());
     let mut soak = TestSuite::new("soak");
-    soak.add_properties(properties);
+    soak.add_properties(properties.clone());
     if let Some(outcome) = &result.ramp {
         ramp.add_test_case(with_class(
             TestCase::new(
@@ -203,6 +203,32 @@ pub fn junit_report(result: &RunResult) -> Report {
         case.set_system_out(crate::report::spike_sentence(spike));
         suite.add_test_case(with_class(case, "spike"));
         report.add_test_suite(suite);
+    }
+    // Each `[[probe]] limits` entry, as `compare::probe_checks` judged it.
+    if !result.probe_checks.is_empty() {
+        let mut probes = TestSuite::new("probes");
+        probes.add_properties(properties);
+        for check in &result.probe_checks {
+            let status = if check.passed {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(check.message.clone()).set_type("probe-limit");
+                s
+            };
+            let mut case = TestCase::new(
+                format!(
+                    "{}.{} at most {}",
+                    check.probe,
+                    check.series,
+                    crate::measure::probe::format_value(check.limit)
+                ),
+                status,
+            );
+            case.set_system_out(check.message.clone());
+            probes.add_test_case(with_class(case, "probes"));
+        }
+        report.add_test_suite(probes);
     }
     report
 }
@@ -399,12 +425,67 @@ mod tests {
             shards: None,
             dependencies: Vec::new(),
             audits: Vec::new(),
+            probes: Vec::new(),
+            probe_checks: Vec::new(),
         }
     }
 
     /// Regression: junit.xml was written 0600 (the temporary file's mode), unreadable to the CI
     /// user that publishes test reports.
     #[cfg(target_os = "linux")]
+    #[test]
+    fn a_probe_limit_is_a_case_of_its_own_suite_failed_when_it_did_not_hold() {
+        let mut result = empty_result();
+        result.probe_checks = vec![
+            crate::result::ProbeCheck {
+                probe: "db".to_owned(),
+                series: "deadlocks".to_owned(),
+                limit: 0.0,
+                value: Some(2.0),
+                passed: false,
+                message: "db.deadlocks rose by 2 during the run (limit 0)".to_owned(),
+            },
+            crate::result::ProbeCheck {
+                probe: "db".to_owned(),
+                series: "connections_waiting".to_owned(),
+                limit: 5.0,
+                value: Some(1.0),
+                passed: true,
+                message: "db.connections_waiting reached 1 during the run (limit 5)".to_owned(),
+            },
+        ];
+        let report = junit_report(&result);
+        let suite = report
+            .test_suites
+            .iter()
+            .find(|s| s.name.as_str() == "probes")
+            .expect("a probes suite");
+        assert_eq!(suite.test_cases.len(), 2);
+        let failed = &suite.test_cases[0];
+        assert_eq!(failed.name.as_str(), "db.deadlocks at most 0");
+        match &failed.status {
+            TestCaseStatus::NonSuccess { kind, message, .. } => {
+                assert_eq!(*kind, NonSuccessKind::Failure);
+                assert_eq!(
+                    message.as_ref().map(|m| m.as_str()),
+                    Some("db.deadlocks rose by 2 during the run (limit 0)")
+                );
+            }
+            other => panic!("not a failure: {other:?}"),
+        }
+        assert!(matches!(
+            suite.test_cases[1].status,
+            TestCaseStatus::Success { .. }
+        ));
+        // Without limits there is no such suite.
+        assert!(
+            !junit_report(&empty_result())
+                .test_suites
+                .iter()
+                .any(|s| s.name.as_str() == "probes")
+        );
+    }
+
     #[test]
     fn junit_xml_gets_0644_minus_the_umask_not_0600() {
         use std::os::unix::fs::PermissionsExt as _;

@@ -190,6 +190,11 @@ pub fn markdown_summary(result: &RunResult) -> String {
     } else if let Some(reason) = &result.soak_skipped {
         let _ = writeln!(md, "**Soak:** skipped: {}\n", escape(reason));
     }
+    let probes = super::probes::probe_markdown(result);
+    if !probes.is_empty() {
+        md.push_str(probes.trim_start_matches('\n'));
+        md.push('\n');
+    }
     let _ = writeln!(
         md,
         "<details><summary>Generator health, environment, commits</summary>\n"
@@ -437,7 +442,7 @@ fn escape_in(text: &str, cell: bool) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::report) mod tests {
     use super::*;
     use crate::measure::PhaseMeasurement;
     use crate::plan::RampOutcome;
@@ -542,6 +547,19 @@ mod tests {
             shards: None,
             dependencies: Vec::new(),
             audits: Vec::new(),
+            probes: Vec::new(),
+            probe_checks: Vec::new(),
+        }
+    }
+
+    /// The trimmed real run with `probes`, for the probes' renderers.
+    pub(in crate::report) fn with_probes(
+        probes: Vec<crate::measure::probe::ProbeRecord>,
+    ) -> RunResult {
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        RunResult {
+            probes,
+            ..typed(&value)
         }
     }
 

@@ -454,3 +454,23 @@ mod tests {
         }
     }
 }
+
+/// One `[[probe]] limits` entry, judged: a gauge's largest sample or a counter's increase over the
+/// run against the highest allowed value. A probe that could not be sampled fails its checks (it
+/// cannot pass), with the reason.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeCheck {
+    /// The probe's name.
+    pub probe: String,
+    /// The series limited.
+    pub series: String,
+    /// The highest allowed value.
+    pub limit: f64,
+    /// What was measured (a gauge's largest sample, a counter's increase); absent when nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Whether it held.
+    pub passed: bool,
+    /// The check for people, e.g. "db.deadlocks rose by 3 during the run (limit 0)".
+    pub message: String,
+}

@@ -56,6 +56,8 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         profile: _,
         gate: _,
         accept: _,
+        // A probe watches (one connection, one query a second); its limits judge, like `[gate]`.
+        probes: _,
         dependencies,
         // Sent after the measurement; it reads the service without changing what was measured.
         audit: _,

@@ -20,7 +20,8 @@ mod write;
 pub use audit::{AuditCheckOutcome, AuditOutcome, AuditStatus, retry_statements, run_tallies};
 pub use comparison::{
     AcceptedChange, Comparison, LeakFinding, Metric, MetricComparison, MetricNoise, MetricOutcome,
-    NoiseSource, NoiseSummary, Scale, SkippedAncestors, Verdict, VerdictOutcome, leak_statement,
+    NoiseSource, NoiseSummary, ProbeCheck, Scale, SkippedAncestors, Verdict, VerdictOutcome,
+    leak_statement,
 };
 pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
 pub use headroom::{HeadroomBound, HeadroomComparison, HeadroomOutcome, HeadroomSummary};

@@ -107,6 +107,14 @@ pub struct RunResult {
     /// not run, makes the verdict a regression (`compare::settle_audits`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audits: Vec<super::AuditOutcome>,
+    /// The `[[probe]]` series sampled of the dependencies once a second, on the clock of
+    /// `resources`; a probe that could not connect is `missing`, with why. Absent without probes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<crate::measure::probe::ProbeRecord>,
+    /// The probes' `limits`, judged (`compare::probe_checks`): each is a gate check with its own
+    /// JUnit case. Absent without limits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_checks: Vec<super::ProbeCheck>,
 }
 
 /// The resolved `[slo]` of a run, as the result records it.

@@ -1,4 +1,4 @@
-//! Targets: boot, readiness, resource sampling, logs and teardown for `container`, `process` and `url`,
+//! Targets: boot, readiness, resource and probe sampling, logs and teardown for `container`, `process` and `url`,
 //! the `[[dependency]]` companions booted before them ([`boot_dependencies`]), and the base side of
 //! a paired run ([`base`]: its worktree and its build).
 //!
@@ -16,6 +16,7 @@ pub(crate) mod docker;
 mod error;
 mod event;
 mod network;
+mod probe;
 mod process;
 pub(crate) mod ring;
 mod sample;
@@ -38,6 +39,7 @@ pub(crate) use error::examples as error_examples;
 pub use error::{ERROR_LOG_LINES, TargetError, TargetErrorKind};
 pub use event::BootEvent;
 pub use network::{NetworkInfo, NetworkPath};
+pub use probe::{PROBE_CONNECT_TIMEOUT, PostgresProbe, ProbeSampler};
 pub use process::{free_loopback_port, parse_cpuset};
 pub use ring::{LogRing, OutputStream};
 pub use sample::{

@@ -11,6 +11,7 @@ pub(crate) mod generator;
 pub(crate) mod key;
 pub(crate) mod operation;
 pub(crate) mod paired;
+pub(crate) mod probe;
 pub(crate) mod profile;
 pub(crate) mod ramp;
 pub(crate) mod recovery;
@@ -47,6 +48,7 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
             accept::ACCEPT,
             audit::AUDIT,
             dependency::DEPENDENCY,
+            probe::PROBE,
             profile::PROFILE,
         ])
         .collect()
@@ -79,12 +81,18 @@ mod tests {
             keys: dependency::KEYS,
             check_table: None,
         };
+        let probe = key::Section {
+            name: probe::PROBE,
+            keys: probe::KEYS,
+            check_table: None,
+        };
         for (section, heading) in SECTIONS
             .iter()
             .map(|s| (*s, format!("## `[{}]`", s.name)))
             .chain([
                 (&accept, format!("## `[[{}]]`", accept::ACCEPT)),
                 (&dependency, format!("## `[[{}]]`", dependency::DEPENDENCY)),
+                (&probe, format!("## `[[{}]]`", probe::PROBE)),
             ])
         {
             let start = docs

@@ -1,0 +1,165 @@
+//! The probes' gate checks: each `[[probe]] limits` entry against what the probe measured. A
+//! gauge's check reads its largest sample, a counter's its increase over the run (`deadlocks = 0`:
+//! no deadlock during the run). A failed check makes the verdict a regression (exit 10), whatever
+//! the baseline says: a limit is absolute, like the SLO, not a comparison.
+
+use crate::config::ProbeConfig;
+use crate::measure::probe::{ProbeRecord, ProbeStatus, SeriesKind};
+use crate::result::{ProbeCheck, Verdict, VerdictOutcome};
+
+/// Every limit of `probes`, judged against the `records` of the run (matched by name).
+pub fn probe_checks(probes: &[ProbeConfig], records: &[ProbeRecord]) -> Vec<ProbeCheck> {
+    let mut checks = Vec::new();
+    for probe in probes {
+        let record = records.iter().find(|r| r.name == probe.name);
+        for (series, &limit) in &probe.limits {
+            let label = format!("{}.{series}", probe.name);
+            let limit_text = crate::measure::probe::format_value(limit);
+            let check = |value: Option<f64>, passed: bool, message: String| ProbeCheck {
+                probe: probe.name.clone(),
+                series: series.clone(),
+                limit,
+                value,
+                passed,
+                message,
+            };
+            let Some(record) = record.filter(|r| r.status == ProbeStatus::Sampled) else {
+                let why = record
+                    .and_then(|r| r.missing.clone())
+                    .unwrap_or_else(|| "the probe did not run".to_owned());
+                checks.push(check(
+                    None,
+                    false,
+                    format!("{label} cannot be checked (limit {limit_text}): {why}"),
+                ));
+                continue;
+            };
+            let (value, what) = match record.series.get(series) {
+                Some(SeriesKind::Counter) => (record.totals.get(series).copied(), "rose by"),
+                Some(SeriesKind::Gauge) => (record.max(series), "reached"),
+                None => (None, ""),
+            };
+            checks.push(match value {
+                None => check(
+                    None,
+                    false,
+                    format!(
+                        "{label} has no sample to check (limit {limit_text}){}",
+                        record
+                            .last_error
+                            .as_ref()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    ),
+                ),
+                Some(v) => check(
+                    Some(v),
+                    v <= limit,
+                    format!(
+                        "{label} {what} {} during the run (limit {limit_text})",
+                        crate::measure::probe::format_value(v)
+                    ),
+                ),
+            });
+        }
+    }
+    checks
+}
+
+/// Makes `verdict` a regression when a check failed, naming the checks; the checks that held
+/// leave it as it is.
+pub fn apply_probe_checks(verdict: &mut Verdict, checks: &[ProbeCheck]) {
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.message.as_str())
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    let rule = format!("probe limit: {}", failed.join("; "));
+    if verdict.outcome == VerdictOutcome::Regression {
+        verdict.rule_fired = format!("{}; {rule}", verdict.rule_fired);
+    } else {
+        verdict.outcome = VerdictOutcome::Regression;
+        verdict.rule_fired = rule;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ProbeKind;
+    use crate::measure::probe::{POSTGRES_SERIES, ProbeRecorder};
+    use std::collections::BTreeMap;
+
+    fn probe(limits: &[(&str, f64)]) -> ProbeConfig {
+        ProbeConfig {
+            name: "db".to_owned(),
+            kind: ProbeKind::Postgres,
+            dependency: "db".to_owned(),
+            limits: limits.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            location: String::new(),
+        }
+    }
+
+    fn reading(waiting: f64, deadlocks: f64) -> Vec<f64> {
+        POSTGRES_SERIES
+            .iter()
+            .map(|s| match s.name {
+                "connections_waiting" => waiting,
+                "deadlocks" => deadlocks,
+                _ => 0.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_counter_is_held_to_its_increase_and_a_gauge_to_its_largest_sample() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", POSTGRES_SERIES);
+        r.push(0.0, &reading(1.0, 7.0));
+        r.push(1.0, &reading(6.0, 7.0));
+        r.push(2.0, &reading(2.0, 9.0));
+        let records = [r.finish()];
+        let checks = probe_checks(
+            &[probe(&[("deadlocks", 0.0), ("connections_waiting", 6.0)])],
+            &records,
+        );
+        let by: BTreeMap<&str, &ProbeCheck> =
+            checks.iter().map(|c| (c.series.as_str(), c)).collect();
+        assert!(!by["deadlocks"].passed);
+        assert_eq!(by["deadlocks"].value, Some(2.0));
+        assert_eq!(
+            by["deadlocks"].message,
+            "db.deadlocks rose by 2 during the run (limit 0)"
+        );
+        assert!(by["connections_waiting"].passed);
+        assert_eq!(by["connections_waiting"].value, Some(6.0));
+
+        let mut verdict = Verdict {
+            outcome: VerdictOutcome::NoBaseline,
+            rule_fired: "no baseline".to_owned(),
+            metrics: Vec::new(),
+            warnings: Vec::new(),
+            leak: None,
+        };
+        apply_probe_checks(&mut verdict, &checks);
+        assert_eq!(verdict.outcome, VerdictOutcome::Regression);
+        assert!(verdict.rule_fired.contains("db.deadlocks rose by 2"));
+    }
+
+    #[test]
+    fn a_missing_probe_fails_its_checks_with_the_reason() {
+        let records = [ProbeRecord::missing(
+            "db",
+            "postgres",
+            "db",
+            "cannot connect: refused".to_owned(),
+        )];
+        let checks = probe_checks(&[probe(&[("deadlocks", 0.0)])], &records);
+        assert_eq!(checks.len(), 1);
+        assert!(!checks[0].passed);
+        assert_eq!(checks[0].value, None);
+        assert!(checks[0].message.contains("cannot connect: refused"));
+    }
+}

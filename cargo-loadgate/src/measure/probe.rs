@@ -1,0 +1,263 @@
+//! Probe samples: what a `[[probe]]` read of a dependency once a second, as series. A gauge is kept
+//! as read; a counter as its rate per second between two samples, and its increase over the run
+//! (a counter that goes down was reset: the increase goes on from its new value, as Prometheus
+//! does). `targets::probe` reads the dependency; this module only turns readings into series.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Whether a series is read as it is or as a rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeriesKind {
+    /// A level (connections in a state): kept as read.
+    Gauge,
+    /// A running total (transactions committed): kept as a rate per second between samples.
+    Counter,
+}
+
+/// One series a probe kind reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeriesDef {
+    /// Its name in the result, reports and `limits`.
+    pub name: &'static str,
+    /// Gauge or counter.
+    pub kind: SeriesKind,
+    /// What it is, for people.
+    pub doc: &'static str,
+}
+
+const fn gauge(name: &'static str, doc: &'static str) -> SeriesDef {
+    SeriesDef {
+        name,
+        kind: SeriesKind::Gauge,
+        doc,
+    }
+}
+
+const fn counter(name: &'static str, doc: &'static str) -> SeriesDef {
+    SeriesDef {
+        name,
+        kind: SeriesKind::Counter,
+        doc,
+    }
+}
+
+/// The series of a `postgres` probe, in the order its query returns them.
+pub const POSTGRES_SERIES: &[SeriesDef] = &[
+    gauge(
+        "connections_active",
+        "connections of the database running a query (pg_stat_activity, the probe's own excluded)",
+    ),
+    gauge("connections_idle", "connections of the database idle"),
+    gauge(
+        "connections_idle_in_transaction",
+        "connections of the database idle inside a transaction",
+    ),
+    gauge(
+        "connections_waiting",
+        "connections of the database waiting on a lock (wait_event_type = 'Lock')",
+    ),
+    gauge("lock_waits", "locks requested and not granted (pg_locks)"),
+    counter(
+        "xact_commit",
+        "transactions committed (pg_stat_database; counts the probe's own, one a sample)",
+    ),
+    counter("xact_rollback", "transactions rolled back"),
+    counter("deadlocks", "deadlocks detected"),
+    counter("temp_bytes", "bytes written to temporary files"),
+    counter("blks_read", "blocks read from outside shared buffers"),
+    counter("blks_hit", "blocks found in shared buffers"),
+];
+
+/// Whether a probe was sampled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeStatus {
+    /// It connected and took samples.
+    Sampled,
+    /// It could not connect; `missing` says why.
+    Missing,
+}
+
+/// One sample: the elapsed time on the resource sampler's clock and the value of each series
+/// (a counter's rate per second since the sample before; absent in the first sample).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSample {
+    /// Seconds since sampling began (the clock of `resources[].elapsed_s`).
+    pub elapsed_s: f64,
+    /// Series name → value.
+    pub values: BTreeMap<String, f64>,
+}
+
+/// What a run records of one probe (result.json `probes`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    /// Its name in the config.
+    pub name: String,
+    /// Its kind, as written (`postgres`).
+    pub kind: String,
+    /// The dependency it watched.
+    pub dependency: String,
+    /// Sampled, or missing.
+    pub status: ProbeStatus,
+    /// Why it is missing (it could not connect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// The series it read: name → gauge or counter.
+    pub series: BTreeMap<String, SeriesKind>,
+    /// The samples, oldest first.
+    pub samples: Vec<ProbeSample>,
+    /// Each counter's increase over the run.
+    pub totals: BTreeMap<String, f64>,
+    /// Samples that failed after it connected, and the last error.
+    #[serde(default)]
+    pub sample_errors: u64,
+    /// The last sample's error, if any failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl ProbeRecord {
+    /// A probe that could not be sampled, and why.
+    pub fn missing(name: &str, kind: &str, dependency: &str, why: String) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            dependency: dependency.to_owned(),
+            status: ProbeStatus::Missing,
+            missing: Some(why),
+            series: BTreeMap::new(),
+            samples: Vec::new(),
+            totals: BTreeMap::new(),
+            sample_errors: 0,
+            last_error: None,
+        }
+    }
+
+    /// The largest sample of a series, if it has any.
+    pub fn max(&self, series: &str) -> Option<f64> {
+        self.samples
+            .iter()
+            .filter_map(|s| s.values.get(series).copied())
+            .reduce(f64::max)
+    }
+
+    /// `(elapsed_s, value)` of a series, oldest first.
+    pub fn points(&self, series: &str) -> Vec<(f64, f64)> {
+        self.samples
+            .iter()
+            .filter_map(|s| s.values.get(series).map(|v| (s.elapsed_s, *v)))
+            .collect()
+    }
+}
+
+/// A series value for people: whole numbers without decimals, others to 3 significant digits.
+pub fn format_value(v: f64) -> String {
+    if (v.fract() == 0.0 && v.abs() < 1e15) || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Turns raw readings into a [`ProbeRecord`]'s samples and totals.
+#[derive(Clone, Debug)]
+pub struct ProbeRecorder {
+    record: ProbeRecord,
+    defs: &'static [SeriesDef],
+    last: Option<(f64, Vec<f64>)>,
+}
+
+impl ProbeRecorder {
+    /// A recorder of `defs`, for the probe `name` of `kind` watching `dependency`.
+    pub fn new(name: &str, kind: &str, dependency: &str, defs: &'static [SeriesDef]) -> Self {
+        let mut record = ProbeRecord::missing(name, kind, dependency, String::new());
+        record.status = ProbeStatus::Sampled;
+        record.missing = None;
+        record.series = defs.iter().map(|d| (d.name.to_owned(), d.kind)).collect();
+        Self {
+            record,
+            defs,
+            last: None,
+        }
+    }
+
+    /// Adds one reading at `elapsed_s`: `raw[i]` is the value of `defs[i]` as read.
+    pub fn push(&mut self, elapsed_s: f64, raw: &[f64]) {
+        let mut values = BTreeMap::new();
+        for (i, def) in self.defs.iter().enumerate() {
+            let Some(&now) = raw.get(i) else { continue };
+            match def.kind {
+                SeriesKind::Gauge => {
+                    values.insert(def.name.to_owned(), now);
+                }
+                SeriesKind::Counter => {
+                    let total = self.record.totals.entry(def.name.to_owned()).or_insert(0.0);
+                    if let Some((then_s, before)) = &self.last {
+                        let before = before.get(i).copied().unwrap_or(now);
+                        // A counter that went down was reset: it counted `now` since.
+                        let increase = if now >= before { now - before } else { now };
+                        *total += increase;
+                        let dt = elapsed_s - then_s;
+                        if dt > 0.0 {
+                            values.insert(def.name.to_owned(), increase / dt);
+                        }
+                    }
+                }
+            }
+        }
+        self.last = Some((elapsed_s, raw.to_vec()));
+        self.record.samples.push(ProbeSample { elapsed_s, values });
+    }
+
+    /// Counts a sample that failed after the probe connected.
+    pub fn failed(&mut self, error: String) {
+        self.record.sample_errors += 1;
+        self.record.last_error = Some(error);
+    }
+
+    /// The record so far.
+    pub fn record(&self) -> &ProbeRecord {
+        &self.record
+    }
+
+    /// The record.
+    pub fn finish(self) -> ProbeRecord {
+        self.record
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFS: &[SeriesDef] = &[gauge("g", "a gauge"), counter("c", "a counter")];
+
+    #[test]
+    fn gauges_are_kept_counters_become_rates_and_totals() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", DEFS);
+        r.push(0.0, &[3.0, 100.0]);
+        r.push(2.0, &[5.0, 110.0]);
+        r.push(3.0, &[1.0, 130.0]);
+        let rec = r.finish();
+        assert_eq!(rec.points("g"), vec![(0.0, 3.0), (2.0, 5.0), (3.0, 1.0)]);
+        // No rate before the second reading; then 10 over 2 s, 20 over 1 s.
+        assert_eq!(rec.points("c"), vec![(2.0, 5.0), (3.0, 20.0)]);
+        assert_eq!(rec.totals["c"], 30.0);
+        assert_eq!(rec.max("g"), Some(5.0));
+        assert_eq!(rec.status, ProbeStatus::Sampled);
+    }
+
+    #[test]
+    fn a_counter_that_goes_down_was_reset() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", DEFS);
+        r.push(0.0, &[0.0, 100.0]);
+        r.push(1.0, &[0.0, 4.0]);
+        let rec = r.finish();
+        assert_eq!(rec.totals["c"], 4.0);
+        assert_eq!(rec.points("c"), vec![(1.0, 4.0)]);
+    }
+}

@@ -1,0 +1,185 @@
+//! The probes as the terminal and the Markdown summary show them: per probe its series (mean and
+//! largest sample; a counter as a rate, with its increase over the run), a missing probe with why,
+//! and the limits as `compare::probe_checks` judged them. Formatting only.
+
+use super::markdown::{escape, escape_cell};
+use crate::measure::probe::{ProbeRecord, ProbeStatus, SeriesKind, format_value};
+use crate::result::RunResult;
+use std::fmt::Write as _;
+
+/// One series' row: name, mean, largest sample, increase over the run (counters).
+fn rows(probe: &ProbeRecord) -> Vec<[String; 4]> {
+    probe
+        .series
+        .iter()
+        .map(|(name, kind)| {
+            let values: Vec<f64> = probe.points(name).into_iter().map(|(_, v)| v).collect();
+            let unit = match kind {
+                SeriesKind::Counter => "/s",
+                SeriesKind::Gauge => "",
+            };
+            let mean = if values.is_empty() {
+                "–".to_owned()
+            } else {
+                format!(
+                    "{}{unit}",
+                    format_value(values.iter().sum::<f64>() / values.len() as f64)
+                )
+            };
+            let max = probe
+                .max(name)
+                .map_or_else(|| "–".to_owned(), |m| format!("{}{unit}", format_value(m)));
+            let total = probe
+                .totals
+                .get(name)
+                .map_or_else(String::new, |t| format_value(*t));
+            [name.clone(), mean, max, total]
+        })
+        .collect()
+}
+
+fn heading(probe: &ProbeRecord) -> String {
+    format!(
+        "probe {} ({} of `{}`, {} samples{})",
+        probe.name,
+        probe.kind,
+        probe.dependency,
+        probe.samples.len(),
+        match (probe.sample_errors, &probe.last_error) {
+            (0, _) => String::new(),
+            (n, Some(e)) => format!(", {n} failed: {e}"),
+            (n, None) => format!(", {n} failed"),
+        }
+    )
+}
+
+/// The probes for the terminal; empty without probes.
+pub fn probe_lines(result: &RunResult) -> String {
+    let mut out = String::new();
+    for probe in &result.probes {
+        if probe.status == ProbeStatus::Missing {
+            let _ = writeln!(
+                out,
+                "\nprobe {}: missing: {}",
+                probe.name,
+                probe.missing.as_deref().unwrap_or("not sampled")
+            );
+            continue;
+        }
+        let _ = writeln!(out, "\n{}", heading(probe));
+        let table = rows(probe);
+        let width = table.iter().map(|r| r[0].len()).max().unwrap_or(0);
+        for [name, mean, max, total] in table {
+            let total = if total.is_empty() {
+                String::new()
+            } else {
+                format!("  run total {total}")
+            };
+            let _ = writeln!(out, "  {name:<width$}  mean {mean:<9} max {max:<9}{total}");
+        }
+    }
+    for check in &result.probe_checks {
+        let _ = writeln!(
+            out,
+            "probe limit {}: {}",
+            if check.passed { "held" } else { "FAILED" },
+            check.message
+        );
+    }
+    out
+}
+
+/// The probes' section of the Markdown summary; empty without probes.
+pub fn probe_markdown(result: &RunResult) -> String {
+    let mut md = String::new();
+    if result.probes.is_empty() {
+        return md;
+    }
+    let _ = writeln!(md, "\n### Probes\n");
+    for check in &result.probe_checks {
+        let _ = writeln!(
+            md,
+            "- {} {}",
+            if check.passed { "✅" } else { "❌" },
+            escape(&check.message)
+        );
+    }
+    for probe in &result.probes {
+        if probe.status == ProbeStatus::Missing {
+            let _ = writeln!(
+                md,
+                "\n**{}: missing.** {}",
+                escape(&probe.name),
+                escape(probe.missing.as_deref().unwrap_or("not sampled"))
+            );
+            continue;
+        }
+        let _ = writeln!(md, "\n{}\n", escape(&heading(probe)));
+        let _ = writeln!(
+            md,
+            "| series | mean | max | run total |\n|---|---:|---:|---:|"
+        );
+        for [name, mean, max, total] in rows(probe) {
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} |",
+                escape_cell(&name),
+                escape_cell(&mean),
+                escape_cell(&max),
+                escape_cell(&total)
+            );
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::probe::{POSTGRES_SERIES, ProbeRecorder};
+
+    #[test]
+    fn a_sampled_probe_shows_rates_and_totals_and_a_missing_one_why() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", POSTGRES_SERIES);
+        let reading = |commits: f64| -> Vec<f64> {
+            POSTGRES_SERIES
+                .iter()
+                .map(|s| {
+                    if s.name == "xact_commit" {
+                        commits
+                    } else {
+                        1.0
+                    }
+                })
+                .collect()
+        };
+        r.push(0.0, &reading(100.0));
+        r.push(1.0, &reading(150.0));
+        r.push(2.0, &reading(250.0));
+        let sampled = r.finish();
+        let missing = ProbeRecord::missing("cache", "postgres", "pg2", "cannot connect".to_owned());
+        let lines = crate::report::markdown::tests::with_probes(vec![sampled, missing]);
+        let text = probe_lines(&lines);
+        assert!(
+            text.contains("probe db (postgres of `db`, 3 samples)"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l.contains("xact_commit")
+                && l.contains("mean 75/s")
+                && l.contains("max 100/s")
+                && l.contains("run total 150")),
+            "{text}"
+        );
+        assert!(
+            text.contains("probe cache: missing: cannot connect"),
+            "{text}"
+        );
+        let md = probe_markdown(&lines);
+        assert!(
+            md.contains("| `xact_commit` | 75/s | 100/s | 150 |"),
+            "{md}"
+        );
+        assert!(md.contains("**cache: missing.** cannot connect"), "{md}");
+    }
+}

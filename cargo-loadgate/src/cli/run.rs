@@ -199,7 +199,9 @@ async fn run_booted(
         .map(|p| p.workspace_root.clone())
         .unwrap_or_else(|| cwd.clone());
     clear_stale_outputs(opts, &cwd, &out_dir);
+    refuse_unjudged_checks(&config, false, opts.shard.is_some())?;
     let paired_base = super::paired::prepare(opts, &config, kind, &git_dir, &out_dir).await?;
+    refuse_unjudged_checks(&config, paired_base.is_some(), opts.shard.is_some())?;
 
     // The dependencies first, in `depends-on` order; the target's env gets their addresses.
     let reporter = super::boot_log::BootReporter::new(&out_dir);
@@ -284,12 +286,6 @@ async fn run_booted(
     };
     write_result(&result_path, &result)?;
     if let Some(base) = paired_base {
-        if !config.audit.is_empty() {
-            let _ = target.shutdown().await;
-            return Err(RunError::Usage {
-                message: "audits (`[[audit]]`) run in stored runs only, and this run is paired\nhint: give `--mode stored`, or leave the audits out of this profile (`profiles` of `[[audit]]`)".to_owned(),
-            });
-        }
         let repo = result.git.as_ref().map(|_| git_dir.clone());
         let setup = super::paired::PairedSetup {
             opts,
@@ -566,6 +562,59 @@ pub(super) fn record_plan_event(
         }
         PlanEvent::SpikeSkipped { reason } => result.spike_skipped = Some(reason),
     }
+}
+
+/// Refuses, before anything boots, a run that could not judge a check its config asks for: a
+/// check that cannot run must never let the run pass. Audits read one whole service (a paired run
+/// boots two; a shard sends a slice of the load, and `merge` does not judge them); probe limits are
+/// judged in stored runs only; `[slo] recovery` needs a `[spike]`, which a paired run never runs.
+fn refuse_unjudged_checks(
+    config: &crate::config::LoadgateConfig,
+    paired: bool,
+    shard: bool,
+) -> Result<(), RunError> {
+    let probe_limits = config.probes.iter().any(|p| !p.limits.is_empty());
+    let mut why = Vec::new();
+    if config.slo.recovery.is_some() && config.spike.is_disabled() {
+        why.push(
+            "`[slo] recovery` limits the time to stable SLO after a spike, and this profile \
+             declares no `[spike]`",
+        );
+    }
+    if paired {
+        if !config.audit.is_empty() {
+            why.push("audits (`[[audit]]`) read one service, and a paired run boots two");
+        }
+        if probe_limits {
+            why.push("probe limits (`[[probe]] limits`) are judged in stored runs only");
+        }
+        if config.slo.recovery.is_some() {
+            why.push(
+                "`[slo] recovery` needs the spike after the soak, and a paired run has neither",
+            );
+        }
+    }
+    if shard {
+        if !config.audit.is_empty() {
+            why.push(
+                "audits (`[[audit]]`) read the whole service, and a shard sends a slice of the \
+                 load (`merge` does not judge them)",
+            );
+        }
+        if probe_limits {
+            why.push("probe limits (`[[probe]] limits`) are not judged on shards or their merge");
+        }
+    }
+    if why.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Usage {
+        message: format!(
+            "this run could not judge every check its config asks for: {}\nhint: give `--mode \
+             stored` (and no `--shard`), or leave those checks out of this profile",
+            why.join("; ")
+        ),
+    })
 }
 
 /// Why a shard's own verdict is "no baseline".
@@ -1394,6 +1443,57 @@ fn new_run_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(extra: &str) -> crate::config::LoadgateConfig {
+        crate::config::parse_config_str(
+            &format!("{}\n{extra}", crate::config::MINIMAL_CONFIG),
+            Path::new("l.toml"),
+            None,
+            "default",
+        )
+        .expect("config")
+    }
+
+    /// A check a run could not judge is refused before anything boots, never left to pass.
+    #[test]
+    fn checks_a_run_could_not_judge_are_refused_before_it_boots() {
+        let refused = |extra: &str, paired: bool, shard: bool| match refuse_unjudged_checks(
+            &config(extra),
+            paired,
+            shard,
+        ) {
+            Err(RunError::Usage { message }) => Some(message),
+            Err(other) => panic!("not a usage error: {other:?}"),
+            Ok(()) => None,
+        };
+        // The config asks for stored runs; `--mode paired` on the command line still pairs.
+        let audit = "[paired]\nmode = \"stored\"\n[[audit]]\nname = \"ledger\"\n\
+                     request = { path = \"/ledger\" }\n\
+                     check = [{ pointer = \"/duplicates\", equals = 0 }]\n";
+        let recovery = "[slo]\np99 = \"200ms\"\nrecovery = \"10s\"\n";
+        let spike = "[spike]\nto = \"300%\"\nfor = \"5s\"\n";
+
+        // Nothing to refuse: no such check, or a stored run that judges them.
+        assert_eq!(refused("", true, true), None);
+        assert_eq!(refused(audit, false, false), None);
+        assert_eq!(refused(&format!("{recovery}{spike}"), false, false), None);
+
+        let message = refused(audit, true, false).expect("paired audit");
+        assert!(message.contains("a paired run boots two"), "{message}");
+        assert!(
+            message.contains("\nhint: give `--mode stored`"),
+            "{message}"
+        );
+        let message = refused(audit, false, true).expect("sharded audit");
+        assert!(message.contains("a shard sends a slice"), "{message}");
+        let message = refused(recovery, false, false).expect("recovery without a spike");
+        assert!(message.contains("declares no `[spike]`"), "{message}");
+        let message = refused(&format!("{recovery}{spike}"), true, false).expect("paired");
+        assert!(message.contains("a paired run has neither"), "{message}");
+        // Every reason at once.
+        let message = refused(&format!("{audit}{recovery}"), true, true).expect("all");
+        assert_eq!(message.matches("; ").count(), 3, "{message}");
+    }
 
     #[test]
     fn cpusets_are_comma_lists() {

@@ -52,6 +52,23 @@ pub fn probe_checks(probes: &[ProbeConfig], records: &[ProbeRecord]) -> Vec<Prob
                             .unwrap_or_default()
                     ),
                 ),
+                // Seconds whose sample failed were not seen: what they held is unknown, so a
+                // value within the limit cannot pass (one beyond it was seen, and fails).
+                Some(v) if record.sample_errors > 0 && v <= limit => check(
+                    Some(v),
+                    false,
+                    format!(
+                        "{label} {what} {} in the samples taken, but {} sample(s) failed{}: it \
+                         cannot be checked (limit {limit_text})",
+                        crate::measure::probe::format_value(v),
+                        record.sample_errors,
+                        record
+                            .last_error
+                            .as_ref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    ),
+                ),
                 Some(v) => check(
                     Some(v),
                     v <= limit,
@@ -146,6 +163,34 @@ mod tests {
         apply_probe_checks(&mut verdict, &checks);
         assert_eq!(verdict.outcome, VerdictOutcome::Regression);
         assert!(verdict.rule_fired.contains("db.deadlocks rose by 2"));
+    }
+
+    #[test]
+    fn a_probe_whose_samples_failed_cannot_pass_a_limit_it_seemed_to_hold() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", POSTGRES_SERIES);
+        r.push(0.0, &reading(0.0, 7.0));
+        r.push(1.0, &reading(2.0, 7.0));
+        let mut record = r.finish();
+        record.sample_errors = 3;
+        record.last_error = Some("connection closed".to_owned());
+        let checks = probe_checks(
+            &[probe(&[("deadlocks", 0.0), ("connections_waiting", 1.0)])],
+            &[record],
+        );
+        let by: BTreeMap<&str, &ProbeCheck> =
+            checks.iter().map(|c| (c.series.as_str(), c)).collect();
+        // Within the limit in the samples taken, but three seconds were not seen.
+        assert!(!by["deadlocks"].passed);
+        assert!(
+            by["deadlocks"]
+                .message
+                .contains("3 sample(s) failed (connection closed)"),
+            "{}",
+            by["deadlocks"].message
+        );
+        // Beyond the limit in a sample taken: a failure that was seen.
+        assert!(!by["connections_waiting"].passed);
+        assert!(by["connections_waiting"].message.contains("during the run"));
     }
 
     #[test]

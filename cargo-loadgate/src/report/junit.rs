@@ -430,9 +430,6 @@ mod tests {
         }
     }
 
-    /// Regression: junit.xml was written 0600 (the temporary file's mode), unreadable to the CI
-    /// user that publishes test reports.
-    #[cfg(target_os = "linux")]
     #[test]
     fn a_probe_limit_is_a_case_of_its_own_suite_failed_when_it_did_not_hold() {
         let mut result = empty_result();
@@ -486,6 +483,9 @@ mod tests {
         );
     }
 
+    /// Regression: junit.xml was written 0600 (the temporary file's mode), unreadable to the CI
+    /// user that publishes test reports.
+    #[cfg(target_os = "linux")]
     #[test]
     fn junit_xml_gets_0644_minus_the_umask_not_0600() {
         use std::os::unix::fs::PermissionsExt as _;

@@ -1239,7 +1239,7 @@ mod tests {
     #[test_case("[[dependency]]\nname = \"a\"\ncommand = \"x\"\nenv = { B = \"{{b.port}}\" }\n[[dependency]]\nname = \"b\"\ncommand = \"y\"\n", 9, 13, "dependency `a` names `b`, which is not booted before it", Some("add \"b\" to its `depends-on`"); "template without depends-on")]
     #[test_case("[[dependency]]\nname = \"a\"\ncommand = \"x\"\nport = 5000\n[[dependency]]\nname = \"b\"\ncommand = \"y\"\nport = 5000\n", 13, 8, "dependencies `a` and `b` both listen on port 5000", Some("give one another port, or leave `port` out for a free one"); "port clash")]
     #[test_case("[[dependency]]\nname = \"self\"\ncommand = \"x\"\n", 7, 8, "`self` cannot name a dependency", Some("`{{self.port}}` is how a dependency names itself; choose another name"); "self as a name")]
-    #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `abort`, `gate`, `paired`"); "in a profile")]
+    #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `recovery`, `abort`, `gate`, `paired`"); "in a profile")]
     fn one_problem_is_reported(
         extra: &str,
         line: usize,

@@ -202,10 +202,11 @@ impl<'a> Tbl<'a> {
             .map(|(k, _)| k.span())
     }
 
-    /// The value of `key`, or one problem at this table, "{owner} has no `key`", with `help`.
+    /// The value of `key`, or one problem at this table, "{owner} has no `key`", with `help` —
+    /// unless a key written here is a typo of it, which the unknown key's problem already names.
     pub fn required(&self, cx: &Cx<'_>, key: &str, owner: &str, help: &str) -> Option<Val<'a>> {
         let value = self.get(key);
-        if value.is_none() {
+        if value.is_none() && !self.has_typo_of(key) {
             cx.error(
                 self.file,
                 self.span.clone(),

@@ -740,21 +740,8 @@ fn entry<'a>(cx: &Cx<'_>, v: Val<'a>, prefix: &str, index: usize) -> Option<Entr
     t.check_keys(cx, &names(KEYS));
     let d = DEPENDENCY;
     let read = |key: &Key<String>| t.get(key.name).map(|v| (v, key.read(cx, v, d)));
-    let name_val = t.get(NAME.name);
-    let name = match name_val {
-        Some(v) => NAME.read(cx, v, d),
-        None => {
-            if !t.has_typo_of(NAME.name) {
-                cx.error(
-                    t.file,
-                    t.span.clone(),
-                    format!("{label} has no `name`"),
-                    Some("add e.g. name = \"db\"".to_owned()),
-                );
-            }
-            None
-        }
-    };
+    let name_val = t.required(cx, NAME.name, &label, "add e.g. name = \"db\"");
+    let name = name_val.and_then(|v| NAME.read(cx, v, d));
     let kind = t.get(KIND.name).map(|v| (v, KIND.read(cx, v, d)));
     let preset = t.get(PRESET.name).map(|v| (v, PRESET.read(cx, v, d)));
     let image = read(&IMAGE);

@@ -141,35 +141,16 @@ pub(crate) fn read(
         };
         t.check_keys(cx, &names(KEYS));
         let p = PROBE;
-        let kind = match t.get(KIND.name) {
-            Some(v) => KIND.read(cx, v, p),
-            None => {
-                if !t.has_typo_of(KIND.name) {
-                    cx.error(
-                        t.file,
-                        t.span.clone(),
-                        format!("{label} has no `kind`"),
-                        Some("add kind = \"postgres\"".to_owned()),
-                    );
-                }
-                None
-            }
-        };
-        let dependency_v = t.get(DEPENDENCY.name);
-        let dependency = match dependency_v {
-            Some(v) => DEPENDENCY.read(cx, v, p),
-            None => {
-                if !t.has_typo_of(DEPENDENCY.name) {
-                    cx.error(
-                        t.file,
-                        t.span.clone(),
-                        format!("{label} has no `dependency`"),
-                        Some("add the name of the [[dependency]] it watches, e.g. dependency = \"db\"".to_owned()),
-                    );
-                }
-                None
-            }
-        };
+        let kind = t
+            .required(cx, KIND.name, &label, "add kind = \"postgres\"")
+            .and_then(|v| KIND.read(cx, v, p));
+        let dependency_v = t.required(
+            cx,
+            DEPENDENCY.name,
+            &label,
+            "add the name of the [[dependency]] it watches, e.g. dependency = \"db\"",
+        );
+        let dependency = dependency_v.and_then(|v| DEPENDENCY.read(cx, v, p));
         if let (Some(name), Some(v)) = (&dependency, dependency_v) {
             match dependencies.iter().find(|d| &d.name == name) {
                 None => {

@@ -4,6 +4,7 @@
 #
 #   bench/paired-goals.sh                 every step, in order
 #   STEPS="slow-aa fast" bench/paired-goals.sh
+#   bench/paired-goals.sh keep            copy the finished runs into bench/results/ (to commit)
 #
 # Steps (each a `qualify --paired --resume` in its own directory under target/loadgate/paired-goals/):
 #   slow-aa    the demo with DEMO_CPU_US=1000 (p50 ≈ 1-2 ms), 20 A/A runs and 10 with
@@ -15,8 +16,15 @@
 #
 # Every finished run is kept, so the command can be stopped (Ctrl-C cleans up the run in progress)
 # and run again later at the same commit: it goes on where it stopped. A step whose settings or
-# commit differ from the kept runs' is refused (exit 2) rather than pooled. At the end it prints
-# each step's report; the reports are qualify.json in each step's directory.
+# commit differ from the kept runs' is refused (exit 2) rather than pooled.
+#
+# Across commits (a series takes more than one sitting, and each sitting starts from a fresh clone):
+# `keep` copies each step's finished runs to bench/results/paired-goals/<step>/<commit>/ (their
+# qualify-run.json and qualify-series.json, and each result's pairs and overall metrics as
+# pairs.json). Commit them. A later sitting pools every kept series of the step made at another
+# commit (`qualify --pool`, which checks that its settings are the same) and makes only the runs
+# still missing from the step's totals. At the end it prints each step's report; the reports are
+# qualify.json in each step's directory.
 #
 # It needs a quiet machine: anything else running on it, even on the other core, moves the
 # blocks (bench/README.md, "Paired runs beside a compiler").
@@ -24,28 +32,87 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${STEPS:-"slow-aa slow-p99 slow-cap fast"}
 root=target/loadgate/paired-goals
+kept=bench/results/paired-goals
+commit=$(git rev-parse --short=12 HEAD)
+
+if [ "${1:-}" = keep ]; then
+  for s in $steps; do
+    src="$root/$s"
+    [ -f "$src/qualify-series.json" ] || continue
+    if [ "$(jq -r .dirty "$src/qualify-series.json")" = true ]; then
+      echo "$s: made from a dirty tree, not kept (no commit names it)" >&2
+      continue
+    fi
+    made=$(jq -r '.commit[0:12]' "$src/qualify-series.json")
+    dst="$kept/$s/$made"
+    mkdir -p "$dst"
+    cp "$src/qualify-series.json" "$dst/"
+    n=0
+    for run in "$src"/*/qualify-run.json; do
+      [ -f "$run" ] || continue
+      name=$(basename "$(dirname "$run")")
+      mkdir -p "$dst/$name"
+      cp "$run" "$dst/$name/"
+      result="$(dirname "$run")/result.json"
+      if [ -f "$result" ]; then
+        jq '{config_hash: .config_hash, commit: .git.commit, design: .paired.design, pairs: .paired.pairs,
+             metrics: [.comparison.metrics[]? | select(.operation == null)
+                       | {metric, estimate, low, high, detectable, outcome}]}' \
+          "$result" > "$dst/$name/pairs.json"
+      fi
+      n=$((n + 1))
+    done
+    echo "$s: kept $n run(s) of commit $made in $dst"
+  done
+  exit 0
+fi
+
 cargo build --release -p cargo-loadgate -p demo-service --quiet
 bin=target/release/cargo-loadgate
 
+# The runs of step $1 and kind $2 (a-a or injected) kept from other commits.
+pooled() {
+  local n=0 d
+  for d in "$kept/$1"/*/; do
+    [ -d "$d" ] && [ "$(basename "$d")" != "$commit" ] || continue
+    # Runs that ended in an error (no verdict after exit 1 or 20, a signal, an unreadable result)
+    # measured nothing: `qualify --pool` leaves them out, so they are not counted here either.
+    n=$((n + $(find "$d" -name qualify-run.json -exec jq -r 'select(.outcome != null or
+        (.unreadable == null and .exit_code != null and .exit_code != 1 and .exit_code != 20))
+        | .kind' {} + | grep -cx "$2" || true)))
+  done
+  echo "$n"
+}
+
+# step NAME AA INJECTED ARGS...: makes the runs missing from AA A/A and INJECTED injected runs
+# after pooling the kept series of other commits.
 step() {
-  local name=$1
-  shift
-  local out="$root/$name"
+  local name=$1 aa=$2 injected=$3
+  shift 3
+  local out="$root/$name" pools=() d
+  for d in "$kept/$name"/*/; do
+    [ -d "$d" ] && [ "$(basename "$d")" != "$commit" ] && pools+=(--pool "$d")
+  done
+  aa=$((aa - $(pooled "$name" a-a)))
+  injected=$((injected - $(pooled "$name" injected)))
+  [ "$aa" -gt 0 ] || aa=0
+  [ "$injected" -gt 0 ] || injected=0
   mkdir -p "$out"
-  echo "=== $name: $*"
+  echo "=== $name: $* (${#pools[@]} pool flag(s); making $aa A/A and $injected injected run(s))"
   # Each run is bounded by the gate's own [abort] max-duration; this bounds the whole step.
   timeout 43200 "$bin" loadgate qualify -p demo-service --paired --resume --out-dir "$out" \
-    --json "$out/qualify.json" "$@" 2>&1 | tee -a "$out/qualify.log"
+    --json "$out/qualify.json" --aa-runs "$aa" --runs "$injected" ${pools[@]+"${pools[@]}"} "$@" 2>&1 |
+    tee -a "$out/qualify.log"
 }
 
 slow=(--profile paired-1ms --env DEMO_CPU_US=1000)
 fast=(--profile paired-fast)
 for s in $steps; do
   case "$s" in
-    slow-aa) step slow-aa "${slow[@]}" --aa-runs 20 --runs 10 --inject DEMO_CPU_US=1080 ;;
-    slow-p99) step slow-p99 "${slow[@]}" --aa-runs 0 --runs 10 --inject DEMO_CPU_US=1100 ;;
-    slow-cap) step slow-cap "${slow[@]}" --aa-runs 0 --runs 10 --inject DEMO_CPU_US=1250 ;;
-    fast) step fast "${fast[@]}" --aa-runs 10 --runs 10 --inject DEMO_CPU_US=200 ;;
+    slow-aa) step slow-aa 20 10 "${slow[@]}" --inject DEMO_CPU_US=1080 ;;
+    slow-p99) step slow-p99 0 10 "${slow[@]}" --inject DEMO_CPU_US=1100 ;;
+    slow-cap) step slow-cap 0 10 "${slow[@]}" --inject DEMO_CPU_US=1250 ;;
+    fast) step fast 10 10 "${fast[@]}" --inject DEMO_CPU_US=200 ;;
     *) echo "unknown step $s (slow-aa slow-p99 slow-cap fast)" >&2; exit 2 ;;
   esac
 done

@@ -125,6 +125,84 @@ fn qualify_resume_with_other_settings_is_a_usage_error_naming_them() {
     assert!(kept.is_file(), "the earlier series' runs are left alone");
 }
 
+/// `qualify --paired --pool DIR` pools an earlier series made at another commit into the report:
+/// with `--aa-runs 0` and the knob at `--runs 0` nothing is run, and the report counts the pooled
+/// runs, names the series and its commit, and pools injected runs only with the same knob.
+#[test]
+fn qualify_pools_an_earlier_series_into_its_report_without_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let earlier = dir.path().join("earlier");
+    let series = serde_json::json!({
+        "mode": "paired", "manifest_path": null, "package": "demo-service", "config": null,
+        "profile": "ci", "target": "process", "env": [], "inject": ["DEMO_CPU_US=1100"],
+        "commit": "0123456789abcdef0123456789abcdef01234567", "dirty": false,
+    });
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("qualify-series.json"), series.to_string()).unwrap();
+    let run = |kind: &str, index: u32, outcome: &str| {
+        serde_json::json!({
+            "kind": kind, "index": index, "exit_code": if outcome == "regression" { 10 } else { 0 },
+            "outcome": outcome, "unreadable": null, "rule_fired": null, "regressed": [],
+            "valid": true, "calibration_drift": null, "capacity": "pass",
+            "detectable_p50": 0.06, "detectable_p99": 0.18,
+            "result": "/elsewhere/result.json", "seconds": 300.0,
+        })
+    };
+    for (name, value) in [
+        ("aa-01", run("a-a", 1, "pass")),
+        ("aa-02", run("a-a", 2, "pass")),
+        ("injected-01", run("injected", 1, "regression")),
+    ] {
+        std::fs::create_dir_all(earlier.join(name)).unwrap();
+        std::fs::write(earlier.join(name).join("qualify-run.json"), value.to_string()).unwrap();
+    }
+    let qualify = |knob: &str| {
+        let json = dir.path().join(format!("report-{knob}.json"));
+        let out = LoadgateCommand::new([
+            "qualify", "-p", "demo-service", "--target", "process", "--profile", "ci",
+            "--paired", "--aa-runs", "0", "--runs", "0", "--inject", knob, "--pool",
+        ])
+        .arg_path(&earlier)
+        .args(["--out-dir"])
+        .arg_path(dir.path().join("now"))
+        .args(["--json"])
+        .arg_path(&json)
+        .output();
+        out.assert_code(code::PASS);
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (out, report)
+    };
+    let (out, report) = qualify("DEMO_CPU_US=1100");
+    assert!(
+        out.stdout.contains("pooled: 2 A/A and 1 injected run(s) from ")
+            && out.stdout.contains("(commit 0123456; its resolved configuration was not recorded"),
+        "{}",
+        out.stdout
+    );
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(loadgate_tests::workspace_root().join("docs/schema/qualify-v1.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let errors = loadgate_tests::schema_errors(&schema, &report);
+    assert!(errors.is_empty(), "qualify.json against its schema: {errors:?}");
+    // The schema is not vacuous.
+    let mut bad = report.clone();
+    bad["runs"][0]["kind"] = serde_json::json!("sideways");
+    assert!(!loadgate_tests::schema_errors(&schema, &bad).is_empty());
+    assert_eq!(report["format_version"], 1);
+    assert_eq!(report["aa"]["pass"], 2);
+    assert_eq!(report["detection_rate"]["hits"], 1);
+    assert_eq!(report["pools"][0]["commit"], "0123456789abcdef0123456789abcdef01234567");
+    assert_eq!(report["runs"].as_array().unwrap().len(), 3);
+    assert!(report["runs"][0]["pooled_from"].is_string(), "{report}");
+    // Another knob: the A/A runs pool, the injected one does not.
+    let (_, report) = qualify("DEMO_CPU_US=1250");
+    assert_eq!(report["pools"][0]["injected"], 0);
+    assert_eq!(report["injected"]["regression"], 0);
+}
+
 /// `qualify --paired` makes no baseline run, so `--save` has nothing to store: it is refused
 /// before any run starts.
 #[test]
@@ -575,6 +653,7 @@ fn after_result() -> cargo_loadgate::result::RunResult {
         latency: Vec::new(),
         error_rate: 0.01,
         min_requests: 100,
+        recovery_limit_ms: None,
     });
     result
 }

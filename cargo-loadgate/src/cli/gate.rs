@@ -9,7 +9,7 @@ use crate::baseline::{
 use crate::compare::{
     ACCEPT_TRAILER, Accept, CompareOptions, DETECTION_POWER, NoiseRuns, REASON_TRAILER, Reachable,
     RunFigures, accepted_phrase, compare_results, format_change, format_threshold, head_leak,
-    metric_name, noise_model, parse_accept, record_leak, settle_headroom,
+    metric_name, noise_model, parse_accept, record_leak,
 };
 use crate::config::{AcceptConfig, GateConfig, LoadgateConfig};
 use crate::report::table;
@@ -251,22 +251,11 @@ pub fn find(
 }
 
 /// Compares the finished run with the baseline and returns the comparison (when there was one to
-/// make) and the verdict; the p50 and p99 of `gated_operations` (the config's
-/// [`crate::config::WorkloadConfig::gated_operations`]) are primary metrics.
+/// make) and the verdict: the metrics, the leak and the absolute checks
+/// ([`crate::compare::settle_checks`], also without a baseline). The p50 and p99 of
+/// `gated_operations` (the config's [`crate::config::WorkloadConfig::gated_operations`]) are
+/// primary metrics.
 pub fn decide_with(
-    baseline: &Baseline,
-    head: &RunResult,
-    gate: &GateConfig,
-    gated_operations: &[String],
-) -> (Option<Comparison>, Verdict) {
-    let (mut comparison, mut verdict) = decide_metrics(baseline, head, gate, gated_operations);
-    // A failed audit fails the gate whatever the latency (issue 15).
-    crate::compare::settle_audits(head, comparison.as_mut(), &mut verdict);
-    (comparison, verdict)
-}
-
-/// [`decide_with`] before the audits: the metrics, the leak and the headroom.
-fn decide_metrics(
     baseline: &Baseline,
     head: &RunResult,
     gate: &GateConfig,
@@ -284,8 +273,7 @@ fn decide_metrics(
         Baseline::Missing { explanations } => {
             let mut verdict = Verdict::no_baseline(explanations.clone());
             record_leak(leak, None, &mut verdict);
-            settle_headroom(head, None, &mut verdict);
-            crate::compare::settle_recovery(head, None, &mut verdict);
+            crate::compare::settle_checks(head, None, &mut verdict);
             return (None, verdict);
         }
     };
@@ -327,8 +315,7 @@ fn decide_metrics(
                 leak: None,
             };
             record_leak(leak, None, &mut verdict);
-            settle_headroom(head, None, &mut verdict);
-            crate::compare::settle_recovery(head, None, &mut verdict);
+            crate::compare::settle_checks(head, None, &mut verdict);
             (None, verdict)
         }
     }

@@ -206,8 +206,9 @@ pub struct QualifyOpts {
     /// How to run the target [default: container when a Docker engine answers, else process].
     #[arg(long, value_enum, value_name = "KIND")]
     pub target: Option<TargetKindArg>,
-    /// Runs of each kind: N A/A runs and N runs with the injected regression.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Runs of each kind: N A/A runs and N runs with the injected regression. `--runs 0` with
+    /// `--inject` makes no injected run but pools the `--pool` series' runs with that knob.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub runs: u32,
     /// A/A runs, when they should differ from `--runs` [default: --runs]. `--aa-runs 0 --inject
     /// K=V` makes the injected series alone, e.g. a second knob's beside A/A runs made before.
@@ -246,6 +247,13 @@ pub struct QualifyOpts {
     /// differs and exits 2.
     #[arg(long)]
     pub resume: bool,
+    /// Pool the runs an earlier `--paired` series kept in DIR (its `--out-dir`, or a copy of its
+    /// `qualify-series.json` and `*/qualify-run.json`) into this report (repeatable): its A/A
+    /// runs, and its injected runs when its `--inject` is this one's. Its other settings must be
+    /// this series' own and its tree clean; its commit may differ, and the report names it. With
+    /// `--aa-runs 0` and no `--inject`, only the pooled runs are reported.
+    #[arg(long, value_name = "DIR")]
+    pub pool: Vec<PathBuf>,
 }
 
 /// `cargo loadgate baseline`.

@@ -325,7 +325,10 @@ pub(super) async fn run_paired(
     let result_path = out_dir.join("result.json");
     let base_path = out_dir.join("base-result.json");
     let reporter = BootReporter::new(&out_dir.join("base"));
-    let base_req = base_request(&request, &head.info(), &base, &opts.env);
+    // The head's extra env is `--env` then `--head-env`, each with the dependencies' `{{…}}`
+    // filled in (run.rs); the base takes the first part, filled in alike.
+    let common_env = &request.extra_env[..opts.env.len().min(request.extra_env.len())];
+    let base_req = base_request(&request, &head.info(), &base, common_env);
     result.mode = MeasurementMode::Paired;
     let base_target = match crate::targets::boot(base_req, &|e| reporter.event(e)).await {
         Ok(t) => t,
@@ -968,7 +971,7 @@ fn finish(
     };
     let (mut comparison, mut verdict) =
         compare_paired(&base_result, &result, &config.gate, &inputs, &options);
-    crate::compare::settle_headroom(&result, Some(&mut comparison), &mut verdict);
+    crate::compare::settle_checks(&result, Some(&mut comparison), &mut verdict);
     comparison
         .verdict
         .warnings

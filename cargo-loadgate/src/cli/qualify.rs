@@ -104,6 +104,25 @@ pub struct QualifyRun {
     pub result: PathBuf,
     /// How long the run took, in seconds.
     pub seconds: f64,
+    /// The earlier series' directory this run was pooled from (`--pool`); absent for the runs of
+    /// this invocation and for those `--resume` read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled_from: Option<PathBuf>,
+}
+
+impl QualifyRun {
+    /// Whether the run ended in an error rather than a measurement: it could not start or boot its
+    /// target, failed otherwise, was killed, or left a result that cannot be read. `--resume`
+    /// makes such a run again rather than reading it back. A run whose gate reached no verdict
+    /// (an invalid run, exit 21) is a measurement, and is kept.
+    pub fn ended_in_error(&self) -> bool {
+        self.outcome.is_none()
+            && (self.unreadable.is_some()
+                || matches!(
+                    self.exit_code,
+                    None | Some(ExitCode::OTHER_ERROR) | Some(ExitCode::TARGET_FAILED)
+                ))
+    }
 }
 
 /// A proportion with its Wilson interval.
@@ -305,9 +324,14 @@ fn met(yes: bool) -> &'static str {
     if yes { "met" } else { "missed" }
 }
 
-/// The qualification report (`--json`).
+/// The version of `qualify.json`'s format (docs/schema/qualify-v1.json).
+pub const QUALIFY_FORMAT_VERSION: u32 = 1;
+
+/// The qualification report (`--json`), as docs/schema/qualify-v1.json describes it.
 #[derive(Clone, Debug, Serialize)]
 pub struct QualifyReport {
+    /// [`QUALIFY_FORMAT_VERSION`].
+    pub format_version: u32,
     /// How the runs compared: `stored` (against a baseline run) or `paired` (`--paired`).
     pub mode: MeasurementMode,
     /// The injected environment, KEY=VALUE (in paired mode, the head's only).
@@ -328,6 +352,8 @@ pub struct QualifyReport {
     pub detectable: Option<Detectable>,
     /// Whether issue 13's goals were met; in paired mode only.
     pub goals: Option<PairedGoals>,
+    /// The earlier series pooled into this report (`--pool`), whose runs come first in `runs`.
+    pub pools: Vec<Pool>,
     /// Every run, in order.
     pub runs: Vec<QualifyRun>,
 }
@@ -349,6 +375,7 @@ impl QualifyReport {
             detectable_p99: d.p99.within(GOAL_DETECTABLE_P99),
         });
         Self {
+            format_version: QUALIFY_FORMAT_VERSION,
             mode,
             inject: inject.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             false_regression_rate,
@@ -360,6 +387,7 @@ impl QualifyReport {
             goals,
             aa,
             injected,
+            pools: Vec::new(),
             runs,
         }
     }
@@ -386,6 +414,9 @@ impl QualifyReport {
         let mut out = String::new();
         if self.mode == MeasurementMode::Paired {
             out.push_str("paired runs: the head's build booted twice (--base-same-as-head)\n");
+        }
+        for pool in &self.pools {
+            out.push_str(&format!("pooled: {}\n", pool.describe()));
         }
         out.push_str(&format!("A/A runs: {}\n", tally(&self.aa)));
         out.push_str(&format!(
@@ -460,7 +491,44 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         .package
         .as_ref()
         .map_or_else(|| cwd.clone(), |p| p.workspace_root.clone());
-    let settings = SeriesSettings::new(opts, crate::result::GitInfo::of(&repo));
+    let settings = SeriesSettings {
+        measures: Some(SeriesSettings::measures(
+            &config,
+            if opts.paired {
+                MeasurementMode::Paired
+            } else {
+                MeasurementMode::Stored
+            },
+        )),
+        ..SeriesSettings::new(opts, crate::result::GitInfo::of(&repo))
+    };
+    // New runs from a dirty tree pooled with another commit's would be a mix no commit names
+    // (a report of pooled runs alone makes none).
+    let new_runs = opts.aa_runs.unwrap_or(opts.runs) > 0 || (!opts.inject.is_empty() && opts.runs > 0);
+    if !opts.pool.is_empty() && new_runs && settings.dirty {
+        eprintln!(
+            "error: cannot pool with new runs made from a work tree with uncommitted changes: \
+             no commit names what they measure\nhint: commit the change (or stash it), or pool \
+             without new runs (--aa-runs 0 --runs 0)"
+        );
+        return ExitCode::USAGE;
+    }
+    // Read before anything in the out dir is cleared, so a refused pool changes nothing.
+    let mut pools = Vec::new();
+    let mut pooled = Vec::new();
+    for dir in &opts.pool {
+        match read_pool(&cwd.join(dir), &settings, &out_dir, &pools) {
+            Ok((pool, runs)) => {
+                eprintln!("      Pooled {}", pool.describe());
+                pools.push(pool);
+                pooled.extend(runs);
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::USAGE;
+            }
+        }
+    }
     if let Err((code, message)) = settings.prepare(&out_dir, opts.resume) {
         eprintln!("error: {message}");
         return code;
@@ -526,7 +594,7 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
         out_dir.display(),
         n = aa_runs
     );
-    let mut runs = Vec::new();
+    let mut runs = pooled;
     if !opts.paired {
         match child.baseline(&out_dir).await {
             Ok(baseline) => runs.extend(baseline),
@@ -542,7 +610,8 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
             }
         }
     }
-    let report = QualifyReport::new(mode.measurement(), &opts.inject, runs);
+    let mut report = QualifyReport::new(mode.measurement(), &opts.inject, runs);
+    report.pools = pools;
     println!();
     print!("{}", report.render());
     // The thresholds a stored comparison reaches rest on the baseline run, which paired mode
@@ -581,14 +650,25 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
 
 /// Flags that make no sense together, given the config's target: a usage error with its hint.
 fn check_usage(opts: &QualifyOpts, source: &TargetSource) -> Result<(), String> {
-    if opts.aa_runs == Some(0) && opts.inject.is_empty() {
+    let aa_runs = opts.aa_runs.unwrap_or(opts.runs);
+    let injected_runs = if opts.inject.is_empty() { 0 } else { opts.runs };
+    if aa_runs == 0 && injected_runs == 0 && opts.pool.is_empty() {
         return Err(
-            "nothing to run: --aa-runs 0 leaves only the injected runs, and there is no --inject\n\
-             hint: give --inject KEY=VALUE, or more than 0 A/A runs"
+            "nothing to run: no A/A run, and no injected run (no --inject, or --runs 0)\n\
+             hint: give --inject KEY=VALUE with --runs N, or more than 0 A/A runs, or --pool DIR \
+             to report an earlier series"
                 .to_owned(),
         );
     }
     if !opts.paired {
+        if !opts.pool.is_empty() {
+            return Err(
+                "--pool takes the runs of earlier `qualify --paired` series, and a stored \
+                 series compares its runs with its own baseline run\nhint: add --paired, or \
+                 make the stored series longer with --resume and a larger --runs"
+                    .to_owned(),
+            );
+        }
         return Ok(());
     }
     if opts.save {
@@ -842,8 +922,13 @@ impl ChildRun<'_> {
         if self.resume
             && let Some(run) = read_kept_run(&kept, kind, index)
         {
-            eprintln!("{} (read back)", run_line(&name, &run));
-            return Ok(run);
+            if !run.ended_in_error() {
+                eprintln!("{} (read back)", run_line(&name, &run));
+                return Ok(run);
+            }
+            // A run that failed measured nothing: pooling it would count a broken boot as a
+            // run without a verdict. It is made again.
+            eprintln!("{} (made again)", run_line(&name, &run));
         }
         let log_path = dir.join("output.log");
         let prepared =
@@ -910,6 +995,7 @@ impl ChildRun<'_> {
                 .and_then(|m| m.detectable),
             result: result_path,
             seconds: started.elapsed().as_secs_f64(),
+            pooled_from: None,
         };
         eprintln!("{}", run_line(&name, &run));
         if let Err(e) = crate::result::write_json_atomic(&kept, &run) {
@@ -951,9 +1037,23 @@ struct SeriesSettings {
     commit: Option<String>,
     /// Whether the work tree had uncommitted changes.
     dirty: bool,
+    /// What the runs measure and how they are judged: a hash of the resolved configuration's
+    /// hash (in the series' mode) and its `[gate]`. Two commits whose profiles resolve alike
+    /// measure alike, which `--pool` checks. Absent in a series kept before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    measures: Option<String>,
 }
 
 impl SeriesSettings {
+    /// What `config` measures in `mode` and how it judges: [`SeriesSettings::measures`].
+    fn measures(config: &LoadgateConfig, mode: MeasurementMode) -> String {
+        let identity = serde_json::json!({
+            "config_hash": crate::result::config_hash(config, mode),
+            "gate": config.gate,
+        });
+        crate::result::hex_sha256(identity.to_string().as_bytes())
+    }
+
     fn new(opts: &QualifyOpts, git: Option<crate::result::GitInfo>) -> Self {
         let pairs = |kv: &[(String, String)]| kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
         Self {
@@ -974,11 +1074,13 @@ impl SeriesSettings {
             inject: pairs(&opts.inject),
             dirty: git.as_ref().is_some_and(|g| g.dirty),
             commit: git.map(|g| g.commit),
+            measures: None,
         }
     }
 
-    /// The settings that differ from `earlier`'s, as "name: `then` then, `now` now".
-    fn differences(&self, earlier: &Self) -> Vec<String> {
+    /// The settings that differ from `earlier`'s, as "name: `then` then, `now` now", leaving out
+    /// the fields named in `ignore`.
+    fn differences(&self, earlier: &Self, ignore: &[&str]) -> Vec<String> {
         let (Ok(serde_json::Value::Object(now)), Ok(serde_json::Value::Object(then))) =
             (serde_json::to_value(self), serde_json::to_value(earlier))
         else {
@@ -986,7 +1088,9 @@ impl SeriesSettings {
         };
         // A dirty tree is refused on its own: it is not a setting to line up.
         now.iter()
-            .filter(|(key, _)| key.as_str() != "dirty")
+            .filter(|(key, _)| key.as_str() != "dirty" && !ignore.contains(&key.as_str()))
+            // A series kept before `measures` was recorded is compared on the rest.
+            .filter(|(key, _)| key.as_str() != "measures" || then.contains_key("measures"))
             .filter(|(key, value)| then.get(*key) != Some(*value))
             .map(|(key, value)| {
                 let then = then.get(key).unwrap_or(&serde_json::Value::Null);
@@ -1030,7 +1134,7 @@ impl SeriesSettings {
                 }
             };
             if let Some(earlier) = earlier {
-                let differences = self.differences(&earlier);
+                let differences = self.differences(&earlier, &[]);
                 if !differences.is_empty() {
                     return refuse(
                         format!(
@@ -1079,6 +1183,176 @@ impl SeriesSettings {
                 )
             })
     }
+}
+
+/// An earlier series whose kept runs were pooled into this report (`--pool`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Pool {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The commit its runs measured.
+    pub commit: Option<String>,
+    /// Its A/A runs pooled.
+    pub aa: u32,
+    /// Its injected runs pooled (only when its knob is this series' own).
+    pub injected: u32,
+    /// Whether its configuration was checked to be this series' own; a series kept before the
+    /// check existed is pooled on its flags alone, and the report says so.
+    pub configuration_checked: bool,
+    /// Its runs that ended in an error (they measured nothing), left out.
+    pub left_out_errors: u32,
+}
+
+impl Pool {
+    fn describe(&self) -> String {
+        format!(
+            "{} A/A and {} injected run(s) from {} (commit {}{}{})",
+            self.aa,
+            self.injected,
+            self.dir.display(),
+            self.commit.as_deref().map_or("unknown", short),
+            match self.left_out_errors {
+                0 => String::new(),
+                n => format!("; {n} run(s) that ended in an error left out"),
+            },
+            if self.configuration_checked {
+                ""
+            } else {
+                "; its resolved configuration was not recorded, so only its flags were compared"
+            }
+        )
+    }
+}
+
+/// The runs an earlier series kept in `dir`, to pool with `settings`' series: its A/A runs, and its
+/// injected runs when its knob is this one's. The earlier series must have been made with the
+/// same settings but its commit and knob, from a clean tree, and be neither this series' own
+/// `out_dir` nor one already in `pooled`. `Err` is a usage error's message.
+fn read_pool(
+    dir: &Path,
+    settings: &SeriesSettings,
+    out_dir: &Path,
+    pooled: &[Pool],
+) -> Result<(Pool, Vec<QualifyRun>), String> {
+    let refuse = |why: String, hint: &str| {
+        Err(format!(
+            "cannot pool the runs in {}: {why}\nhint: {hint}",
+            dir.display()
+        ))
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same(dir, out_dir) {
+        return refuse(
+            "it is this series' own --out-dir, whose runs are this series' (or cleared by it)"
+                .to_owned(),
+            "use --resume to go on with a series; --pool takes another series' directory",
+        );
+    }
+    if pooled.iter().any(|p| same(dir, &p.dir)) {
+        return refuse(
+            "it is given twice, and its runs would count twice".to_owned(),
+            "give each --pool directory once",
+        );
+    }
+    let path = dir.join(SERIES_FILE);
+    let earlier = match std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<SeriesSettings>(&text).map_err(|e| e.to_string()))
+    {
+        Ok(earlier) => earlier,
+        Err(e) => {
+            return refuse(
+                format!("{} cannot be read: {e}", path.display()),
+                &format!(
+                    "give the --out-dir of an earlier `qualify --paired` series, or a copy of its \
+                     {SERIES_FILE} and */{RUN_FILE}"
+                ),
+            );
+        }
+    };
+    if let (Some(then), Some(now)) = (&earlier.measures, &settings.measures)
+        && then != now
+    {
+        return refuse(
+            format!(
+                "its runs measured another configuration: the profile resolves otherwise at its \
+                 commit {} (its workload, generator, ramp, [paired] or [gate] differ; hash {} \
+                 then, {} now)",
+                earlier.commit.as_deref().map_or("unknown", short),
+                short(then),
+                short(now)
+            ),
+            "pool only series whose profile resolves alike (`cargo loadgate check` at both \
+             commits shows the difference)",
+        );
+    }
+    let differences = settings.differences(&earlier, &["commit", "inject", "measures"]);
+    if !differences.is_empty() {
+        return refuse(
+            format!(
+                "its runs were made with other settings ({})",
+                differences.join("; ")
+            ),
+            "pool only series made with the same --profile, --env, --target and config",
+        );
+    }
+    if earlier.dirty {
+        return refuse(
+            "its runs were made from a work tree with uncommitted changes, which no commit \
+             names"
+                .to_owned(),
+            "pool only series made from a clean tree",
+        );
+    }
+    let same_knob = earlier.inject == settings.inject;
+    let mut entries: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().map(|e| e.path().join(RUN_FILE)).collect(),
+        Err(e) => return refuse(format!("it cannot be listed: {e}"), "check the path"),
+    };
+    entries.sort();
+    let mut runs = Vec::new();
+    let mut errors = 0;
+    for path in entries.iter().filter(|p| p.is_file()) {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let run: QualifyRun = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "cannot pool {}: it is not a kept qualification run: {e}",
+                path.display()
+            )
+        })?;
+        let wanted = run.kind == RunKind::AA || (run.kind == RunKind::Injected && same_knob);
+        // A run that ended in an error measured nothing (`--resume` would make it again).
+        if wanted && run.ended_in_error() {
+            errors += 1;
+        } else if wanted {
+            runs.push(QualifyRun {
+                pooled_from: Some(dir.to_path_buf()),
+                ..run
+            });
+        }
+    }
+    let count = |kind| {
+        u32::try_from(runs.iter().filter(|r| r.kind == kind).count()).unwrap_or(u32::MAX)
+    };
+    let pool = Pool {
+        dir: dir.to_path_buf(),
+        commit: earlier.commit.clone(),
+        aa: count(RunKind::AA),
+        injected: count(RunKind::Injected),
+        configuration_checked: earlier.measures.is_some() && settings.measures.is_some(),
+        left_out_errors: errors,
+    };
+    if runs.is_empty() {
+        return refuse(
+            "it holds no A/A run, and no injected run with this series' knob".to_owned(),
+            "pool a directory where an earlier series finished runs",
+        );
+    }
+    Ok((pool, runs))
 }
 
 /// Waits for the child; on SIGINT or SIGTERM sends the same signal to it (so it cleans up its
@@ -1214,6 +1488,7 @@ mod tests {
             detectable_p99: None,
             result: PathBuf::from("result.json"),
             seconds: 1.0,
+            pooled_from: None,
         }
     }
 
@@ -1328,6 +1603,7 @@ mod tests {
             baseline_store: "notes".to_owned(),
             aa_runs: None,
             resume: false,
+            pool: Vec::new(),
         }
     }
 
@@ -1512,6 +1788,227 @@ mod tests {
     }
 
     #[test]
+    fn a_resumed_run_that_ended_in_an_error_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let opts = opts();
+        let exe = out.join("no-such-cargo-loadgate");
+        let child = ChildRun {
+            exe: &exe,
+            opts: &opts,
+            mode: ChildMode::Paired,
+            cwd: out,
+            resume: true,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let keep = |index: u32, run: QualifyRun| {
+            let path = out.join(format!("aa-{index:02}")).join(RUN_FILE);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            crate::result::write_json_atomic(&path, &QualifyRun { index, ..run }).unwrap();
+        };
+        let failed = |exit_code| QualifyRun {
+            exit_code,
+            valid: None,
+            ..run(RunKind::AA, None)
+        };
+        // A boot failure, another error, a signal and an unreadable result measured nothing:
+        // each is made again (which here cannot start).
+        keep(1, failed(Some(ExitCode::TARGET_FAILED)));
+        keep(2, failed(Some(ExitCode::OTHER_ERROR)));
+        keep(3, failed(None));
+        keep(
+            4,
+            QualifyRun {
+                unreadable: Some("result.json:1:1: not a run result".to_owned()),
+                ..failed(Some(ExitCode::PASS))
+            },
+        );
+        for index in 1..=4 {
+            assert!(failed(Some(1)).ended_in_error());
+            let made = runtime.block_on(child.run(RunKind::AA, index, out));
+            assert_eq!(made.err(), Some(ExitCode::OTHER_ERROR), "run {index}");
+        }
+        // An invalid run (no verdict, exit 21) and a regression are measurements: read back.
+        keep(5, failed(Some(ExitCode::INVALID_RUN)));
+        keep(6, kept(RunKind::AA, 6, "regression"));
+        let invalid = runtime.block_on(child.run(RunKind::AA, 5, out)).unwrap();
+        assert_eq!(invalid.exit_code, Some(ExitCode::INVALID_RUN));
+        let regression = runtime.block_on(child.run(RunKind::AA, 6, out)).unwrap();
+        assert_eq!(regression.outcome.as_deref(), Some("regression"));
+    }
+
+    /// An earlier series' directory as `qualify` keeps it: its settings and finished runs.
+    fn kept_series(dir: &Path, settings: &SeriesSettings, runs: &[QualifyRun]) {
+        settings.prepare(dir, false).unwrap();
+        for run in runs {
+            let name = match run.kind {
+                RunKind::AA => format!("aa-{:02}", run.index),
+                _ => format!("injected-{:02}", run.index),
+            };
+            let path = dir.join(name).join(RUN_FILE);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            crate::result::write_json_atomic(&path, run).unwrap();
+        }
+    }
+
+    #[test]
+    fn pooled_series_add_their_runs_across_commits_but_not_across_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let paired = QualifyOpts {
+            paired: true,
+            save: false,
+            ..opts()
+        };
+        let measuring = |settings: SeriesSettings, measures: &str| SeriesSettings {
+            measures: Some(measures.to_owned()),
+            ..settings
+        };
+        let now = measuring(SeriesSettings::new(&paired, at("def", false)), "m1");
+        let out = dir.path().join("now");
+        let earlier = dir.path().join("earlier");
+        kept_series(
+            &earlier,
+            &measuring(SeriesSettings::new(&paired, at("abc", false)), "m1"),
+            &[
+                kept(RunKind::AA, 1, "pass"),
+                kept(RunKind::AA, 2, "inconclusive"),
+                // A boot failure measured nothing: left out, and said so.
+                QualifyRun {
+                    index: 3,
+                    exit_code: Some(ExitCode::TARGET_FAILED),
+                    ..run(RunKind::AA, None)
+                },
+                kept(RunKind::Injected, 1, "regression"),
+            ],
+        );
+        let (pool, runs) = read_pool(&earlier, &now, &out, &[]).unwrap();
+        assert_eq!((pool.aa, pool.injected, pool.left_out_errors), (2, 1, 1));
+        assert_eq!(pool.commit.as_deref(), Some("abc"));
+        assert!(runs.iter().all(|r| r.pooled_from.as_deref() == Some(earlier.as_path())));
+        assert_eq!(
+            pool.describe(),
+            format!(
+                "2 A/A and 1 injected run(s) from {} (commit abc; 1 run(s) that ended in an error \
+                 left out)",
+                earlier.display()
+            )
+        );
+        let mut report = QualifyReport::new(MeasurementMode::Paired, &paired.inject, runs);
+        report.pools = vec![pool.clone()];
+        assert_eq!((report.aa.pass, report.aa.inconclusive), (1, 1));
+        assert_eq!(report.detection_rate.map(|r| (r.hits, r.of)), Some((1, 1)));
+        assert!(report.render().contains("pooled: 2 A/A and 1 injected run(s) from "));
+
+        // Another knob: its A/A runs pool, its injected ones do not.
+        let other_knob = QualifyOpts {
+            inject: vec![("DEMO_CPU_US".to_owned(), "1100".to_owned())],
+            ..QualifyOpts { paired: true, save: false, ..opts() }
+        };
+        let (pool, _) = read_pool(
+            &earlier,
+            &measuring(SeriesSettings::new(&other_knob, at("def", false)), "m1"),
+            &out,
+            &[],
+        )
+        .unwrap();
+        assert_eq!((pool.aa, pool.injected), (2, 0));
+
+        // The same flags, but the profile resolves otherwise at this commit: refused.
+        let message = read_pool(
+            &earlier,
+            &measuring(SeriesSettings::new(&paired, at("def", false)), "m2"),
+            &out,
+            &[],
+        )
+        .unwrap_err();
+        assert!(message.contains("measured another configuration"), "{message}");
+        // A series kept before the configuration was recorded pools on its flags, and says so.
+        let old = dir.path().join("old");
+        kept_series(
+            &old,
+            &SeriesSettings::new(&paired, at("abc", false)),
+            &[kept(RunKind::AA, 1, "pass")],
+        );
+        let (pool, _) = read_pool(&old, &now, &out, &[]).unwrap();
+        assert!(!pool.configuration_checked);
+        assert!(pool.describe().contains("only its flags were compared"));
+
+        // Another profile is another measurement: refused, naming it.
+        let other_profile = QualifyOpts {
+            config: crate::cli::ConfigOpts {
+                profile: Some("full".to_owned()),
+                ..opts().config
+            },
+            ..QualifyOpts { paired: true, save: false, ..opts() }
+        };
+        let message = read_pool(
+            &earlier,
+            &SeriesSettings::new(&other_profile, at("def", false)),
+            &out,
+            &[],
+        )
+        .unwrap_err();
+        assert!(message.contains("profile: \"ci\" then, \"full\" now"), "{message}");
+        assert!(message.contains("hint: "), "{message}");
+        // Twice, or this series' own directory: refused.
+        let (first, _) = read_pool(&earlier, &now, &out, &[]).unwrap();
+        let message = read_pool(&earlier, &now, &out, &[first]).unwrap_err();
+        assert!(message.contains("given twice"), "{message}");
+        let message = read_pool(&earlier, &now, &earlier, &[]).unwrap_err();
+        assert!(message.contains("own --out-dir"), "{message}");
+        // A dirty series, a directory without a series, and one without runs: refused.
+        let dirty = dir.path().join("dirty");
+        kept_series(
+            &dirty,
+            &SeriesSettings::new(&paired, at("abc", true)),
+            &[kept(RunKind::AA, 1, "pass")],
+        );
+        let message = read_pool(&dirty, &now, &out, &[]).unwrap_err();
+        assert!(message.contains("uncommitted changes"), "{message}");
+        let message = read_pool(&dir.path().join("none"), &now, &out, &[]).unwrap_err();
+        assert!(message.contains(SERIES_FILE), "{message}");
+        let empty = dir.path().join("empty");
+        kept_series(&empty, &SeriesSettings::new(&paired, at("abc", false)), &[]);
+        let message = read_pool(&empty, &now, &out, &[]).unwrap_err();
+        assert!(message.contains("no A/A run"), "{message}");
+    }
+
+    #[test]
+    fn pooling_needs_paired_mode_and_may_replace_new_runs() {
+        let stored = QualifyOpts {
+            pool: vec![PathBuf::from("earlier")],
+            ..opts()
+        };
+        let message = check_usage(
+            &stored,
+            &TargetSource::Bin {
+                name: "demo-service".to_owned(),
+            },
+        )
+        .unwrap_err();
+        assert!(message.contains("--pool") && message.contains("hint: "), "{message}");
+        let report_only = QualifyOpts {
+            paired: true,
+            save: false,
+            aa_runs: Some(0),
+            inject: Vec::new(),
+            ..stored
+        };
+        assert!(
+            check_usage(
+                &report_only,
+                &TargetSource::Bin {
+                    name: "demo-service".to_owned(),
+                }
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
     fn no_aa_runs_and_no_knob_is_nothing_to_run() {
         let nothing = QualifyOpts {
             aa_runs: Some(0),
@@ -1538,6 +2035,20 @@ mod tests {
             },
         )
         .unwrap();
+        // A knob with --runs 0 and no A/A run makes nothing either.
+        let no_runs = QualifyOpts {
+            aa_runs: None,
+            runs: 0,
+            ..opts()
+        };
+        let message = check_usage(
+            &no_runs,
+            &TargetSource::Bin {
+                name: "demo-service".to_owned(),
+            },
+        )
+        .unwrap_err();
+        assert!(message.contains("nothing to run"), "{message}");
     }
 
     #[test]

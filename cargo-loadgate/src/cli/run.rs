@@ -228,6 +228,8 @@ async fn run_booted(
         kind,
         config: target_config,
         package: config.source.package.clone(),
+        // `--env` first, then `--head-env`: a paired run's base takes the first part
+        // (paired::run_paired).
         extra_env: opts
             .env
             .iter()
@@ -672,18 +674,18 @@ pub(super) fn decide_and_report(
             config.slo.headroom,
         ));
     }
-    let (comparison, mut verdict) = gate::decide_with(
+    // A probe's limit is absolute, like the SLO: failing it is a regression whatever the baseline
+    // (the verdict settles it with the other absolute checks). A shard and a merge of shards are
+    // not judged on probes (their samples are not merged yet).
+    if result.shards.is_none() {
+        result.probe_checks = crate::compare::probe_checks(&config.probes, &result.probes);
+    }
+    let (comparison, verdict) = gate::decide_with(
         baseline,
         result,
         &config.gate,
         &config.workload.gated_operations(),
     );
-    // A probe's limit is absolute, like the SLO: failing it is a regression whatever the baseline.
-    // A shard and a merge of shards are not judged on probes (their samples are not merged yet).
-    if result.shards.is_none() {
-        result.probe_checks = crate::compare::probe_checks(&config.probes, &result.probes);
-        crate::compare::apply_probe_checks(&mut verdict, &result.probe_checks);
-    }
     result.comparison = comparison;
     result.verdict = Some(verdict.clone());
     write_result(outputs.result_path, result)?;

@@ -22,7 +22,7 @@ use super::estimate::{
 };
 use super::figures::RunFigures;
 use super::format::{describe, format_change, metric_name};
-use super::headroom::{headroom_comparison, headroom_warning, settle_headroom};
+use super::headroom::{headroom_comparison, headroom_warning};
 use super::leak::{head_leak, record_leak};
 use super::noise::detectable_change;
 use super::options::CompareOptions;
@@ -59,8 +59,9 @@ pub fn compare_results(
         Some(&mut comparison),
         &mut verdict,
     );
-    settle_headroom(head, Some(&mut comparison), &mut verdict);
-    super::recovery::settle_recovery(head, Some(&mut comparison), &mut verdict);
+    // The absolute checks (headroom, recovery, audits, probe limits) judge the head alone: the
+    // gate and `compare A B` apply them here alike.
+    super::settle_checks(head, Some(&mut comparison), &mut verdict);
     (comparison, verdict)
 }
 

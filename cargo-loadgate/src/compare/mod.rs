@@ -6,7 +6,9 @@
 //! Holm, the widening for the machine and the verdict, `format.rs` the figures for people, `leak.rs` the
 //! one leak rule, `noise.rs` the run-to-run noise of a comparison with a stored baseline,
 //! `accept.rs` the intended changes (`Loadgate-Accept`) that replace a metric's threshold,
-//! `headroom.rs` the headroom against the production load and the `[slo] headroom` rule.
+//! `headroom.rs` the headroom against the production load and the `[slo] headroom` rule,
+//! `recovery.rs`, `audit.rs` and `probe.rs` the other absolute checks, and `settle.rs` the one
+//! place all four are applied to a verdict.
 //! `history.rs` the figures and change points of a metric over commits (`cargo loadgate history`).
 
 mod accept;
@@ -23,6 +25,7 @@ mod options;
 mod paired;
 mod probe;
 mod recovery;
+mod settle;
 #[cfg(test)]
 mod testkit;
 
@@ -51,5 +54,6 @@ pub use options::{
     MIN_RSS_SAMPLES, MIN_TAIL_REQUESTS, MIN_WINDOWS,
 };
 pub use paired::{PairedInputs, compare_paired};
-pub use probe::{apply_probe_checks, probe_checks};
+pub use probe::{probe_checks, settle_probe_checks};
 pub use recovery::{recovery_check, settle_recovery};
+pub use settle::settle_checks;

@@ -5,7 +5,7 @@
 
 use crate::config::ProbeConfig;
 use crate::measure::probe::{ProbeRecord, ProbeStatus, SeriesKind};
-use crate::result::{ProbeCheck, Verdict, VerdictOutcome};
+use crate::result::{Comparison, ProbeCheck, RunResult, Verdict, VerdictOutcome};
 
 /// Every limit of `probes`, judged against the `records` of the run (matched by name).
 pub fn probe_checks(probes: &[ProbeConfig], records: &[ProbeRecord]) -> Vec<ProbeCheck> {
@@ -83,24 +83,44 @@ pub fn probe_checks(probes: &[ProbeConfig], records: &[ProbeRecord]) -> Vec<Prob
     checks
 }
 
-/// Makes `verdict` a regression when a check failed, naming the checks; the checks that held
-/// leave it as it is.
-pub fn apply_probe_checks(verdict: &mut Verdict, checks: &[ProbeCheck]) {
+/// Settles `verdict`, and the comparison's copy of it, by the head's probe limits
+/// (`head.probe_checks`): a failed check makes it a regression naming the checks, and the rule it
+/// replaces goes first among the warnings; a regression's rule gains them. Checks that held leave
+/// it as it is.
+pub fn settle_probe_checks(
+    head: &RunResult,
+    comparison: Option<&mut Comparison>,
+    verdict: &mut Verdict,
+) {
+    if apply_probe_checks(verdict, &head.probe_checks)
+        && let Some(c) = comparison
+    {
+        c.verdict = verdict.clone();
+    }
+}
+
+/// [`settle_probe_checks`] on `checks`; whether any failed (and so changed the verdict).
+fn apply_probe_checks(verdict: &mut Verdict, checks: &[ProbeCheck]) -> bool {
     let failed: Vec<&str> = checks
         .iter()
         .filter(|c| !c.passed)
         .map(|c| c.message.as_str())
         .collect();
     if failed.is_empty() {
-        return;
+        return false;
     }
     let rule = format!("probe limit: {}", failed.join("; "));
     if verdict.outcome == VerdictOutcome::Regression {
-        verdict.rule_fired = format!("{}; {rule}", verdict.rule_fired);
+        verdict.rule_fired = format!("{}; and {rule}", verdict.rule_fired);
     } else {
+        let before = std::mem::replace(&mut verdict.rule_fired, format!("regression: {rule}"));
+        verdict
+            .warnings
+            .insert(0, format!("before the probe limits: {before}"));
         verdict.outcome = VerdictOutcome::Regression;
-        verdict.rule_fired = rule;
+        verdict.metrics.clear();
     }
+    true
 }
 
 #[cfg(test)]
@@ -160,9 +180,22 @@ mod tests {
             warnings: Vec::new(),
             leak: None,
         };
-        apply_probe_checks(&mut verdict, &checks);
+        assert!(apply_probe_checks(&mut verdict, &checks));
         assert_eq!(verdict.outcome, VerdictOutcome::Regression);
         assert!(verdict.rule_fired.contains("db.deadlocks rose by 2"));
+        // The rule it replaced is kept, first among the warnings.
+        assert_eq!(verdict.warnings[0], "before the probe limits: no baseline");
+        // Checks that all held change nothing.
+        let held: Vec<ProbeCheck> = checks.into_iter().filter(|c| c.passed).collect();
+        let mut pass = Verdict {
+            outcome: VerdictOutcome::Pass,
+            rule_fired: "pass".to_owned(),
+            metrics: Vec::new(),
+            warnings: Vec::new(),
+            leak: None,
+        };
+        assert!(!apply_probe_checks(&mut pass, &held));
+        assert_eq!((pass.outcome, pass.rule_fired.as_str()), (VerdictOutcome::Pass, "pass"));
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub fn settle_recovery(
     verdict: &mut Verdict,
 ) {
     let Some(check) = head.spike.as_ref().and_then(|s| s.check.as_ref()) else {
+        settle_unmade_recovery(head, comparison, verdict);
         return;
     };
     let decide = |verdict: &mut Verdict, outcome: VerdictOutcome| {
@@ -101,6 +102,49 @@ pub fn settle_recovery(
             "the recovery check is inconclusive: {}",
             check.reason
         )),
+    }
+    if let Some(c) = comparison {
+        c.verdict = verdict.clone();
+    }
+}
+
+/// A `[slo] recovery` limit whose check was never made, because the spike did not run (the ramp
+/// found no capacity to scale it by, or the run stopped before it): the run cannot pass on a
+/// limit nobody measured, so a pass becomes inconclusive, naming why; other verdicts gain a
+/// warning.
+fn settle_unmade_recovery(
+    head: &RunResult,
+    comparison: Option<&mut Comparison>,
+    verdict: &mut Verdict,
+) {
+    // A spike that ran records its check whenever a limit is set; only a missing spike is
+    // settled here.
+    if head.spike.is_some() {
+        return;
+    }
+    let Some(limit_ms) = head.slo.as_ref().and_then(|s| s.recovery_limit_ms) else {
+        return;
+    };
+    let why = head
+        .spike_skipped
+        .as_deref()
+        .unwrap_or("the run has no spike phase");
+    let reason = format!(
+        "the recovery check ([slo] recovery = {:.1} s) was not made: {why}",
+        limit_ms / 1e3
+    );
+    if verdict.outcome == VerdictOutcome::Pass {
+        let before = std::mem::replace(
+            &mut verdict.rule_fired,
+            format!("{}: {reason}", VerdictOutcome::Inconclusive.as_str()),
+        );
+        verdict
+            .warnings
+            .insert(0, format!("without the recovery check: {before}"));
+        verdict.outcome = VerdictOutcome::Inconclusive;
+        verdict.metrics.clear();
+    } else {
+        verdict.warnings.push(reason);
     }
     if let Some(c) = comparison {
         c.verdict = verdict.clone();
@@ -187,6 +231,43 @@ mod tests {
             Some(RecoveryCheckOutcome::Inconclusive)
         );
         assert_eq!(recovery_check(&spike(recovered(1), true), None), None);
+    }
+
+    #[test]
+    fn a_recovery_limit_whose_spike_did_not_run_cannot_pass() {
+        let mut head = crate::result::testing::before();
+        head.spike = None;
+        // No limit: nothing to settle.
+        let mut v = verdict(VerdictOutcome::Pass);
+        settle_recovery(&head, None, &mut v);
+        assert_eq!(v, verdict(VerdictOutcome::Pass));
+        let slo = head.slo.clone().unwrap_or(crate::result::SloSummary {
+            latency: Vec::new(),
+            error_rate: 0.01,
+            min_requests: 100,
+            recovery_limit_ms: None,
+        });
+        head.slo = Some(crate::result::SloSummary {
+            recovery_limit_ms: Some(10_000.0),
+            ..slo
+        });
+        head.spike_skipped = Some("the ramp found no capacity to scale the spike by".to_owned());
+        settle_recovery(&head, None, &mut v);
+        assert_eq!(v.outcome, VerdictOutcome::Inconclusive);
+        assert_eq!(
+            v.rule_fired,
+            "inconclusive: the recovery check ([slo] recovery = 10.0 s) was not made: the ramp \
+             found no capacity to scale the spike by"
+        );
+        assert_eq!(
+            v.warnings[0],
+            "without the recovery check: pass: every metric within its threshold"
+        );
+        // A regression stays one, with a warning.
+        let mut r = verdict(VerdictOutcome::Regression);
+        settle_recovery(&head, None, &mut r);
+        assert_eq!(r.outcome, VerdictOutcome::Regression);
+        assert!(r.warnings[0].contains("was not made"), "{:?}", r.warnings);
     }
 
     #[test]

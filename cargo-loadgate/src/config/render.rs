@@ -163,64 +163,8 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
             workload::OPERATION.name
         );
         kv(&mut out, op::NAME, &string(&operation.name));
-        let r = &operation.request;
-        let mut request = vec![(op::METHOD, string(&r.method)), (op::PATH, string(&r.path))];
-        if !r.headers.is_empty() {
-            request.push((
-                op::HEADERS,
-                inline_table(r.headers.iter().map(|(k, v)| (k.as_str(), string(v)))),
-            ));
-        }
-        match &r.body {
-            Some(BodyTemplate::Json(j)) => request.push((op::JSON, json(j))),
-            Some(BodyTemplate::Raw(s)) => request.push((op::BODY, string(s))),
-            None => {}
-        }
-        kv(&mut out, op::REQUEST, &inline_table(request));
-        let e = &operation.expect;
-        let mut expect = Vec::new();
-        match e.status.as_slice() {
-            [] => {}
-            [one] => expect.push((op::STATUS, one.to_string())),
-            many => expect.push((
-                op::STATUS,
-                format!(
-                    "[{}]",
-                    many.iter()
-                        .map(u16::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )),
-        }
-        if let Some(b) = &e.body_contains {
-            expect.push((op::BODY_CONTAINS, string(b)));
-        }
-        if !e.json_pointer.is_empty() {
-            expect.push((
-                op::JSON_POINTER,
-                format!(
-                    "[{}]",
-                    e.json_pointer
-                        .iter()
-                        .map(|p| string(p))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-        if !e.json_equals.is_empty() {
-            expect.push((
-                op::JSON_EQUALS,
-                inline_table(e.json_equals.iter().map(|(p, v)| (p.as_str(), json(v)))),
-            ));
-        }
-        let any_2xx = if e.status.is_empty() {
-            "  # status: any 2xx"
-        } else {
-            ""
-        };
-        let _ = writeln!(out, "{} = {}{any_2xx}", op::EXPECT, inline_table(expect));
+        kv(&mut out, op::REQUEST, &request_table(&operation.request));
+        let _ = writeln!(out, "{}", expect_line(&operation.expect));
         if !operation.capture.is_empty() {
             kv(
                 &mut out,
@@ -385,7 +329,118 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     for d in &cfg.dependencies {
         render_dependency(&mut out, d);
     }
+    for p in &cfg.probes {
+        render_probe(&mut out, p);
+    }
+    for a in &cfg.audit {
+        render_audit(&mut out, a);
+    }
     out
+}
+
+/// The `request = {…}` table of an operation or an audit.
+fn request_table(r: &RequestTemplate) -> String {
+    let mut request = vec![(op::METHOD, string(&r.method)), (op::PATH, string(&r.path))];
+    if !r.headers.is_empty() {
+        request.push((
+            op::HEADERS,
+            inline_table(r.headers.iter().map(|(k, v)| (k.as_str(), string(v)))),
+        ));
+    }
+    match &r.body {
+        Some(BodyTemplate::Json(j)) => request.push((op::JSON, json(j))),
+        Some(BodyTemplate::Raw(s)) => request.push((op::BODY, string(s))),
+        None => {}
+    }
+    inline_table(request)
+}
+
+/// The `expect = {…}` line of an operation or an audit, saying when any 2xx passes.
+fn expect_line(e: &Expect) -> String {
+    let mut expect = Vec::new();
+    match e.status.as_slice() {
+        [] => {}
+        [one] => expect.push((op::STATUS, one.to_string())),
+        many => expect.push((
+            op::STATUS,
+            format!(
+                "[{}]",
+                many.iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+    if let Some(b) = &e.body_contains {
+        expect.push((op::BODY_CONTAINS, string(b)));
+    }
+    if !e.json_pointer.is_empty() {
+        expect.push((
+            op::JSON_POINTER,
+            format!(
+                "[{}]",
+                e.json_pointer
+                    .iter()
+                    .map(|p| string(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if !e.json_equals.is_empty() {
+        expect.push((
+            op::JSON_EQUALS,
+            inline_table(e.json_equals.iter().map(|(p, v)| (p.as_str(), json(v)))),
+        ));
+    }
+    let any_2xx = if e.status.is_empty() {
+        "  # status: any 2xx"
+    } else {
+        ""
+    };
+    format!("{} = {}{any_2xx}", op::EXPECT, inline_table(expect))
+}
+
+/// One `[[audit]]` (without `profiles`: the listing is of one profile, whose audits these are).
+fn render_audit(out: &mut String, a: &AuditConfig) {
+    let _ = write!(out, "\n[[audit]]\n");
+    kv(out, "name", &string(&a.name));
+    kv(out, "request", &request_table(&a.request));
+    let _ = writeln!(out, "{}", expect_line(&a.expect));
+    let checks: Vec<String> = a
+        .checks
+        .iter()
+        .map(|c| {
+            let operand = match &c.operand {
+                AuditOperand::Number(x) => format_number(*x),
+                AuditOperand::Count(count) => string(&count.to_string()),
+            };
+            inline_table([("pointer", string(&c.pointer)), (c.relation.as_str(), operand)])
+        })
+        .collect();
+    if checks.is_empty() {
+        kv(out, "check", "[]");
+    } else {
+        let _ = writeln!(out, "check = [");
+        for check in checks {
+            let _ = writeln!(out, "  {check},");
+        }
+        let _ = writeln!(out, "]");
+    }
+}
+
+/// One `[[probe]]`.
+fn render_probe(out: &mut String, p: &ProbeConfig) {
+    let _ = write!(out, "\n[[probe]]\n");
+    kv(out, "name", &string(&p.name));
+    kv(out, "kind", &string(p.kind.name()));
+    kv(out, "dependency", &string(&p.dependency));
+    kv(
+        out,
+        "limits",
+        &inline_table(p.limits.iter().map(|(k, v)| (k.as_str(), format_number(*v)))),
+    );
 }
 
 /// One `[[dependency]]`: what it runs, then only the keys that differ from their defaults or that

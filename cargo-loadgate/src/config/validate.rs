@@ -170,7 +170,7 @@ fn validate_in(
     let accepts = accept::read(cx, &user, prefix);
     // `[[dependency]]` too: what the service needs is no profile's; the target's env may name them
     // in the top level and in every profile.
-    let dependencies = dependency::read(cx, &user, prefix);
+    let (dependencies, dependency_profiles) = dependency::read(cx, &user, prefix);
     // `[[audit]]` is the user's top level too; each profile keeps the entries that apply to it.
     let audits = audit::read(cx, &user, prefix);
     let probes = probe::read(cx, &user, prefix, &dependencies);
@@ -213,12 +213,22 @@ fn validate_in(
             anchor: (0, anchor.clone()),
             prefix,
         };
-        let config = build(cx, &look, name, package.clone()).map(|c| LoadgateConfig {
-            accept: accepts.clone(),
-            dependencies: dependencies.clone(),
-            audit: audit::for_profile(cx, &audits, &c, &available),
-            probes: probes.clone(),
-            ..c
+        let config = build(cx, &look, name, package.clone()).map(|c| {
+            // `profiles` keeps a dependency to some profiles; a probe follows its dependency.
+            let dependencies =
+                dependency::for_profile(cx, &dependencies, &dependency_profiles, &c, &available);
+            let probes = probes
+                .iter()
+                .filter(|p| dependencies.iter().any(|d| d.name == p.dependency))
+                .cloned()
+                .collect();
+            LoadgateConfig {
+                accept: accepts.clone(),
+                audit: audit::for_profile(cx, &audits, &c, &available),
+                dependencies,
+                probes,
+                ..c
+            }
         });
         if name == profile {
             selected = config;
@@ -785,5 +795,75 @@ mod tests {
             },
             cfg
         );
+    }
+    /// `check` lists the audits and probes a profile runs, and the listing reads back as them.
+    #[test]
+    fn the_listing_shows_audits_and_probes_and_reads_back() {
+        let text = indoc! {r#"
+            [workload]
+            sessions-per-sec = 10
+            [[workload.operation]]
+            name = "transfer"
+            request = { method = "POST", path = "/transfer", headers = { Idempotency-Key = "{{session}}-{{seq}}" } }
+            [[dependency]]
+            name = "db"
+            preset = "postgres"
+            kind = "process"
+            [[probe]]
+            kind = "postgres"
+            dependency = "db"
+            limits = { deadlocks = 0, connections_waiting = 4.5 }
+            [[audit]]
+            name = "ledger"
+            request = { path = "/ledger/summary" }
+            expect = { status = 200, json-pointer = ["/effects"] }
+            check = [
+              { pointer = "/duplicates", equals = 0 },
+              { pointer = "/effects", at-least = "acknowledged.transfer" },
+            ]
+            [[audit]]
+            name = "other-profile"
+            profiles = ["full"]
+            request = { path = "/" }
+            [paired]
+            mode = "stored"
+        "#};
+        let path = Path::new("loadgate.toml");
+        let cfg = parse_config_str(text, path, None, "ci").unwrap();
+        let listing = crate::config::render_resolved(&cfg);
+        for line in [
+            "\n[[probe]]\nname = \"db\"\nkind = \"postgres\"\ndependency = \"db\"\n\
+             limits = { connections_waiting = 4.5, deadlocks = 0 }\n",
+            "\n[[audit]]\nname = \"ledger\"\nrequest = { method = \"GET\", path = \"/ledger/summary\" }\n\
+             expect = { status = 200, json-pointer = [\"/effects\"] }\ncheck = [\n  \
+             { pointer = \"/duplicates\", equals = 0 },\n  \
+             { pointer = \"/effects\", at-least = \"acknowledged.transfer\" },\n]\n",
+        ] {
+            assert!(listing.contains(line), "{line:?} in\n{listing}");
+        }
+        // Only the profile's own audits.
+        assert!(!listing.contains("other-profile"), "{listing}");
+        let again = parse_config_str(&listing, path, None, "ci")
+            .unwrap_or_else(|e| panic!("{listing}\n{e}"));
+        let audits = |c: &LoadgateConfig| -> Vec<AuditConfig> {
+            c.audit
+                .iter()
+                .map(|a| AuditConfig {
+                    location: String::new(),
+                    ..a.clone()
+                })
+                .collect()
+        };
+        let probes = |c: &LoadgateConfig| -> Vec<ProbeConfig> {
+            c.probes
+                .iter()
+                .map(|p| ProbeConfig {
+                    location: String::new(),
+                    ..p.clone()
+                })
+                .collect()
+        };
+        assert_eq!(audits(&again), audits(&cfg));
+        assert_eq!(probes(&again), probes(&cfg));
     }
 }

@@ -346,6 +346,7 @@ mod tests {
             latency: Vec::new(),
             error_rate: 0.01,
             min_requests: 100,
+            recovery_limit_ms: None,
         });
         serde_json::to_value(r).unwrap()
     }

@@ -112,6 +112,17 @@ pub fn take_temp_dir(path: &Path) -> bool {
     r.temp_dirs.len() != before
 }
 
+/// Removes the temporary directory at `path` when it is still registered (and forgets it), so
+/// that of a `Drop` and a signal racing to remove it only one does; `Ok` when another already
+/// did.
+pub fn remove_temp_dir(path: &Path) -> std::io::Result<()> {
+    if take_temp_dir(path) {
+        std::fs::remove_dir_all(path)
+    } else {
+        Ok(())
+    }
+}
+
 /// Records a git worktree at `path` of the repository `repo`, to be removed with
 /// `git worktree remove --force` and `git worktree prune` if the run ends by a signal or a panic.
 pub fn register_worktree(repo: &Path, path: &Path) {

@@ -12,7 +12,7 @@
 
 use super::{
     BootEvent, ERROR_LOG_LINES, LogRing, OutputStream, TargetError,
-    cleanup::{register_temp_dir, take_temp_dir},
+    cleanup::{register_temp_dir, remove_temp_dir},
     process::{ProcessHandle, Spawn, describe_status, free_loopback_port},
     ring::DEFAULT_LOG_LINES,
 };
@@ -148,8 +148,7 @@ impl RunningDependencies {
                 problems.push(e);
             }
             if let Some(dir) = &r.data_dir
-                && take_temp_dir(dir)
-                && let Err(e) = std::fs::remove_dir_all(dir)
+                && let Err(e) = remove_temp_dir(dir)
             {
                 problems.push(TargetError::io(
                     format!("remove the data directory {}", dir.display()),
@@ -170,10 +169,8 @@ impl Drop for RunningDependencies {
             if let Some(process) = &r.process {
                 process.kill_now();
             }
-            if let Some(dir) = &r.data_dir
-                && take_temp_dir(dir)
-            {
-                let _ = std::fs::remove_dir_all(dir);
+            if let Some(dir) = &r.data_dir {
+                let _ = remove_temp_dir(dir);
             }
             if let Some(path) = &r.info.log {
                 write_log(path, &r.log);
@@ -372,9 +369,7 @@ async fn boot_one(
             let process = match boot.await {
                 Ok(p) => p,
                 Err(e) => {
-                    if take_temp_dir(&dir) {
-                        let _ = std::fs::remove_dir_all(&dir);
-                    }
+                    let _ = remove_temp_dir(&dir);
                     write_log(&log_path, &log);
                     return Err(e);
                 }
@@ -638,8 +633,7 @@ fn data_dir_for(name: &str, runas: Option<&RunAs>) -> Result<PathBuf, TargetErro
     if let Some(u) = runas
         && let Err(e) = std::os::unix::fs::chown(&dir, Some(u.uid), Some(u.gid))
     {
-        take_temp_dir(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = remove_temp_dir(&dir);
         return Err(TargetError::io(
             format!("give {} to user {}", dir.display(), u.name),
             e,

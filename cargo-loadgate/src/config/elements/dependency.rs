@@ -1,7 +1,9 @@
 //! `[[dependency]]`: the companions of the target (a database, a cache) that loadgate boots before
 //! it, in `depends-on` order, and removes on every path (issue 16; `targets::dependency` runs
 //! them). A top-level array of tables, not a profile's: what the service needs does not depend on
-//! how it is measured.
+//! how it is measured. `profiles` limits one to the profiles that name it (a `db` profile that
+//! boots PostgreSQL beside the target while the others run it alone); [`for_profile`] keeps a
+//! profile's, and its probes follow them.
 //!
 //! The target learns a dependency's address through environment variables whose values are
 //! templates, `DATABASE_URL = "postgres://app@{{db.host}}:{{db.port}}/app"`: `{{NAME.FIELD}}`
@@ -19,8 +21,8 @@ use crate::config::source::{
     positive_number, size, string, suggest,
 };
 use crate::config::types::{
-    DependencyConfig, DependencyKind, DependencyReady, DependencySource, Preset, PullPolicy,
-    ReadyCheck,
+    DependencyConfig, DependencyKind, DependencyReady, DependencySource, LoadgateConfig, Preset,
+    PullPolicy, ReadyCheck,
 };
 use std::{collections::BTreeMap, ops::Range, path::Path, time::Duration};
 
@@ -194,6 +196,13 @@ pub(crate) const DEPENDS_ON: Key<Vec<String>> = Key::new(
     strings,
 );
 
+/// `dependency.profiles`.
+pub(crate) const PROFILES: Key<Vec<String>> = Key::new(
+    "profiles",
+    "the profiles that boot it (every profile when absent); its probes follow it",
+    strings,
+);
+
 /// The keys of one entry, in the order "expected one of" lists them.
 pub(crate) const KEYS: &[&dyn Element] = &[
     &NAME,
@@ -211,6 +220,7 @@ pub(crate) const KEYS: &[&dyn Element] = &[
     &MEMORY,
     &ENV,
     &DEPENDS_ON,
+    &PROFILES,
 ];
 
 /// The keys that say what a dependency runs; one of them (or `preset` with `image`) is needed.
@@ -427,12 +437,32 @@ struct Entry<'a> {
     name_span: Range<usize>,
     /// Each `depends-on` item: its name and its value.
     depends_on: Vec<(String, Val<'a>)>,
+    /// `profiles`, each item with where it is written; `None` when absent (every profile).
+    profiles: Option<Vec<(String, Range<usize>)>>,
+}
+
+/// Which profiles boot one dependency (`profiles`), with where it is written, for
+/// [`for_profile`].
+pub(crate) struct ProfileFilter {
+    /// The dependency's name.
+    name: String,
+    /// Its file.
+    file: usize,
+    /// Where its `profiles` value is written.
+    span: Range<usize>,
+    /// The profiles named, each with where it is written.
+    profiles: Vec<(String, Range<usize>)>,
 }
 
 /// Reads every `[[dependency]]` of `root` (the user's top level) and checks them together:
 /// duplicate names, undeclared or cyclic `depends-on`, clashing ports, and every template in
-/// their `env`, `args` and `ready.command`. Every problem is reported.
-pub(crate) fn read(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str) -> Vec<DependencyConfig> {
+/// their `env`, `args` and `ready.command`. Every problem is reported. Returns them all, and the
+/// `profiles` of those that name some ([`for_profile`] keeps each profile's).
+pub(crate) fn read(
+    cx: &Cx<'_>,
+    root: &Tbl<'_>,
+    prefix: &str,
+) -> (Vec<DependencyConfig>, Vec<ProfileFilter>) {
     let entries: Vec<Entry<'_>> = array_of_tables(cx, root, DEPENDENCY, prefix)
         .into_iter()
         .enumerate()
@@ -489,7 +519,102 @@ pub(crate) fn read(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str) -> Vec<DependencyC
             check_templates(cx, v, &entries, Some((&e.config, &before)));
         }
     }
-    entries.into_iter().map(|e| e.config).collect()
+    let filters = entries
+        .iter()
+        .filter_map(|e| {
+            let profiles = e.profiles.clone()?;
+            let v = e.table.get(PROFILES.name)?;
+            Some(ProfileFilter {
+                name: e.config.name.clone(),
+                file: e.table.file,
+                span: v.span(),
+                profiles,
+            })
+        })
+        .collect();
+    (entries.into_iter().map(|e| e.config).collect(), filters)
+}
+
+/// The dependencies of `all` that `config`'s profile boots (those without `profiles`, and those
+/// whose `profiles` name it), checked against it: every profile named exists (`available`),
+/// what a kept dependency depends on is kept too, and every `{{NAME.…}}` in the profile's target
+/// env names a kept one. Every problem is reported, at the `profiles` it concerns.
+pub(crate) fn for_profile(
+    cx: &Cx<'_>,
+    all: &[DependencyConfig],
+    filters: &[ProfileFilter],
+    config: &LoadgateConfig,
+    available: &[String],
+) -> Vec<DependencyConfig> {
+    let filter_of = |name: &str| filters.iter().find(|f| f.name == name);
+    for f in filters {
+        for (name, span) in &f.profiles {
+            if !available.contains(name) {
+                let help = suggest(name, available.iter().map(String::as_str))
+                    .map(|b| format!("did you mean `{b}`?"))
+                    .unwrap_or_else(|| format!("the profiles are: {}", available.join(", ")));
+                cx.error(
+                    f.file,
+                    span.clone(),
+                    format!("dependency `{}` names an unknown profile `{name}`", f.name),
+                    Some(help),
+                );
+            }
+        }
+    }
+    let boots = |name: &str| {
+        filter_of(name).is_none_or(|f| f.profiles.iter().any(|(p, _)| *p == config.profile))
+    };
+    let kept: Vec<DependencyConfig> = all.iter().filter(|d| boots(&d.name)).cloned().collect();
+    let left_out = |name: &str| {
+        // Only a declared dependency with `profiles` can be left out.
+        filter_of(name).filter(|_| all.iter().any(|d| d.name == name) && !boots(name))
+    };
+    for d in &kept {
+        for needed in &d.depends_on {
+            if let Some(f) = left_out(needed) {
+                cx.error(
+                    f.file,
+                    f.span.clone(),
+                    format!(
+                        "profile `{}` boots dependency `{}`, which depends on `{needed}`, but \
+                         `{needed}`'s `profiles` leave `{}` out",
+                        config.profile, d.name, config.profile
+                    ),
+                    Some(format!(
+                        "add \"{}\" to the `profiles` of `{needed}`, or give `{}` the same \
+                         `profiles`",
+                        config.profile, d.name
+                    )),
+                );
+            }
+        }
+    }
+    for value in config.target.env.values() {
+        for reference in references(value).unwrap_or_default() {
+            if let Some(f) = left_out(reference.name) {
+                cx.error(
+                    f.file,
+                    f.span.clone(),
+                    format!(
+                        "profile `{}` fills `{{{{{}.{}}}}}` into the target's env, but dependency \
+                         `{}` is not booted in it (its `profiles` leave `{}` out)",
+                        config.profile,
+                        reference.name,
+                        reference.field,
+                        reference.name,
+                        config.profile
+                    ),
+                    Some(format!(
+                        "add \"{}\" to its `profiles`, or set that env only in the profiles \
+                         that boot it (`[profile.NAME.target] env`)",
+                        config.profile
+                    )),
+                );
+            }
+        }
+    }
+    kept
 }
 
 /// The values of a table as written, without reporting anything (its reader has).
@@ -756,6 +881,14 @@ fn entry<'a>(cx: &Cx<'_>, v: Val<'a>, prefix: &str, index: usize) -> Option<Entr
     let env = t.get(ENV.name).map(|v| ENV.read(cx, v, d));
     let depends_v = t.get(DEPENDS_ON.name);
     let depends_on = depends_v.map(|v| DEPENDS_ON.read(cx, v, d));
+    let profiles = t.get(PROFILES.name).map(|v| {
+        PROFILES.read(cx, v, d).map(|names| {
+            names
+                .into_iter()
+                .zip(array_values(v).into_iter().map(|item| item.span()))
+                .collect::<Vec<_>>()
+        })
+    });
     let ready = ready(
         cx,
         &t,
@@ -994,11 +1127,16 @@ fn entry<'a>(cx: &Cx<'_>, v: Val<'a>, prefix: &str, index: usize) -> Option<Entr
         depends_on: depends_on.unwrap_or(Some(Vec::new()))?,
         location: format!("{}:{line}:{col}", cx.files[t.file].path.display()),
     };
+    let profiles = match profiles {
+        Some(p) => Some(p?),
+        None => None,
+    };
     ok.then_some(Entry {
         config,
         table: t,
         name_span,
         depends_on: depends_on_vals,
+        profiles,
     })
 }
 
@@ -1108,6 +1246,105 @@ mod tests {
     use crate::config::validate::testing::{one_problem, parse, with_workload};
     use indoc::indoc;
     use test_case::test_case;
+
+    /// `profiles` keeps a dependency, and the probes of it, to the profiles it names.
+    #[test]
+    fn a_dependency_with_profiles_boots_only_in_them_and_its_probe_follows() {
+        let text = with_workload(indoc! {r#"
+            [[dependency]]
+            name = "db"
+            preset = "postgres"
+            profiles = ["db"]
+
+            [[dependency]]
+            name = "cache"
+            command = "redis-server"
+
+            [[probe]]
+            kind = "postgres"
+            dependency = "db"
+            limits = { deadlocks = 0 }
+
+            [profile.db]
+            inherits = "quick"
+
+            [profile.db.target]
+            env = { DATABASE_URL = "postgres://{{db.user}}@{{db.addr}}/{{db.database}}" }
+        "#});
+        let names = |profile: &str| {
+            let config = parse(&text, profile).unwrap_or_else(|e| panic!("{e}"));
+            (
+                config
+                    .dependencies
+                    .iter()
+                    .map(|d| d.name.clone())
+                    .collect::<Vec<_>>(),
+                config.probes.len(),
+            )
+        };
+        assert_eq!(names("db"), (vec!["db".to_owned(), "cache".to_owned()], 1));
+        assert_eq!(names("ci"), (vec!["cache".to_owned()], 0));
+        assert_eq!(names("default"), (vec!["cache".to_owned()], 0));
+        // The set a profile boots is part of what it measures.
+        let hash = |profile: &str| {
+            crate::result::config_hash(
+                &parse(&text, profile).unwrap(),
+                crate::result::MeasurementMode::Stored,
+            )
+        };
+        assert_ne!(hash("db"), hash("quick"));
+    }
+
+    #[test]
+    fn profiles_that_leave_out_what_a_profile_needs_are_reported_at_once() {
+        let text = with_workload(indoc! {r#"
+            [target]
+            env = { DATABASE_URL = "{{db.url}}" }
+
+            [[dependency]]
+            name = "db"
+            preset = "postgres"
+            profiles = ["db", "dbx"]
+
+            [[dependency]]
+            name = "worker"
+            command = "worker"
+            depends-on = ["db"]
+
+            [profile.db]
+            inherits = "quick"
+        "#});
+        let err = parse(&text, "db").expect_err("the config is invalid");
+        let messages: Vec<String> = err
+            .diagnostics()
+            .iter()
+            .map(|d| format!("{}:{} {} / {:?}", d.line, d.col, d.message, d.help))
+            .collect();
+        let all = messages.join("\n");
+        assert!(
+            all.contains("dependency `db` names an unknown profile `dbx`"),
+            "{all}"
+        );
+        assert!(
+            all.contains(
+                "profile `ci` fills `{{db.url}}` into the target's env, but dependency `db` is \
+                 not booted in it (its `profiles` leave `ci` out)"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains(
+                "profile `ci` boots dependency `worker`, which depends on `db`, but `db`'s \
+                 `profiles` leave `ci` out"
+            ),
+            "{all}"
+        );
+        // Both the env and the depends-on problems are the `profiles` line's.
+        assert!(
+            err.diagnostics().iter().all(|d| d.line == 12),
+            "{all}"
+        );
+    }
 
     #[test]
     fn a_preset_and_a_command_are_read_with_their_defaults() {

@@ -317,6 +317,7 @@ fn the_slo_line_comes_from_the_recorded_slo() {
         latency: vec![limit(0.5, "p50", 50.0), limit(0.99, "p99", 250.0)],
         error_rate: 0.01,
         min_requests: 100,
+        recovery_limit_ms: None,
     });
     let svg = render_latency(&head, None).unwrap().unwrap();
     assert!(svg.contains("SLO p50 50 ms"), "{svg}");
@@ -807,4 +808,93 @@ fn the_history_chart_draws_points_the_change_point_and_the_accepted_step() {
     let mut empty = metric;
     empty.points.clear();
     assert!(render_history(&doc, &empty).unwrap().is_none());
+}
+
+/// A spike over the `result` fixture's soak windows (20 s): from 5 s to 10 s, stable 3 s later.
+fn with_spike(mut head: RunResult, recovery: crate::plan::Recovery) -> RunResult {
+    use crate::plan::{Admission, AdmissionFigures, SpikeOutcome};
+    head.spike = Some(SpikeOutcome {
+        phase: "soak".to_owned(),
+        capacity_sessions_per_sec: 100.0,
+        capacity_from: CapacitySource::ThisRun,
+        from_sessions_per_sec: 60.0,
+        to_sessions_per_sec: 300.0,
+        starts: Duration::from_secs(5),
+        ends: Duration::from_secs(10),
+        admission: AdmissionFigures {
+            admission: Admission::Queued,
+            goodput_before_per_sec: 100.0,
+            goodput_during_per_sec: 100.0,
+            rejected_share: 0.0,
+            transport_failure_share: 0.0,
+            p50: Duration::from_millis(1),
+            p99: Duration::from_millis(12),
+        },
+        recovery,
+        recovery_windows: 3,
+        check: None,
+        aborted: None,
+        valid: true,
+        invalid_reasons: Vec::new(),
+    });
+    head
+}
+
+#[test]
+fn spike_chart_draws_the_rates_the_p99_and_the_moment_of_stability() {
+    let recovered = crate::plan::Recovery::Recovered {
+        after: Duration::from_secs(3),
+        confirmed_after: Duration::from_secs(6),
+    };
+    let mut head = with_spike(result(HEAD, 1.0, true), recovered);
+    // A third of the answers during the spike fail.
+    for record in head.phases.iter_mut().filter(|p| p.measurement.name == "soak") {
+        for w in &mut record.measurement.windows.windows {
+            if (5..10).contains(&w.start.as_secs()) {
+                w.errors = 33;
+            }
+        }
+    }
+    let svg = render_spike(&head).unwrap().expect("a spike chart");
+    assert!(
+        svg.contains("Spike from 60.0 to 300 sessions/s: queued"),
+        "{svg}"
+    );
+    assert!(svg.contains("Stable SLO again 3.0 s after the spike"), "{svg}");
+    assert!(svg.contains("answered correctly"), "{svg}");
+    let png = rasterize(&svg);
+    // Both panels' series (sent, and the p99 of each window) are drawn in the series colour.
+    assert!(count(&png, SERIES_COLOR) > 600, "a series is lost");
+    assert!(count(&png, GOODPUT_COLOR) > 300, "the correct answers are lost");
+    assert!(count(&png, SLO_COLOR) > 200, "the failures are lost");
+
+    // Not stable within the phase: no line, and the legend says so.
+    let never = crate::plan::Recovery::NotRecovered {
+        observed: Duration::from_secs(10),
+        longest_run: 1,
+    };
+    let svg = render_spike(&with_spike(result(HEAD, 1.0, true), never))
+        .unwrap()
+        .unwrap();
+    assert!(svg.contains("not stable again in the phase"), "{svg}");
+
+    // No spike, or a spike whose phase is missing: no chart, and write_charts removes an old one.
+    let plain = result(HEAD, 1.0, true);
+    assert_eq!(render_spike(&plain).unwrap(), None);
+    let mut orphan = with_spike(result(HEAD, 1.0, false), recovered_at(3));
+    orphan.phases.retain(|p| p.measurement.name != "soak");
+    assert_eq!(render_spike(&orphan).unwrap(), None);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(SPIKE_CHART), "old").unwrap();
+    write_charts(dir.path(), &plain, None).unwrap();
+    assert!(!dir.path().join(SPIKE_CHART).exists());
+    let written = write_charts(dir.path(), &head, None).unwrap();
+    assert!(written.contains(&dir.path().join(SPIKE_CHART)), "{written:?}");
+}
+
+fn recovered_at(secs: u64) -> crate::plan::Recovery {
+    crate::plan::Recovery::Recovered {
+        after: Duration::from_secs(secs),
+        confirmed_after: Duration::from_secs(secs + 3),
+    }
 }

@@ -154,13 +154,30 @@ fn qualify_pools_an_earlier_series_into_its_report_without_running() {
         ("injected-01", run("injected", 1, "regression")),
     ] {
         std::fs::create_dir_all(earlier.join(name)).unwrap();
-        std::fs::write(earlier.join(name).join("qualify-run.json"), value.to_string()).unwrap();
+        std::fs::write(
+            earlier.join(name).join("qualify-run.json"),
+            value.to_string(),
+        )
+        .unwrap();
     }
     let qualify = |knob: &str| {
         let json = dir.path().join(format!("report-{knob}.json"));
         let out = LoadgateCommand::new([
-            "qualify", "-p", "demo-service", "--target", "process", "--profile", "ci",
-            "--paired", "--aa-runs", "0", "--runs", "0", "--inject", knob, "--pool",
+            "qualify",
+            "-p",
+            "demo-service",
+            "--target",
+            "process",
+            "--profile",
+            "ci",
+            "--paired",
+            "--aa-runs",
+            "0",
+            "--runs",
+            "0",
+            "--inject",
+            knob,
+            "--pool",
         ])
         .arg_path(&earlier)
         .args(["--out-dir"])
@@ -175,18 +192,26 @@ fn qualify_pools_an_earlier_series_into_its_report_without_running() {
     };
     let (out, report) = qualify("DEMO_CPU_US=1100");
     assert!(
-        out.stdout.contains("pooled: 2 A/A and 1 injected run(s) from ")
-            && out.stdout.contains("(commit 0123456; its resolved configuration was not recorded"),
+        out.stdout
+            .contains("pooled: 2 A/A and 1 injected run(s) from ")
+            && out
+                .stdout
+                .contains("(commit 0123456; its resolved configuration was not recorded"),
         "{}",
         out.stdout
     );
     let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(loadgate_tests::workspace_root().join("docs/schema/qualify-v1.json"))
-            .unwrap(),
+        &std::fs::read_to_string(
+            loadgate_tests::workspace_root().join("docs/schema/qualify-v1.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let errors = loadgate_tests::schema_errors(&schema, &report);
-    assert!(errors.is_empty(), "qualify.json against its schema: {errors:?}");
+    assert!(
+        errors.is_empty(),
+        "qualify.json against its schema: {errors:?}"
+    );
     // The schema is not vacuous.
     let mut bad = report.clone();
     bad["runs"][0]["kind"] = serde_json::json!("sideways");
@@ -194,7 +219,10 @@ fn qualify_pools_an_earlier_series_into_its_report_without_running() {
     assert_eq!(report["format_version"], 1);
     assert_eq!(report["aa"]["pass"], 2);
     assert_eq!(report["detection_rate"]["hits"], 1);
-    assert_eq!(report["pools"][0]["commit"], "0123456789abcdef0123456789abcdef01234567");
+    assert_eq!(
+        report["pools"][0]["commit"],
+        "0123456789abcdef0123456789abcdef01234567"
+    );
     assert_eq!(report["runs"].as_array().unwrap().len(), 3);
     assert!(report["runs"][0]["pooled_from"].is_string(), "{report}");
     // Another knob: the A/A runs pool, the injected one does not.

@@ -504,7 +504,8 @@ async fn qualify(opts: &QualifyOpts) -> i32 {
     };
     // New runs from a dirty tree pooled with another commit's would be a mix no commit names
     // (a report of pooled runs alone makes none).
-    let new_runs = opts.aa_runs.unwrap_or(opts.runs) > 0 || (!opts.inject.is_empty() && opts.runs > 0);
+    let new_runs =
+        opts.aa_runs.unwrap_or(opts.runs) > 0 || (!opts.inject.is_empty() && opts.runs > 0);
     if !opts.pool.is_empty() && new_runs && settings.dirty {
         eprintln!(
             "error: cannot pool with new runs made from a work tree with uncommitted changes: \
@@ -1335,9 +1336,8 @@ fn read_pool(
             });
         }
     }
-    let count = |kind| {
-        u32::try_from(runs.iter().filter(|r| r.kind == kind).count()).unwrap_or(u32::MAX)
-    };
+    let count =
+        |kind| u32::try_from(runs.iter().filter(|r| r.kind == kind).count()).unwrap_or(u32::MAX);
     let pool = Pool {
         dir: dir.to_path_buf(),
         commit: earlier.commit.clone(),
@@ -1887,7 +1887,10 @@ mod tests {
         let (pool, runs) = read_pool(&earlier, &now, &out, &[]).unwrap();
         assert_eq!((pool.aa, pool.injected, pool.left_out_errors), (2, 1, 1));
         assert_eq!(pool.commit.as_deref(), Some("abc"));
-        assert!(runs.iter().all(|r| r.pooled_from.as_deref() == Some(earlier.as_path())));
+        assert!(
+            runs.iter()
+                .all(|r| r.pooled_from.as_deref() == Some(earlier.as_path()))
+        );
         assert_eq!(
             pool.describe(),
             format!(
@@ -1900,12 +1903,20 @@ mod tests {
         report.pools = vec![pool.clone()];
         assert_eq!((report.aa.pass, report.aa.inconclusive), (1, 1));
         assert_eq!(report.detection_rate.map(|r| (r.hits, r.of)), Some((1, 1)));
-        assert!(report.render().contains("pooled: 2 A/A and 1 injected run(s) from "));
+        assert!(
+            report
+                .render()
+                .contains("pooled: 2 A/A and 1 injected run(s) from ")
+        );
 
         // Another knob: its A/A runs pool, its injected ones do not.
         let other_knob = QualifyOpts {
             inject: vec![("DEMO_CPU_US".to_owned(), "1100".to_owned())],
-            ..QualifyOpts { paired: true, save: false, ..opts() }
+            ..QualifyOpts {
+                paired: true,
+                save: false,
+                ..opts()
+            }
         };
         let (pool, _) = read_pool(
             &earlier,
@@ -1924,7 +1935,10 @@ mod tests {
             &[],
         )
         .unwrap_err();
-        assert!(message.contains("measured another configuration"), "{message}");
+        assert!(
+            message.contains("measured another configuration"),
+            "{message}"
+        );
         // A series kept before the configuration was recorded pools on its flags, and says so.
         let old = dir.path().join("old");
         kept_series(
@@ -1942,7 +1956,11 @@ mod tests {
                 profile: Some("full".to_owned()),
                 ..opts().config
             },
-            ..QualifyOpts { paired: true, save: false, ..opts() }
+            ..QualifyOpts {
+                paired: true,
+                save: false,
+                ..opts()
+            }
         };
         let message = read_pool(
             &earlier,
@@ -1951,7 +1969,10 @@ mod tests {
             &[],
         )
         .unwrap_err();
-        assert!(message.contains("profile: \"ci\" then, \"full\" now"), "{message}");
+        assert!(
+            message.contains("profile: \"ci\" then, \"full\" now"),
+            "{message}"
+        );
         assert!(message.contains("hint: "), "{message}");
         // Twice, or this series' own directory: refused.
         let (first, _) = read_pool(&earlier, &now, &out, &[]).unwrap();
@@ -1989,7 +2010,10 @@ mod tests {
             },
         )
         .unwrap_err();
-        assert!(message.contains("--pool") && message.contains("hint: "), "{message}");
+        assert!(
+            message.contains("--pool") && message.contains("hint: "),
+            "{message}"
+        );
         let report_only = QualifyOpts {
             paired: true,
             save: false,
@@ -2275,6 +2299,7 @@ mod tests {
             "low": 0.0,
             "of": 4
           },
+          "format_version": 1,
           "goals": {
             "aa_pass_rate": false,
             "detectable_p50": true,
@@ -2292,6 +2317,7 @@ mod tests {
             "unreadable": 0
           },
           "mode": "paired",
+          "pools": [],
           "runs": [
             {
               "calibration_drift": null,

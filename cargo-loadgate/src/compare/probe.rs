@@ -195,7 +195,10 @@ mod tests {
             leak: None,
         };
         assert!(!apply_probe_checks(&mut pass, &held));
-        assert_eq!((pass.outcome, pass.rule_fired.as_str()), (VerdictOutcome::Pass, "pass"));
+        assert_eq!(
+            (pass.outcome, pass.rule_fired.as_str()),
+            (VerdictOutcome::Pass, "pass")
+        );
     }
 
     #[test]

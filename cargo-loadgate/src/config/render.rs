@@ -416,7 +416,10 @@ fn render_audit(out: &mut String, a: &AuditConfig) {
                 AuditOperand::Number(x) => format_number(*x),
                 AuditOperand::Count(count) => string(&count.to_string()),
             };
-            inline_table([("pointer", string(&c.pointer)), (c.relation.as_str(), operand)])
+            inline_table([
+                ("pointer", string(&c.pointer)),
+                (c.relation.as_str(), operand),
+            ])
         })
         .collect();
     if checks.is_empty() {
@@ -439,7 +442,11 @@ fn render_probe(out: &mut String, p: &ProbeConfig) {
     kv(
         out,
         "limits",
-        &inline_table(p.limits.iter().map(|(k, v)| (k.as_str(), format_number(*v)))),
+        &inline_table(
+            p.limits
+                .iter()
+                .map(|(k, v)| (k.as_str(), format_number(*v))),
+        ),
     );
 }
 

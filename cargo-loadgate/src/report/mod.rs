@@ -13,9 +13,9 @@ mod steps;
 mod table;
 
 pub use charts::{
-    ChartError, HISTORY_CHART, LATENCY_CHART, PAIRS_CHART, SOAK_CHART, SPIKE_CHART, THROUGHPUT_CHART,
-    history_chart_name, render_history, render_latency, render_pairs, render_soak, render_spike,
-    render_throughput, write_charts,
+    ChartError, HISTORY_CHART, LATENCY_CHART, PAIRS_CHART, SOAK_CHART, SPIKE_CHART,
+    THROUGHPUT_CHART, history_chart_name, render_history, render_latency, render_pairs,
+    render_soak, render_spike, render_throughput, write_charts,
 };
 pub use headroom::{headroom_comparison_line, headroom_lines};
 pub use junit::{junit_report, write_junit};

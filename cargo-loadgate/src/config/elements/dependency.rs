@@ -1340,10 +1340,7 @@ mod tests {
             "{all}"
         );
         // Both the env and the depends-on problems are the `profiles` line's.
-        assert!(
-            err.diagnostics().iter().all(|d| d.line == 12),
-            "{all}"
-        );
+        assert!(err.diagnostics().iter().all(|d| d.line == 12), "{all}");
     }
 
     #[test]

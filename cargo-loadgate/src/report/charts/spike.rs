@@ -3,8 +3,8 @@
 //! limit, with the moment the service was stable again.
 
 use super::draw::{
-    Area, DrawResult, GOODPUT_COLOR, INK, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR,
-    SLO_COLOR, WIDTH, draw_legend, draw_markers, heading, linear_chart, render, zero_to,
+    Area, DrawResult, GOODPUT_COLOR, INK, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, SLO_COLOR,
+    WIDTH, draw_legend, draw_markers, heading, linear_chart, render, zero_to,
 };
 use super::{ChartError, SPIKE_CHART};
 use crate::measure::Window;
@@ -155,7 +155,10 @@ fn draw_rates(
     let mut chart = linear_chart(
         &plot,
         (x, y.clone()),
-        ("time into the spike phase's measured part (s)", "requests per second"),
+        (
+            "time into the spike phase's measured part (s)",
+            "requests per second",
+        ),
     )?;
     shade(&mut chart, shaded, &y)?;
     let mut rows = vec![LegendRow::heading("per 1 s window")];
@@ -195,16 +198,15 @@ fn draw_p99(
     stable: Option<f64>,
 ) -> DrawResult {
     let (plot, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
-    let high = p99
-        .iter()
-        .map(|p| p.1)
-        .chain(limit)
-        .fold(0.0, f64::max);
+    let high = p99.iter().map(|p| p.1).chain(limit).fold(0.0, f64::max);
     let y = zero_to(high);
     let mut chart = linear_chart(
         &plot,
         (x.clone(), y.clone()),
-        ("time into the spike phase's measured part (s)", "p99 latency (ms)"),
+        (
+            "time into the spike phase's measured part (s)",
+            "p99 latency (ms)",
+        ),
     )?;
     shade(&mut chart, shaded, &y)?;
     let mut rows = vec![LegendRow::heading("per 1 s window")];

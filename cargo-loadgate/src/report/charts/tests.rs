@@ -848,7 +848,11 @@ fn spike_chart_draws_the_rates_the_p99_and_the_moment_of_stability() {
     };
     let mut head = with_spike(result(HEAD, 1.0, true), recovered);
     // A third of the answers during the spike fail.
-    for record in head.phases.iter_mut().filter(|p| p.measurement.name == "soak") {
+    for record in head
+        .phases
+        .iter_mut()
+        .filter(|p| p.measurement.name == "soak")
+    {
         for w in &mut record.measurement.windows.windows {
             if (5..10).contains(&w.start.as_secs()) {
                 w.errors = 33;
@@ -860,12 +864,18 @@ fn spike_chart_draws_the_rates_the_p99_and_the_moment_of_stability() {
         svg.contains("Spike from 60.0 to 300 sessions/s: queued"),
         "{svg}"
     );
-    assert!(svg.contains("Stable SLO again 3.0 s after the spike"), "{svg}");
+    assert!(
+        svg.contains("Stable SLO again 3.0 s after the spike"),
+        "{svg}"
+    );
     assert!(svg.contains("answered correctly"), "{svg}");
     let png = rasterize(&svg);
     // Both panels' series (sent, and the p99 of each window) are drawn in the series colour.
     assert!(count(&png, SERIES_COLOR) > 600, "a series is lost");
-    assert!(count(&png, GOODPUT_COLOR) > 300, "the correct answers are lost");
+    assert!(
+        count(&png, GOODPUT_COLOR) > 300,
+        "the correct answers are lost"
+    );
     assert!(count(&png, SLO_COLOR) > 200, "the failures are lost");
 
     // Not stable within the phase: no line, and the legend says so.
@@ -889,7 +899,10 @@ fn spike_chart_draws_the_rates_the_p99_and_the_moment_of_stability() {
     write_charts(dir.path(), &plain, None).unwrap();
     assert!(!dir.path().join(SPIKE_CHART).exists());
     let written = write_charts(dir.path(), &head, None).unwrap();
-    assert!(written.contains(&dir.path().join(SPIKE_CHART)), "{written:?}");
+    assert!(
+        written.contains(&dir.path().join(SPIKE_CHART)),
+        "{written:?}"
+    );
 }
 
 fn recovered_at(secs: u64) -> crate::plan::Recovery {

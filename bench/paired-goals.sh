@@ -6,7 +6,8 @@
 #   STEPS="slow-aa fast" bench/paired-goals.sh
 #   bench/paired-goals.sh keep            copy the finished runs into bench/results/ (to commit)
 #
-# Steps (each a `qualify --paired --resume` in its own directory under target/loadgate/paired-goals/):
+# Steps (each a `qualify --paired --resume` in its own directory under
+# target/loadgate/paired-goals/<step>/<commit>/):
 #   slow-aa    the demo with DEMO_CPU_US=1000 (p50 ≈ 1-2 ms), 20 A/A runs and 10 with
 #              DEMO_CPU_US=1080 on the head (+8% CPU: about +15% p50 at 60% of the knee)
 #   slow-p99   10 runs with DEMO_CPU_US=1100 on the head (+10% CPU: about +25% p99), no A/A runs
@@ -36,8 +37,9 @@ kept=bench/results/paired-goals
 commit=$(git rev-parse --short=12 HEAD)
 
 if [ "${1:-}" = keep ]; then
-  for s in $steps; do
-    src="$root/$s"
+  for src in $(for s in $steps; do ls -d "$root/$s"/*/ 2>/dev/null; done); do
+    src=${src%/}
+    s=$(basename "$(dirname "$src")")
     [ -f "$src/qualify-series.json" ] || continue
     if [ "$(jq -r .dirty "$src/qualify-series.json")" = true ]; then
       echo "$s: made from a dirty tree, not kept (no commit names it)" >&2
@@ -89,7 +91,7 @@ pooled() {
 step() {
   local name=$1 aa=$2 injected=$3
   shift 3
-  local out="$root/$name" pools=() d
+  local out="$root/$name/$commit" pools=() d
   for d in "$kept/$name"/*/; do
     [ -d "$d" ] && [ "$(basename "$d")" != "$commit" ] && pools+=(--pool "$d")
   done
@@ -98,7 +100,7 @@ step() {
   [ "$aa" -gt 0 ] || aa=0
   [ "$injected" -gt 0 ] || injected=0
   mkdir -p "$out"
-  echo "=== $name: $* (${#pools[@]} pool flag(s); making $aa A/A and $injected injected run(s))"
+  echo "=== $name: $* ($((${#pools[@]} / 2)) kept series pooled; making $aa A/A and $injected injected run(s))"
   # Each run is bounded by the gate's own [abort] max-duration; this bounds the whole step.
   timeout 43200 "$bin" loadgate qualify -p demo-service --paired --resume --out-dir "$out" \
     --json "$out/qualify.json" --aa-runs "$aa" --runs "$injected" ${pools[@]+"${pools[@]}"} "$@" 2>&1 |
@@ -119,7 +121,7 @@ done
 
 echo
 for s in $steps; do
-  f="$root/$s/qualify.json"
+  f="$root/$s/$commit/qualify.json"
   [ -f "$f" ] || continue
   echo "=== $s ($f)"
   jq -r '"A/A: \(.aa.pass) pass, \(.aa.regression) regression, \(.aa.inconclusive) inconclusive, \(.aa.no_verdict) no verdict",

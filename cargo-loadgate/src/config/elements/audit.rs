@@ -320,22 +320,13 @@ pub(crate) fn for_profile(
     let mut out = Vec::new();
     for raw in raws {
         if let Some(profiles) = &raw.profiles {
-            for (name, span) in profiles {
-                if !available.contains(name) {
-                    let help = suggest(name, available.iter().map(String::as_str))
-                        .map(|b| format!("did you mean `{b}`?"))
-                        .unwrap_or_else(|| format!("the profiles are: {}", available.join(", ")));
-                    cx.error(
-                        raw.file,
-                        span.clone(),
-                        format!(
-                            "audit `{}` names an unknown profile `{name}`",
-                            raw.config.name
-                        ),
-                        Some(help),
-                    );
-                }
-            }
+            super::profile::check_profile_names(
+                cx,
+                raw.file,
+                profiles,
+                available,
+                &format!("audit `{}`", raw.config.name),
+            );
             if !profiles.iter().any(|(name, _)| *name == config.profile) {
                 continue;
             }

@@ -548,19 +548,13 @@ pub(crate) fn for_profile(
 ) -> Vec<DependencyConfig> {
     let filter_of = |name: &str| filters.iter().find(|f| f.name == name);
     for f in filters {
-        for (name, span) in &f.profiles {
-            if !available.contains(name) {
-                let help = suggest(name, available.iter().map(String::as_str))
-                    .map(|b| format!("did you mean `{b}`?"))
-                    .unwrap_or_else(|| format!("the profiles are: {}", available.join(", ")));
-                cx.error(
-                    f.file,
-                    span.clone(),
-                    format!("dependency `{}` names an unknown profile `{name}`", f.name),
-                    Some(help),
-                );
-            }
-        }
+        super::profile::check_profile_names(
+            cx,
+            f.file,
+            &f.profiles,
+            available,
+            &format!("dependency `{}`", f.name),
+        );
     }
     let boots = |name: &str| {
         filter_of(name).is_none_or(|f| f.profiles.iter().any(|(p, _)| *p == config.profile))

@@ -179,6 +179,30 @@ pub(crate) fn layers_of<'a>(
 }
 
 /// Reports `inherits` values that name no profile and inheritance cycles (each cycle once).
+/// Reports each name of a `profiles` list (`[[audit]]`, `[[dependency]]`) that is not one of
+/// `available`, as "`{owner}` names an unknown profile `…`", with the nearest name or the list.
+pub(crate) fn check_profile_names(
+    cx: &Cx<'_>,
+    file: usize,
+    names: &[(String, Range<usize>)],
+    available: &[String],
+    owner: &str,
+) {
+    for (name, span) in names {
+        if !available.contains(name) {
+            let help = suggest(name, available.iter().map(String::as_str))
+                .map(|b| format!("did you mean `{b}`?"))
+                .unwrap_or_else(|| format!("the profiles are: {}", available.join(", ")));
+            cx.error(
+                file,
+                span.clone(),
+                format!("{owner} names an unknown profile `{name}`"),
+                Some(help),
+            );
+        }
+    }
+}
+
 pub(crate) fn check_inherits(
     cx: &Cx<'_>,
     user_profiles: &BTreeMap<String, Tbl<'_>>,

@@ -332,3 +332,212 @@ request = {{ path = "/health" }}
         "no target was booted"
     );
 }
+
+/// The demo beside PostgreSQL with a `[data]` tier: the demo's own schema and seed files for
+/// `accounts` accounts with the workload's `seed`, a command after the target that prints what it
+/// was handed, and a `[teardown]` that leaves a marker in the config's directory.
+fn data_config(seed: u64, accounts: u32, extra_steps: &str) -> String {
+    let sql = loadgate_tests::workspace_root().join("fixtures/demo-service/sql");
+    format!(
+        r#"
+[target]
+bin = "demo-service"
+env = {{ DATABASE_URL = "postgres://{{{{db.user}}}}@{{{{db.host}}}}:{{{{db.port}}}}/{{{{db.database}}}}" }}
+ready = {{ http = "/health", timeout = "60s", interval = "100ms" }}
+
+[[dependency]]
+name = "db"
+preset = "postgres"
+
+[data]
+tier = "small"
+vars = {{ accounts = "{accounts}" }}
+steps = [
+  {{ name = "seed", sql = ["{schema}", "{seed_sql}"], dependency = "db" }},
+  {{ name = "handed", command = "sh", args = ["-c", "echo $0 {{{{seed}}}} {{{{var.accounts}}}} $LOADGATE_TIER", "{{{{target.url}}}}"], after = "target" }},
+{extra_steps}]
+
+[teardown]
+steps = [{{ name = "mark", command = "sh", args = ["-c", "echo {{{{seed}}}} > torn-down"] }}]
+
+[workload]
+seed = {seed}
+sessions-per-sec = 10
+[[workload.operation]]
+name = "health"
+request = {{ path = "/health" }}
+
+[ramp]
+steps = ["100%"]
+hold = "1s"
+warmup = "200ms"
+refine = 0
+
+[soak]
+duration = "1s"
+
+[paired]
+mode = "stored"
+"#,
+        schema = sql.join("schema.sql").display(),
+        seed_sql = sql.join("seed.sql").display(),
+    )
+}
+
+/// `[data]` end to end: the seed file loads the same rows for one seed (the same digest of what
+/// it printed, its checksum of the rows) and other rows for another; a step after the target gets
+/// the target's URL, the seed and the variables; `[teardown]` runs at the end; nothing is left.
+#[test]
+fn data_steps_load_the_same_rows_for_a_seed_and_teardown_runs() {
+    if !postgres_or_skip("data_steps_load_the_same_rows_for_a_seed_and_teardown_runs") {
+        return;
+    }
+    let run = |seed: u64| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_config(dir.path(), &data_config(seed, 50, ""));
+        let out_dir = dir.path().join("out");
+        let (out, pid) = {
+            let _load = load_lock();
+            run_to_end(run_command(&path, &out_dir))
+        };
+        if out.code != Some(INVALID_RUN) {
+            out.assert_code(0);
+        }
+        assert_nothing_left(pid);
+        let torn = std::fs::read_to_string(dir.path().join("torn-down"))
+            .unwrap_or_else(|e| panic!("the teardown did not run ({e}):\n{}", out.stderr));
+        assert_eq!(torn.trim(), seed.to_string());
+        let result = read_result(&out_dir);
+        assert_matches_result_schema(&result);
+        let data = result["data"].clone();
+        assert_eq!(data["tier"], "small", "{data:#}");
+        assert_eq!(data["seed"], seed);
+        assert_eq!(data["vars"]["accounts"], "50");
+        assert_eq!(data["steps"][0]["name"], "seed");
+        assert_eq!(data["steps"][0]["after"], "dependencies");
+        assert_eq!(data["steps"][1]["after"], "target");
+        // The seed file's last statement prints the md5 of the rows it seeded.
+        let checksum = data["steps"][0]["output"][0].as_str().expect("its output");
+        assert!(
+            checksum.len() == 32 && checksum.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{data:#}"
+        );
+        let target_url = result["target"]["base_url"].as_str().unwrap().to_owned();
+        assert_eq!(
+            data["steps"][1]["output"][0],
+            format!("{target_url} {seed} 50 small"),
+            "{data:#}"
+        );
+        assert!(out.stderr.contains("Data seed ("), "{}", out.stderr);
+        assert!(
+            std::fs::read_to_string(out_dir.join("data-seed.log"))
+                .unwrap()
+                .contains(checksum)
+        );
+        data["steps"][0]["output_sha256"].as_str().unwrap().to_owned()
+    };
+    let first = run(42);
+    assert_eq!(run(42), first, "one seed, the same rows");
+    assert_ne!(run(43), first, "another seed, other rows");
+}
+
+/// A data step whose SQL fails ends the run with exit 20, psql's error naming the file, the line
+/// and the statement; the teardown still runs and nothing is left.
+#[test]
+fn a_failing_sql_step_exits_20_with_the_file_and_line_and_the_teardown_runs() {
+    if !postgres_or_skip("a_failing_sql_step_exits_20_with_the_file_and_line_and_the_teardown_runs")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.sql"),
+        "SELECT 1 AS fine;\nINSERT INTO nowhere VALUES (1);\n",
+    )
+    .unwrap();
+    let path = write_config(
+        dir.path(),
+        &data_config(
+            7,
+            10,
+            "  { name = \"bad\", sql = \"bad.sql\", dependency = \"db\" },\n",
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let (out, pid) = {
+        let _load = load_lock();
+        run_to_end(run_command(&path, &out_dir))
+    };
+    out.assert_code(TARGET_FAILED);
+    for expected in [
+        "data step `bad` failed: exit status 3",
+        "bad.sql:2: ERROR:  relation \"nowhere\" does not exist",
+        "hint: it ran `",
+    ] {
+        assert!(
+            out.stderr.contains(expected),
+            "{expected:?} in\n{}",
+            out.stderr
+        );
+    }
+    assert!(
+        dir.path().join("torn-down").is_file(),
+        "the teardown did not run:\n{}",
+        out.stderr
+    );
+    assert_nothing_left(pid);
+}
+
+/// SIGTERM while a data step runs: the step (and what it started) is stopped, the teardown runs
+/// first, and the database and its data directory are removed.
+#[test]
+fn sigterm_during_a_data_step_runs_the_teardown_and_leaves_nothing() {
+    if !postgres_or_skip("sigterm_during_a_data_step_runs_the_teardown_and_leaves_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("slow-step-{}", std::process::id());
+    let path = write_config(
+        dir.path(),
+        &data_config(
+            7,
+            10,
+            &format!(
+                "  {{ name = \"slow\", command = \"sh\", args = [\"-c\", \"touch started; sleep 60\", \"{marker}\"] }},\n"
+            ),
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let _load = load_lock();
+    let child = run_command(&path, &out_dir).spawn();
+    let pid = child.id();
+    let started = wait_until(Duration::from_secs(180), || {
+        dir.path().join("started").is_file()
+    });
+    if !started {
+        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "the slow step never started: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
+    let out = RunOutput::from(child.wait_with_output().unwrap());
+    out.assert_code(TERMINATED);
+    assert!(
+        dir.path().join("torn-down").is_file(),
+        "the teardown did not run:\n{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("Teardown step `mark`: done"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        processes_naming(&marker).is_empty(),
+        "the data step outlived the run"
+    );
+    assert_nothing_left(pid);
+}

@@ -33,6 +33,11 @@ pub struct Fingerprint {
     /// the proxy is never compared with a run on the host network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkPath>,
+    /// The data tier the run measured (`[data] tier`); absent without one, so fingerprints of
+    /// runs without a tier keep their keys. Two tiers never compare: the config hash differs too,
+    /// and this names why in the message about a baseline left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_tier: Option<String>,
 }
 
 /// The fingerprint of a run in `environment` against `target`, measured by loadgate `tool_version`.
@@ -58,6 +63,7 @@ pub fn fingerprint(
             .and_then(|t| t.network.as_ref())
             .map(|n| n.path)
             .filter(|p| *p == NetworkPath::Host),
+        data_tier: None,
     }
 }
 
@@ -86,11 +92,14 @@ impl Fingerprint {
     /// The fingerprint of a run result: its environment and target, and the version of the
     /// tool that measured it.
     pub fn of_result(result: &RunResult) -> Self {
-        fingerprint(
-            &result.environment,
-            result.target.as_ref(),
-            &result.tool.version,
-        )
+        Fingerprint {
+            data_tier: result.data.as_ref().and_then(|d| d.tier.clone()),
+            ..fingerprint(
+                &result.environment,
+                result.target.as_ref(),
+                &result.tool.version,
+            )
+        }
     }
 
     /// A stable short key: the first 16 hex digits of the sha256 of the fingerprint's JSON.
@@ -140,6 +149,7 @@ impl Fingerprint {
             opt(&self.network.map(NetworkPath::as_str)),
             opt(&other.network.map(NetworkPath::as_str)),
         );
+        diff("data tier", opt(&self.data_tier), opt(&other.data_tier));
         out
     }
 }
@@ -159,6 +169,7 @@ mod tests {
             engine_version: Some("20.10.24".to_owned()),
             tool_version: "0.1.0".to_owned(),
             network: None,
+            data_tier: None,
         }
     }
 
@@ -216,6 +227,27 @@ mod tests {
         assert_eq!(
             old.differences(&hosted),
             vec!["network path `none` (baseline) vs `host` (this run)".to_owned()]
+        );
+    }
+
+    /// A data tier enters the fingerprint (named in the differences); without one the key is
+    /// the one it was.
+    #[test]
+    fn a_data_tier_is_part_of_the_fingerprint_without_changing_other_keys() {
+        let none = sample();
+        let json = serde_json::to_string(&none).expect("serializes");
+        assert!(!json.contains("data_tier"), "{json}");
+        let large = Fingerprint {
+            data_tier: Some("large".to_owned()),
+            ..sample()
+        };
+        assert_ne!(large.key(), none.key());
+        assert_eq!(
+            large.differences(&Fingerprint {
+                data_tier: Some("small".to_owned()),
+                ..sample()
+            }),
+            vec!["data tier `large` (baseline) vs `small` (this run)".to_owned()]
         );
     }
 

@@ -373,6 +373,7 @@ pub(crate) mod testing {
             audits: Vec::new(),
             probes: Vec::new(),
             probe_checks: Vec::new(),
+            data: None,
         }
     }
 

@@ -150,11 +150,15 @@ pub fn find_for_result(
 ) -> Result<Baseline, BaselineError> {
     let repo = result.git.as_ref().map(|_| git_dir);
     let head = result.git.as_ref().map(|g| g.commit.as_str());
-    let fp = crate::baseline::fingerprint(
-        &result.environment,
-        result.target.as_ref(),
-        env!("CARGO_PKG_VERSION"),
-    );
+    // The data tier is part of it: stored baselines carry theirs (`Fingerprint::of_result`).
+    let fp = crate::baseline::Fingerprint {
+        data_tier: result.data.as_ref().and_then(|d| d.tier.clone()),
+        ..crate::baseline::fingerprint(
+            &result.environment,
+            result.target.as_ref(),
+            env!("CARGO_PKG_VERSION"),
+        )
+    };
     find(
         repo,
         head,

@@ -147,11 +147,63 @@ pub(super) fn load_config(opts: &super::ConfigOpts) -> Result<(PathBuf, Loadgate
     Ok((cwd, config))
 }
 
+/// The directory of the config file, where data steps run and their paths start.
+fn config_dir(config: &LoadgateConfig, cwd: &Path) -> PathBuf {
+    match config.source.path.parent() {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        Some(dir) => cwd.join(dir),
+        None => cwd.to_path_buf(),
+    }
+}
+
+/// What the `[data]` and `[teardown]` steps of `config` are filled in from.
+fn data_context<'a>(
+    config: &'a LoadgateConfig,
+    dependencies: &'a crate::targets::RunningDependencies,
+    target_url: Option<&'a str>,
+    dir: &'a Path,
+    log_dir: &'a Path,
+) -> crate::targets::DataContext<'a> {
+    crate::targets::DataContext {
+        seed: config.workload.seed,
+        tier: config.data.tier.as_deref(),
+        vars: &config.data.vars,
+        dependencies,
+        target_url,
+        dir,
+        log_dir,
+    }
+}
+
+/// One line for a `[data]` step that ran: its name, how long it took, and the last line it
+/// printed (the demo's seed file prints the checksum of the rows it loaded).
+fn announce_data_step(step: &crate::targets::DataStepRecord) {
+    eprintln!(
+        "        Data {} ({:.1} s){}",
+        step.name,
+        step.seconds,
+        step.output
+            .last()
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default()
+    );
+}
+
 /// Runs, then stops the dependencies (after the target, which every path of [`run_booted`] has
 /// stopped or dropped by then) whatever the outcome.
 async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let mut dependencies = None;
     let outcome = run_booted(opts, &mut dependencies).await;
+    if crate::targets::cleanup::stopping() {
+        // A signal's cleanup is removing what the run started, and it ends the process with the
+        // signal's code; returning now would end it first, with whatever error the kill caused.
+        std::future::pending::<()>().await;
+    }
+    // `[teardown]` after the target, before the dependencies it may reach (none is registered
+    // unless the dependencies were booted).
+    for problem in crate::targets::data::run_teardown().await {
+        eprintln!("     Warning {problem}");
+    }
     if let Some(running) = dependencies {
         for problem in running.shutdown().await {
             eprintln!("     Warning {problem}");
@@ -221,7 +273,19 @@ async fn run_booted(
             d.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
         );
     }
-    let running = dependencies.insert(running);
+    let running: &crate::targets::RunningDependencies = dependencies.insert(running);
+    // `[teardown]` is prepared and registered first, so a failing data step, an error or a
+    // signal from here on runs it; then the `[data]` steps run against the dependencies.
+    let config_dir = config_dir(&config, &cwd);
+    let before_target = data_context(&config, running, None, &config_dir, &out_dir);
+    crate::targets::data::register_teardown(&config.teardown, &before_target)?;
+    let mut data_steps = crate::targets::data::run_data(
+        &config.data,
+        crate::config::DataStage::Dependencies,
+        &before_target,
+        &announce_data_step,
+    )
+    .await?;
     let mut target_config = config.target.clone();
     target_config.env = running.render_env(&target_config.env);
     let request = BootRequest {
@@ -250,6 +314,27 @@ async fn run_booted(
         info.base_url,
         info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
     );
+    // The `[data]` steps that reach the target's API, once it is ready.
+    let after_target = crate::targets::data::run_data(
+        &config.data,
+        crate::config::DataStage::Target,
+        &data_context(
+            &config,
+            running,
+            Some(target.base_url()),
+            &config_dir,
+            &out_dir,
+        ),
+        &announce_data_step,
+    )
+    .await;
+    match after_target {
+        Ok(more) => data_steps.extend(more),
+        Err(e) => {
+            let _ = target.shutdown().await;
+            return Err(e.into());
+        }
+    }
 
     let config_hashes = ConfigHashes::of(&config, MeasurementMode::Stored);
     let mut result = RunResult {
@@ -285,6 +370,12 @@ async fn run_booted(
         audits: Vec::new(),
         probes: Vec::new(),
         probe_checks: Vec::new(),
+        data: (!config.data.is_empty()).then(|| crate::targets::DataRecord {
+            tier: config.data.tier.clone(),
+            seed: config.workload.seed,
+            vars: config.data.vars.clone(),
+            steps: data_steps,
+        }),
     };
     write_result(&result_path, &result)?;
     if let Some(base) = paired_base {
@@ -593,6 +684,17 @@ fn refuse_unjudged_checks(
         if config.slo.recovery.is_some() {
             why.push(
                 "`[slo] recovery` needs the spike after the soak, and a paired run has neither",
+            );
+        }
+        if config
+            .data
+            .steps
+            .iter()
+            .any(|s| s.after == crate::config::DataStage::Target)
+        {
+            why.push(
+                "`[data]` steps run `after = \"target\"` load one service's API, and a paired run \
+                 boots two",
             );
         }
     }

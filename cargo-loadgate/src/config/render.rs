@@ -4,7 +4,7 @@
 use super::elements::key::Section;
 use super::elements::operation::{expected_requests_per_session, keys as op};
 use super::elements::{
-    abort, gate, generator, paired, ramp, recovery, retry, slo, soak, spike, target, workload,
+    abort, data, gate, generator, paired, ramp, recovery, retry, slo, soak, spike, target, workload,
 };
 use super::error::{Diagnostic, Sources};
 use super::types::*;
@@ -326,6 +326,29 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     }
     kv(&mut out, paired::ADAPTIVE.name, &p.adaptive.to_string());
 
+    if !cfg.data.is_empty() {
+        section(&mut out, &data::SECTION);
+        if let Some(tier) = &cfg.data.tier {
+            kv(&mut out, data::TIER.name, &string(tier));
+        }
+        if !cfg.data.vars.is_empty() {
+            kv(
+                &mut out,
+                data::VARS.name,
+                &inline_table(cfg.data.vars.iter().map(|(k, v)| (k.as_str(), string(v)))),
+            );
+        }
+        kv(&mut out, data::STEPS.name, &data_steps(&cfg.data.steps, true));
+    }
+    if !cfg.teardown.steps.is_empty() {
+        section(&mut out, &data::TEARDOWN);
+        kv(
+            &mut out,
+            data::TEARDOWN_STEPS.name,
+            &data_steps(&cfg.teardown.steps, false),
+        );
+    }
+
     for d in &cfg.dependencies {
         render_dependency(&mut out, d);
     }
@@ -526,6 +549,40 @@ fn render_dependency(out: &mut String, d: &DependencyConfig) {
         &inline_table(d.env.iter().map(|(k, v)| (k.as_str(), string(v)))),
     );
     kv(out, dep::DEPENDS_ON.name, &strings(&d.depends_on));
+}
+
+/// The steps of `[data]` (with `after`) or `[teardown]`, one inline table per line. SQL files are
+/// listed where they were found, so the listing reads back from any directory.
+fn data_steps(steps: &[DataStep], with_after: bool) -> String {
+    let mut out = "[\n".to_owned();
+    for step in steps {
+        let mut entries = vec![("name", string(&step.name))];
+        match &step.action {
+            DataAction::Sql { dependency, files } => {
+                let paths: Vec<String> = files
+                    .iter()
+                    .map(|f| f.path.display().to_string())
+                    .collect();
+                entries.push(("sql", strings(&paths)));
+                entries.push(("dependency", string(dependency)));
+            }
+            DataAction::Command { command, args, env } => {
+                entries.push(("command", string(command)));
+                entries.push(("args", strings(args)));
+                entries.push((
+                    "env",
+                    inline_table(env.iter().map(|(k, v)| (k.as_str(), string(v)))),
+                ));
+            }
+        }
+        if with_after {
+            entries.push(("after", string(step.after.name())));
+        }
+        entries.push(("timeout", duration(step.timeout)));
+        let _ = writeln!(out, "  {},", inline_table(entries));
+    }
+    out.push(']');
+    out
 }
 
 /// A TOML array of basic strings.

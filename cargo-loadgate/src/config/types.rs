@@ -57,6 +57,146 @@ pub struct LoadgateConfig {
     /// Not serialized: a probe watches a measurement without changing it.
     #[serde(skip)]
     pub probes: Vec<ProbeConfig>,
+    /// `[data]`: the steps that load this profile's data tier. Not serialized: the config hash
+    /// takes its identity ([`DataConfig::identity`]: the tier, the variables, each step and the
+    /// digest of each SQL file), so that configs without one keep the hash they had.
+    #[serde(skip)]
+    pub data: DataConfig,
+    /// `[teardown]`: the steps run on every path at the end. Not serialized: they run after the
+    /// measurement and change nothing it measured.
+    #[serde(skip)]
+    pub teardown: TeardownConfig,
+}
+
+/// `[data]`: the steps that load a data tier before the measurement (issue 16, seed 004): SQL
+/// files or commands run against the dependencies once they are ready and before the target
+/// starts, or against the target once it is ready. The workload's seed is handed to every step
+/// (`{{seed}}`, psql's `:seed`), so the same seed loads the same rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DataConfig {
+    /// The tier's name (`small`, `10k`), recorded in the result; a tier is part of the config
+    /// hash, so a run on one tier never finds a baseline of another.
+    pub tier: Option<String>,
+    /// Named values handed to every step: psql variables (`:accounts`) and `{{var.NAME}}`.
+    pub vars: BTreeMap<String, String>,
+    /// The steps, in the order they run.
+    pub steps: Vec<DataStep>,
+}
+
+impl DataConfig {
+    /// Whether nothing is declared (no step and no tier).
+    pub fn is_empty(&self) -> bool {
+        self.tier.is_none() && self.vars.is_empty() && self.steps.is_empty()
+    }
+
+    /// What of it changes the measurement, for the config hash: the tier, the variables and
+    /// each step's identity (not its timeout).
+    pub fn identity(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tier": self.tier,
+            "vars": self.vars,
+            "steps": self.steps.iter().map(DataStep::identity).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// `[teardown]`: steps run at the end of every run (success, failure, Ctrl-C, SIGTERM), after the
+/// target stops and before the dependencies do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TeardownConfig {
+    /// The steps, in the order they run.
+    pub steps: Vec<DataStep>,
+}
+
+/// One step of `[data]` or `[teardown]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataStep {
+    /// Unique among the steps of its section; messages and the result name it.
+    pub name: String,
+    /// What it runs.
+    pub action: DataAction,
+    /// When it runs (`[data]`; a teardown step runs at the end).
+    pub after: DataStage,
+    /// How long it may take before it is killed and the run fails.
+    pub timeout: Duration,
+}
+
+impl DataStep {
+    /// What of it changes the data loaded: its name, when it runs, and what it runs (for SQL,
+    /// each file's name and the digest of its contents).
+    pub fn identity(&self) -> serde_json::Value {
+        let action = match &self.action {
+            DataAction::Sql { dependency, files } => serde_json::json!({
+                "sql": files.iter().map(|f| serde_json::json!({
+                    "file": f.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "sha256": f.sha256,
+                })).collect::<Vec<_>>(),
+                "dependency": dependency,
+            }),
+            DataAction::Command { command, args, env } => serde_json::json!({
+                "command": command,
+                "args": args,
+                "env": env,
+            }),
+        };
+        serde_json::json!({
+            "name": self.name,
+            "after": self.after.name(),
+            "action": action,
+        })
+    }
+}
+
+/// What a data step runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DataAction {
+    /// SQL files run in order by `psql` against a PostgreSQL dependency, stopping at the first
+    /// error (`ON_ERROR_STOP`), with the seed, the tier and `[data] vars` as psql variables.
+    Sql {
+        /// The `[[dependency]]` they run against.
+        dependency: String,
+        /// The files, resolved against the config file's directory, with their digests.
+        files: Vec<SqlFile>,
+    },
+    /// A program with arguments (templates filled in) and environment.
+    Command {
+        /// The program (a path, or a name looked up in `$PATH`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its environment, beside loadgate's own.
+        env: BTreeMap<String, String>,
+    },
+}
+
+/// An SQL file of a data step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqlFile {
+    /// Where it is (absolute, or relative to the working directory when the config's was).
+    pub path: PathBuf,
+    /// sha256 (hex) of its contents when the config was read.
+    pub sha256: String,
+}
+
+/// When a data step runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataStage {
+    /// Once the dependencies are ready, before the target starts (the default).
+    #[default]
+    Dependencies,
+    /// Once the target is ready, before the measurement: against its API.
+    Target,
+}
+
+impl DataStage {
+    /// The stage as the config writes it (`after = "…"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Dependencies => "dependencies",
+            Self::Target => "target",
+        }
+    }
 }
 
 /// A `[[probe]]`: a dependency sampled once a second during the run, with optional limits that

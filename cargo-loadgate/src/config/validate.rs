@@ -9,7 +9,7 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, audit, dependency, gate, generator, paired, probe, profile_keys, ramp,
+    SECTIONS, abort, accept, audit, data, dependency, gate, generator, paired, probe, profile_keys, ramp,
     recovery, retry, slo, soak, spike, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
@@ -222,6 +222,8 @@ fn validate_in(
                 .filter(|p| dependencies.iter().any(|d| d.name == p.dependency))
                 .cloned()
                 .collect();
+            // What the data steps name depends on the dependencies the profile boots.
+            data::check_profile(cx, &look, name, &c.data, &dependencies);
             LoadgateConfig {
                 accept: accepts.clone(),
                 audit: audit::for_profile(cx, &audits, &c, &available),
@@ -264,6 +266,8 @@ fn build(
     let abort = abort::build(cx, look);
     let gate = gate::build(cx, look);
     let paired = paired::build(cx, look);
+    let data = data::build(cx, look);
+    let teardown = data::build_teardown(cx, look);
     if let (Some(slo), Some(ramp)) = (&slo, &ramp) {
         slo::check_headroom_reachable(cx, look, profile, slo, ramp);
     }
@@ -287,6 +291,8 @@ fn build(
         abort: abort?,
         gate: gate?,
         paired: paired?,
+        data: data?,
+        teardown: teardown?,
         accept: Vec::new(),
         dependencies: Vec::new(),
         audit: Vec::new(),
@@ -542,10 +548,18 @@ mod tests {
     }
 
     fn demo_config() -> String {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo-service/loadgate.toml");
-        std::fs::read_to_string(path).expect("the demo's loadgate.toml is readable")
+        std::fs::read_to_string(demo_path()).expect("the demo's loadgate.toml is readable")
     }
+
+    /// Where the demo's loadgate.toml is, whatever the tests' working directory: its `[data]`
+    /// steps name SQL files beside it, which the config reads.
+    fn demo_path() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/demo-service/loadgate.toml")
+    }
+
+    /// How the pins and snapshots name the demo's config: relative to the workspace, the same on
+    /// every machine.
+    const DEMO_PATH_SHOWN: &str = "fixtures/demo-service/loadgate.toml";
 
     #[test_case("default")]
     #[test_case("quick")]
@@ -555,7 +569,7 @@ mod tests {
         let demo = demo_package();
         let cfg = parse_config_str(
             &demo_config(),
-            Path::new("fixtures/demo-service/loadgate.toml"),
+            &demo_path(),
             Some(demo),
             profile,
         )
@@ -589,7 +603,7 @@ mod tests {
             .map(|l| format!("{}\n", l.trim_start_matches("# ")))
             .collect();
         let text = format!("{}{example}", &demo[..start]);
-        let path = Path::new("loadgate.toml");
+        let path = &demo_path();
         let ci = parse_config_str(&text, path, Some(demo_package()), "ci")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(ci.soak.duration, Duration::from_secs(30));
@@ -646,12 +660,14 @@ mod tests {
         let demo = demo_package();
         let cfg = parse_config_str(
             &demo_config(),
-            Path::new("fixtures/demo-service/loadgate.toml"),
+            &demo_path(),
             Some(demo),
             "quick",
         )
         .unwrap();
-        insta::assert_snapshot!(crate::config::render_resolved(&cfg));
+        let listing = crate::config::render_resolved(&cfg)
+            .replace(&demo_path().display().to_string(), DEMO_PATH_SHOWN);
+        insta::assert_snapshot!(listing);
     }
 
     /// The serialized config is what the config hashes are taken over (`result/hash.rs`: the
@@ -666,7 +682,7 @@ mod tests {
     #[test]
     fn the_serialized_config_does_not_change() {
         let demo = demo_config();
-        let demo_path = Path::new("fixtures/demo-service/loadgate.toml");
+        let demo_path = &demo_path();
         let json = |cfg: &LoadgateConfig| serde_json::to_value(cfg).expect("the config serializes");
         let mut configs = Vec::new();
         for profile in BUILTIN_PROFILES {
@@ -683,6 +699,10 @@ mod tests {
         let mut got = Vec::new();
         let mut before_paired = Vec::new();
         for (name, mut json) in configs {
+            // Pinned as read from the workspace's root, wherever the tests run.
+            if name.starts_with("demo ") {
+                json["source"]["path"] = serde_json::Value::from(DEMO_PATH_SHOWN);
+            }
             got.push(format!("{name} {}", hash(&json)));
             let map = json.as_object_mut().expect("an object");
             map.remove("paired");
@@ -729,7 +749,7 @@ mod tests {
     #[test]
     fn the_resolved_listing_reads_back_as_the_same_config() {
         let demo = demo_package();
-        let path = Path::new("fixtures/demo-service/loadgate.toml");
+        let path = &demo_path();
         for profile in BUILTIN_PROFILES {
             let cfg = parse_config_str(&demo_config(), path, Some(demo.clone()), profile).unwrap();
             let listing = crate::config::render_resolved(&cfg);

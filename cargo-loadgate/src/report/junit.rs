@@ -427,6 +427,7 @@ mod tests {
             audits: Vec::new(),
             probes: Vec::new(),
             probe_checks: Vec::new(),
+            data: None,
         }
     }
 

@@ -549,6 +549,7 @@ pub(in crate::report) mod tests {
             audits: Vec::new(),
             probes: Vec::new(),
             probe_checks: Vec::new(),
+            data: None,
         }
     }
 

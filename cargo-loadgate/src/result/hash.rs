@@ -45,6 +45,10 @@ struct Measured<'a> {
     /// hash.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     dependencies: Vec<serde_json::Value>,
+    /// The data tier: `[data]`'s tier, variables and steps, with each SQL file's digest
+    /// (`DataConfig::identity`). Absent without `[data]`, so those configs keep their hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<serde_json::Value>,
 }
 
 /// sha256 (hex) of what in `config` changes the measurement, with the `mode` of the run: not
@@ -61,6 +65,9 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         dependencies,
         // Sent after the measurement; it reads the service without changing what was measured.
         audit: _,
+        // Run at the end; it changes nothing the run measured.
+        teardown: _,
+        data,
         recovery: _,
         paired,
         target,
@@ -87,6 +94,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
             .iter()
             .map(crate::config::DependencyConfig::identity)
             .collect(),
+        data: (!data.is_empty()).then(|| data.identity()),
     };
     let value = serde_json::to_value(measured).unwrap_or(serde_json::Value::Null);
     hex_sha256(value.to_string().as_bytes())
@@ -103,6 +111,10 @@ pub fn legacy_config_hash(config: &LoadgateConfig) -> String {
         if let Some(gate) = map.get_mut("gate").and_then(|g| g.as_object_mut()) {
             gate.remove("p50_floor");
             gate.remove("p99_floor");
+        }
+        // Nor a data tier.
+        if !config.data.is_empty() {
+            map.insert("data".to_owned(), config.data.identity());
         }
         // No legacy result had dependencies: a config with some never matches one.
         if !config.dependencies.is_empty() {

@@ -102,6 +102,10 @@ pub struct RunResult {
     /// order; absent when the config has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<crate::targets::DependencyInfo>,
+    /// `[data]` as it ran: the tier, the seed and each step with the digest of its output;
+    /// absent when the profile loads no data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<crate::targets::DataRecord>,
     /// The post-run audits (`[[audit]]`), in the order written; absent when the config has
     /// none (and in results written before audits existed). A failed audit, or one that could
     /// not run, makes the verdict a regression (`compare::settle_audits`).

@@ -33,6 +33,9 @@ struct Registry {
     /// Process groups whose leader stops on another signal than SIGTERM (PostgreSQL: SIGINT, its
     /// fast shutdown); the signal goes to the leader alone, which stops its group itself.
     leader_signals: Vec<(i32, Signal)>,
+    /// The `[teardown]` steps, prepared: run first on a signal or a panic, while the
+    /// dependencies they reach still run.
+    teardown: Vec<super::data::PreparedStep>,
 }
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -43,6 +46,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         worktrees: Vec::new(),
         temp_dirs: Vec::new(),
         leader_signals: Vec::new(),
+        teardown: Vec::new(),
     });
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -92,6 +96,18 @@ fn leader_signal(pgid: i32) -> Option<Signal> {
         .iter()
         .find(|&&(p, _)| p == pgid)
         .map(|&(_, s)| s)
+}
+
+/// Records the `[teardown]` steps of this run (replacing any recorded before), to be run first if
+/// the run ends by a signal or a panic.
+pub fn register_teardown(steps: Vec<super::data::PreparedStep>) {
+    registry().teardown = steps;
+}
+
+/// Takes the recorded `[teardown]` steps out of the registry (so that of the normal path and a
+/// signal, only one runs them).
+pub fn take_teardown() -> Vec<super::data::PreparedStep> {
+    std::mem::take(&mut registry().teardown)
 }
 
 /// Records a temporary directory this run created, to be removed (after every registered process
@@ -208,6 +224,7 @@ pub fn install_cleanup_handlers(on_signal: fn(StopSignal) -> !) -> Result<(), Ta
             _ = sigint.recv() => StopSignal::Interrupt,
             _ = sigterm.recv() => StopSignal::Terminate,
         };
+        STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = tokio::task::spawn_blocking(cleanup_all_blocking).await;
         on_signal(signal);
     });
@@ -217,6 +234,17 @@ pub fn install_cleanup_handlers(on_signal: fn(StopSignal) -> !) -> Result<(), Ta
         previous(info);
     }));
     Ok(())
+}
+
+/// Set once a signal is being handled: the cleanup is under way and ends the process with the
+/// signal's exit code. See [`stopping`].
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a signal is being handled. What the cleanup kills fails in the run's own task (a data
+/// step, the target), whose error would end the process with its own code while the cleanup still
+/// removes what is left; a command that sees this waits for the signal path to end it instead.
+pub fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// What a cleanup removed.
@@ -235,6 +263,11 @@ pub struct CleanupSummary {
 /// Removes everything registered, synchronously and bounded in time (a few seconds per kind).
 /// Safe to call from a panic hook, a signal task or `Drop`, inside or outside a runtime.
 pub fn cleanup_all_blocking() -> CleanupSummary {
+    // The teardown first, while the dependencies it reaches still run; each is bounded.
+    for step in take_teardown() {
+        let outcome = super::data::run_blocking(&step, super::data::TEARDOWN_ON_SIGNAL);
+        eprintln!("    Teardown step `{}`: {outcome}", step.name);
+    }
     let (containers, run_ids, groups, temp_dirs) = {
         let mut r = registry();
         (

@@ -122,7 +122,8 @@ impl RunningDependencies {
         render_references(text, |name, field| self.value(name, field))
     }
 
-    fn value(&self, name: &str, field: &str) -> Option<String> {
+    /// `field` of the dependency `name` (`url`, `host`, …), when it runs and has one.
+    pub fn value(&self, name: &str, field: &str) -> Option<String> {
         self.running
             .iter()
             .find(|r| r.info.name == name)

@@ -188,6 +188,22 @@ pub enum TargetError {
         /// How to get it.
         help: String,
     },
+    /// A `[data]` step (SQL files through psql, or a command) failed, timed out or could not start:
+    /// the data the run needs is not there, so nothing is measured.
+    #[error(
+        "data step `{name}` failed: {status}{}",
+        render_tail(&format!("`{name}` output"), output_tail)
+    )]
+    DataStepFailed {
+        /// The step's name.
+        name: String,
+        /// What ran, as a person would type it.
+        command: String,
+        /// Its exit status, the signal that ended it, its timeout, or why it could not start.
+        status: String,
+        /// The last lines of its output (psql names the failing file, line and statement).
+        output_tail: Vec<String>,
+    },
     /// A Docker engine call failed.
     #[error("docker engine: failed to {context}")]
     Engine {
@@ -230,6 +246,7 @@ impl TargetError {
             | Self::DependencyNotReady(_)
             | Self::DependencyExited { .. }
             | Self::DependencyUnavailable { .. }
+            | Self::DataStepFailed { .. }
             | Self::Engine { .. } => TargetErrorKind::Target,
         }
     }
@@ -278,6 +295,10 @@ impl TargetError {
                 "the dependency's own output above says why it stopped".into()
             }
             Self::DependencyUnavailable { help, .. } => help.clone(),
+            Self::DataStepFailed { command, .. } => format!(
+                "it ran `{command}`; its output above names what failed (psql: the file, line and \
+                 statement); its whole output is in the run's `data-*.log`"
+            ),
             Self::Engine { .. } | Self::Io { .. } => return None,
         })
     }
@@ -289,6 +310,7 @@ impl TargetError {
             | Self::Crashed { log_tail, .. }
             | Self::PortInUse { log_tail, .. }
             | Self::DependencyExited { log_tail, .. } => log_tail,
+            Self::DataStepFailed { output_tail, .. } => output_tail,
             Self::DependencyNotReady(e) => &e.log_tail,
             Self::Build { stderr_tail, .. } => stderr_tail,
             _ => &[],
@@ -469,6 +491,19 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
             },
         ),
         (
+            "data_step_failed",
+            TargetError::DataStepFailed {
+                name: "seed".into(),
+                command: "psql -f sql/seed.sql".into(),
+                status: "exit status 3".into(),
+                output_tail: vec![
+                    "psql:sql/seed.sql:9: ERROR:  relation \"acounts\" does not exist".into(),
+                    "LINE 1: INSERT INTO acounts (id, owner) SELECT 'acc-seed-1', 'seed-user-1'"
+                        .into(),
+                ],
+            },
+        ),
+        (
             "engine",
             TargetError::engine(
                 "create the container",
@@ -524,6 +559,7 @@ mod tests {
     #[test_case("dependency_not_ready", TargetErrorKind::Target)]
     #[test_case("dependency_exited", TargetErrorKind::Target)]
     #[test_case("dependency_unavailable", TargetErrorKind::Target)]
+    #[test_case("data_step_failed", TargetErrorKind::Target)]
     #[test_case("engine", TargetErrorKind::Target)]
     #[test_case("engine_network_elsewhere", TargetErrorKind::Target)]
     #[test_case("io", TargetErrorKind::Io)]

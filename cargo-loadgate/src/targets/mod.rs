@@ -11,6 +11,7 @@ pub mod base;
 mod boot;
 pub mod cleanup;
 mod container;
+pub mod data;
 mod dependency;
 pub(crate) mod docker;
 mod error;
@@ -33,6 +34,7 @@ pub use cleanup::{StopSignal, install_cleanup_handlers};
 pub use dependency::{
     DEPENDENCY_SHUTDOWN_GRACE, DependencyInfo, RunningDependencies, boot_dependencies, resolve_kind,
 };
+pub use data::{DataContext, DataRecord, DataStepRecord};
 pub use docker::{DockerInfo, detect_docker};
 #[cfg(test)]
 pub(crate) use error::examples as error_examples;

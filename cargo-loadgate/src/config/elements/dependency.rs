@@ -402,7 +402,7 @@ pub fn render_references(s: &str, value: impl Fn(&str, &str) -> Option<String>) 
 }
 
 /// Whether `field` of a dependency running `source` has a value.
-fn field_available(source: &DependencySource, field: &str) -> Result<(), String> {
+pub(crate) fn field_available(source: &DependencySource, field: &str) -> Result<(), String> {
     let preset = matches!(
         source,
         DependencySource::Preset {
@@ -742,7 +742,7 @@ fn check_templates(
     }
 }
 
-fn undeclared(cx: &Cx<'_>, v: Val<'_>, name: &str, declared: &[&str], place: &str) {
+pub(crate) fn undeclared(cx: &Cx<'_>, v: Val<'_>, name: &str, declared: &[&str], place: &str) {
     let help = match suggest(name, declared.iter().copied()) {
         Some(best) => format!("did you mean `{best}`?"),
         None if declared.is_empty() => {
@@ -1454,7 +1454,7 @@ mod tests {
     #[test_case("[[dependency]]\nname = \"a\"\ncommand = \"x\"\nenv = { B = \"{{b.port}}\" }\n[[dependency]]\nname = \"b\"\ncommand = \"y\"\n", 9, 13, "dependency `a` names `b`, which is not booted before it", Some("add \"b\" to its `depends-on`"); "template without depends-on")]
     #[test_case("[[dependency]]\nname = \"a\"\ncommand = \"x\"\nport = 5000\n[[dependency]]\nname = \"b\"\ncommand = \"y\"\nport = 5000\n", 13, 8, "dependencies `a` and `b` both listen on port 5000", Some("give one another port, or leave `port` out for a free one"); "port clash")]
     #[test_case("[[dependency]]\nname = \"self\"\ncommand = \"x\"\n", 7, 8, "`self` cannot name a dependency", Some("`{{self.port}}` is how a dependency names itself; choose another name"); "self as a name")]
-    #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `recovery`, `abort`, `gate`, `paired`"); "in a profile")]
+    #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `recovery`, `abort`, `gate`, `paired`, `data`, `teardown`"); "in a profile")]
     fn one_problem_is_reported(
         extra: &str,
         line: usize,

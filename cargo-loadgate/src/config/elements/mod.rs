@@ -5,6 +5,7 @@
 pub(crate) mod abort;
 pub(crate) mod accept;
 pub(crate) mod audit;
+pub(crate) mod data;
 pub(crate) mod dependency;
 pub(crate) mod gate;
 pub(crate) mod generator;
@@ -25,7 +26,7 @@ pub(crate) mod workload;
 use key::Section;
 
 /// Every section, in the order messages list them.
-pub(crate) const SECTIONS: [&Section; 11] = [
+pub(crate) const SECTIONS: [&Section; 13] = [
     &target::SECTION,
     &slo::SECTION,
     &workload::SECTION,
@@ -37,6 +38,8 @@ pub(crate) const SECTIONS: [&Section; 11] = [
     &abort::SECTION,
     &gate::SECTION,
     &paired::SECTION,
+    &data::SECTION,
+    &data::TEARDOWN,
 ];
 
 /// The keys of the top level: the sections and the profiles.

@@ -434,7 +434,10 @@ fn data_steps_load_the_same_rows_for_a_seed_and_teardown_runs() {
                 .unwrap()
                 .contains(checksum)
         );
-        data["steps"][0]["output_sha256"].as_str().unwrap().to_owned()
+        data["steps"][0]["output_sha256"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
     let first = run(42);
     assert_eq!(run(42), first, "one seed, the same rows");

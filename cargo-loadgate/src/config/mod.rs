@@ -15,13 +15,13 @@ mod types;
 mod units;
 mod validate;
 
+pub use elements::data::{
+    DEFAULT_STEP_TIMEOUT, DataReference, SEED as DATA_SEED, TARGET as DATA_TARGET,
+    TIER_TEMPLATE as DATA_TIER, VAR as DATA_VAR, data_references, render_data,
+};
 pub use elements::dependency::{
     FIELDS as DEPENDENCY_FIELDS, boot_order, postgres_ready_command, references, render_references,
     url_host_port,
-};
-pub use elements::data::{
-    DEFAULT_STEP_TIMEOUT, SEED as DATA_SEED, TARGET as DATA_TARGET, TIER_TEMPLATE as DATA_TIER,
-    VAR as DATA_VAR, DataReference, data_references, render_data,
 };
 pub use elements::operation::{
     BUILTIN_VARIABLES, METHODS, check_json_pointer, expected_requests_per_session,

@@ -338,7 +338,11 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
                 &inline_table(cfg.data.vars.iter().map(|(k, v)| (k.as_str(), string(v)))),
             );
         }
-        kv(&mut out, data::STEPS.name, &data_steps(&cfg.data.steps, true));
+        kv(
+            &mut out,
+            data::STEPS.name,
+            &data_steps(&cfg.data.steps, true),
+        );
     }
     if !cfg.teardown.steps.is_empty() {
         section(&mut out, &data::TEARDOWN);
@@ -559,10 +563,8 @@ fn data_steps(steps: &[DataStep], with_after: bool) -> String {
         let mut entries = vec![("name", string(&step.name))];
         match &step.action {
             DataAction::Sql { dependency, files } => {
-                let paths: Vec<String> = files
-                    .iter()
-                    .map(|f| f.path.display().to_string())
-                    .collect();
+                let paths: Vec<String> =
+                    files.iter().map(|f| f.path.display().to_string()).collect();
                 entries.push(("sql", strings(&paths)));
                 entries.push(("dependency", string(dependency)));
             }

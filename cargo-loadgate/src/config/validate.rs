@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, audit, data, dependency, gate, generator, paired, probe, profile_keys, ramp,
-    recovery, retry, slo, soak, spike, target, top_keys, workload,
+    SECTIONS, abort, accept, audit, data, dependency, gate, generator, paired, probe, profile_keys,
+    ramp, recovery, retry, slo, soak, spike, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -567,13 +567,8 @@ mod tests {
     #[test_case("full")]
     fn the_demo_config_loads_for_every_built_in_profile(profile: &str) {
         let demo = demo_package();
-        let cfg = parse_config_str(
-            &demo_config(),
-            &demo_path(),
-            Some(demo),
-            profile,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let cfg = parse_config_str(&demo_config(), &demo_path(), Some(demo), profile)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             cfg.target.source,
             TargetSource::Bin {
@@ -658,13 +653,7 @@ mod tests {
     #[test]
     fn the_demo_config_resolves_to_this_listing() {
         let demo = demo_package();
-        let cfg = parse_config_str(
-            &demo_config(),
-            &demo_path(),
-            Some(demo),
-            "quick",
-        )
-        .unwrap();
+        let cfg = parse_config_str(&demo_config(), &demo_path(), Some(demo), "quick").unwrap();
         let listing = crate::config::render_resolved(&cfg)
             .replace(&demo_path().display().to_string(), DEMO_PATH_SHOWN);
         insta::assert_snapshot!(listing);

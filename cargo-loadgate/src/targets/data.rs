@@ -15,7 +15,7 @@
 //! signal or a panic runs them first thing, before anything is killed ([`run_blocking`]).
 
 use super::{
-    RunningDependencies, TargetError,
+    DataStepFailure, RunningDependencies, TargetError,
     cleanup::{register_process_group, unregister_process_group},
     process::describe_status,
 };
@@ -165,16 +165,17 @@ impl PreparedStep {
 
     /// The file its whole output is written to.
     pub fn log_path(&self) -> PathBuf {
-        self.log_dir.join(format!("{}-{}.log", self.section, self.name))
+        self.log_dir
+            .join(format!("{}-{}.log", self.section, self.name))
     }
 
     fn failed(&self, status: String, output_tail: Vec<String>) -> TargetError {
-        TargetError::DataStepFailed {
+        TargetError::DataStepFailed(Box::new(DataStepFailure {
             name: self.name.clone(),
             command: self.shown(),
             status,
             output_tail,
-        }
+        }))
     }
 }
 
@@ -213,11 +214,13 @@ pub fn prepare(
     }
     let (program, args) = match &step.action {
         DataAction::Sql { dependency, files } => {
-            let unable = |status: String| TargetError::DataStepFailed {
-                name: step.name.clone(),
-                command: "psql".into(),
-                status,
-                output_tail: Vec::new(),
+            let unable = |status: String| {
+                TargetError::DataStepFailed(Box::new(DataStepFailure {
+                    name: step.name.clone(),
+                    command: "psql".into(),
+                    status,
+                    output_tail: Vec::new(),
+                }))
             };
             let url = cx.dependencies.value(dependency, "url").ok_or_else(|| {
                 unable(format!(
@@ -385,10 +388,7 @@ pub async fn run_data(
 
 /// Prepares the `[teardown]` steps and registers them, so that a signal or a panic runs them
 /// too; [`run_teardown`] runs them on the normal path.
-pub fn register_teardown(
-    config: &TeardownConfig,
-    cx: &DataContext<'_>,
-) -> Result<(), TargetError> {
+pub fn register_teardown(config: &TeardownConfig, cx: &DataContext<'_>) -> Result<(), TargetError> {
     let steps = config
         .steps
         .iter()
@@ -405,14 +405,12 @@ pub async fn run_teardown() -> Vec<String> {
     for step in super::cleanup::take_teardown() {
         if let Err(e) = run_step(&step).await {
             problems.push(match e {
-                TargetError::DataStepFailed {
-                    name,
-                    status,
-                    output_tail,
-                    ..
-                } => format!(
-                    "teardown step `{name}` failed: {status}{} (its output: {})",
-                    output_tail
+                TargetError::DataStepFailed(failure) => format!(
+                    "teardown step `{}` failed: {}{} (its output: {})",
+                    failure.name,
+                    failure.status,
+                    failure
+                        .output_tail
                         .last()
                         .map(|l| format!("; last line: {l}"))
                         .unwrap_or_default(),
@@ -519,8 +517,16 @@ mod tests {
             ]
         );
         assert!(prepared.env.contains(&("HOST".into(), "127.0.0.1".into())));
-        assert!(prepared.env.contains(&("LOADGATE_SEED".into(), "42".into())));
-        assert!(prepared.env.contains(&("LOADGATE_TIER".into(), "small".into())));
+        assert!(
+            prepared
+                .env
+                .contains(&("LOADGATE_SEED".into(), "42".into()))
+        );
+        assert!(
+            prepared
+                .env
+                .contains(&("LOADGATE_TIER".into(), "small".into()))
+        );
         assert_eq!(prepared.dir, dir);
         assert_eq!(
             prepared.shown(),
@@ -543,7 +549,10 @@ mod tests {
             timeout: Duration::from_secs(5),
         };
         let err = prepare(&step, "data", &context(&vars, &deps, &dir)).expect_err("no db");
-        assert!(err.to_string().contains("dependency `db` is not running"), "{err}");
+        assert!(
+            err.to_string().contains("dependency `db` is not running"),
+            "{err}"
+        );
         assert_eq!(err.kind(), crate::targets::TargetErrorKind::Target);
     }
 
@@ -555,7 +564,10 @@ mod tests {
             .expect("it succeeds");
         assert_eq!(String::from_utf8_lossy(&out), "rows=42\n");
         let log = std::fs::read_to_string(logs.path().join("data-t.log")).expect("its log");
-        assert!(log.starts_with("$ sh -c 'echo rows=$LOADGATE_SEED'\n"), "{log}");
+        assert!(
+            log.starts_with("$ sh -c 'echo rows=$LOADGATE_SEED'\n"),
+            "{log}"
+        );
         assert!(log.contains("rows=42"), "{log}");
 
         let err = run_step(&step(
@@ -564,17 +576,15 @@ mod tests {
         ))
         .await
         .expect_err("it fails");
-        let TargetError::DataStepFailed {
-            status,
-            output_tail,
-            ..
-        } = &err
-        else {
+        let TargetError::DataStepFailed(failure) = &err else {
             panic!("{err:?}");
         };
-        assert_eq!(status, "exit status 3");
-        assert_eq!(output_tail, &vec!["ERROR: no table".to_owned()]);
-        assert!(err.to_string().starts_with("data step `t` failed: exit status 3"));
+        assert_eq!(failure.status, "exit status 3");
+        assert_eq!(failure.output_tail, vec!["ERROR: no table".to_owned()]);
+        assert!(
+            err.to_string()
+                .starts_with("data step `t` failed: exit status 3")
+        );
     }
 
     #[tokio::test]

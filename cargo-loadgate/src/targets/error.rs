@@ -21,6 +21,19 @@ pub struct DependencyNotReady {
     pub log_tail: Vec<String>,
 }
 
+/// What [`TargetError::DataStepFailed`] reports.
+#[derive(Debug)]
+pub struct DataStepFailure {
+    /// The step's name.
+    pub name: String,
+    /// What ran, as a person would type it.
+    pub command: String,
+    /// Its exit status, the signal that ended it, its timeout, or why it could not start.
+    pub status: String,
+    /// The last lines of its output (psql names the failing file, line and statement).
+    pub output_tail: Vec<String>,
+}
+
 /// What kind of failure a [`TargetError`] is; the command line picks the exit code from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TargetErrorKind {
@@ -189,21 +202,15 @@ pub enum TargetError {
         help: String,
     },
     /// A `[data]` step (SQL files through psql, or a command) failed, timed out or could not start:
-    /// the data the run needs is not there, so nothing is measured.
+    /// the data the run needs is not there, so nothing is measured (boxed, like
+    /// [`Self::DependencyNotReady`]).
     #[error(
-        "data step `{name}` failed: {status}{}",
-        render_tail(&format!("`{name}` output"), output_tail)
+        "data step `{}` failed: {}{}",
+        .0.name,
+        .0.status,
+        render_tail(&format!("`{}` output", .0.name), &.0.output_tail)
     )]
-    DataStepFailed {
-        /// The step's name.
-        name: String,
-        /// What ran, as a person would type it.
-        command: String,
-        /// Its exit status, the signal that ended it, its timeout, or why it could not start.
-        status: String,
-        /// The last lines of its output (psql names the failing file, line and statement).
-        output_tail: Vec<String>,
-    },
+    DataStepFailed(Box<DataStepFailure>),
     /// A Docker engine call failed.
     #[error("docker engine: failed to {context}")]
     Engine {
@@ -246,7 +253,7 @@ impl TargetError {
             | Self::DependencyNotReady(_)
             | Self::DependencyExited { .. }
             | Self::DependencyUnavailable { .. }
-            | Self::DataStepFailed { .. }
+            | Self::DataStepFailed(_)
             | Self::Engine { .. } => TargetErrorKind::Target,
         }
     }
@@ -295,9 +302,10 @@ impl TargetError {
                 "the dependency's own output above says why it stopped".into()
             }
             Self::DependencyUnavailable { help, .. } => help.clone(),
-            Self::DataStepFailed { command, .. } => format!(
-                "it ran `{command}`; its output above names what failed (psql: the file, line and \
-                 statement); its whole output is in the run's `data-*.log`"
+            Self::DataStepFailed(e) => format!(
+                "it ran `{}`; its output above names what failed (psql: the file, line and \
+                 statement); its whole output is in the run's `data-*.log`",
+                e.command
             ),
             Self::Engine { .. } | Self::Io { .. } => return None,
         })
@@ -310,7 +318,7 @@ impl TargetError {
             | Self::Crashed { log_tail, .. }
             | Self::PortInUse { log_tail, .. }
             | Self::DependencyExited { log_tail, .. } => log_tail,
-            Self::DataStepFailed { output_tail, .. } => output_tail,
+            Self::DataStepFailed(e) => &e.output_tail,
             Self::DependencyNotReady(e) => &e.log_tail,
             Self::Build { stderr_tail, .. } => stderr_tail,
             _ => &[],
@@ -492,7 +500,7 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
         ),
         (
             "data_step_failed",
-            TargetError::DataStepFailed {
+            TargetError::DataStepFailed(Box::new(DataStepFailure {
                 name: "seed".into(),
                 command: "psql -f sql/seed.sql".into(),
                 status: "exit status 3".into(),
@@ -501,7 +509,7 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
                     "LINE 1: INSERT INTO acounts (id, owner) SELECT 'acc-seed-1', 'seed-user-1'"
                         .into(),
                 ],
-            },
+            })),
         ),
         (
             "engine",

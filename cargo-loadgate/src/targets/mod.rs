@@ -31,14 +31,14 @@ pub use base::{
 };
 pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot, innermost};
 pub use cleanup::{StopSignal, install_cleanup_handlers};
+pub use data::{DataContext, DataRecord, DataStepRecord};
 pub use dependency::{
     DEPENDENCY_SHUTDOWN_GRACE, DependencyInfo, RunningDependencies, boot_dependencies, resolve_kind,
 };
-pub use data::{DataContext, DataRecord, DataStepRecord};
 pub use docker::{DockerInfo, detect_docker};
 #[cfg(test)]
 pub(crate) use error::examples as error_examples;
-pub use error::{ERROR_LOG_LINES, TargetError, TargetErrorKind};
+pub use error::{DataStepFailure, ERROR_LOG_LINES, TargetError, TargetErrorKind};
 pub use event::BootEvent;
 pub use network::{NetworkInfo, NetworkPath};
 pub use probe::{PROBE_CONNECT_TIMEOUT, PostgresProbe, ProbeSampler};

@@ -96,8 +96,7 @@ const STEP_KEYS: &[&str] = &[
 ];
 
 /// An example of a step, for messages.
-const STEP_EXAMPLE: &str =
-    "{ name = \"seed\", sql = [\"sql/seed.sql\"], dependency = \"db\" }";
+const STEP_EXAMPLE: &str = "{ name = \"seed\", sql = [\"sql/seed.sql\"], dependency = \"db\" }";
 
 fn tier(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
     let s = non_empty(cx, v, what)?;
@@ -209,7 +208,12 @@ fn steps(cx: &Cx<'_>, v: Val<'_>, what: &str, teardown: bool) -> Option<Vec<Data
 
 fn step(cx: &Cx<'_>, v: Val<'_>, what: &str, index: usize, teardown: bool) -> Option<DataStep> {
     let fallback = format!("step {} of {what}", index + 1);
-    let t = Tbl::of(cx, v, fallback.clone(), &format!("a table like {STEP_EXAMPLE}"))?;
+    let t = Tbl::of(
+        cx,
+        v,
+        fallback.clone(),
+        &format!("a table like {STEP_EXAMPLE}"),
+    )?;
     let name = t
         .required(cx, "name", &fallback, "add e.g. name = \"seed\"")
         .and_then(|n| step_name(cx, n));
@@ -520,7 +524,10 @@ pub(crate) fn check_profile(
     dependencies: &[DependencyConfig],
 ) {
     let booted: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
-    for (section, key) in [(SECTION.name, STEPS.name), (TEARDOWN.name, TEARDOWN_STEPS.name)] {
+    for (section, key) in [
+        (SECTION.name, STEPS.name),
+        (TEARDOWN.name, TEARDOWN_STEPS.name),
+    ] {
         let Some(list) = look.get(&[section, key]) else {
             continue;
         };
@@ -592,10 +599,7 @@ pub(crate) fn check_profile(
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one place, one profile's facts"
-)]
+#[expect(clippy::too_many_arguments, reason = "one place, one profile's facts")]
 fn check_reference(
     cx: &Cx<'_>,
     v: Val<'_>,
@@ -722,15 +726,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         std::fs::write(dir.path().join("seed.sql"), "SELECT :'seed';\n").expect("write seed.sql");
         let path = dir.path().join("loadgate.toml");
-        let result =
-            crate::config::parse_config_str(&with_workload(text), &path, None, profile);
+        let result = crate::config::parse_config_str(&with_workload(text), &path, None, profile);
         (dir, result)
     }
 
     const DB: &str = "[[dependency]]\nname = \"db\"\npreset = \"postgres\"\nkind = \"process\"\n";
 
     fn messages(err: &crate::config::ConfigError) -> Vec<String> {
-        err.diagnostics().iter().map(|d| d.message.clone()).collect()
+        err.diagnostics()
+            .iter()
+            .map(|d| d.message.clone())
+            .collect()
     }
 
     #[test]
@@ -908,7 +914,10 @@ mod tests {
         let cfg = cfg.expect("valid");
         assert_eq!(cfg.teardown.steps[0].timeout, Duration::from_secs(10));
         let listing = crate::config::render_resolved(&cfg);
-        assert!(listing.contains("\n[data]\ntier = \"small\"\n"), "{listing}");
+        assert!(
+            listing.contains("\n[data]\ntier = \"small\"\n"),
+            "{listing}"
+        );
         assert!(listing.contains("\n[teardown]\nsteps = [\n"), "{listing}");
         let again = crate::config::parse_config_str(
             &listing,
@@ -933,11 +942,14 @@ mod tests {
             ]
         );
         assert!(data_references("{{seed").is_err());
-        let filled = render_data("n={{var.n}} s={{seed}} x={{other.y}}", |inner| match inner {
-            "var.n" => Some("10".to_owned()),
-            "seed" => Some("42".to_owned()),
-            _ => None,
-        });
+        let filled = render_data(
+            "n={{var.n}} s={{seed}} x={{other.y}}",
+            |inner| match inner {
+                "var.n" => Some("10".to_owned()),
+                "seed" => Some("42".to_owned()),
+                _ => None,
+            },
+        );
         assert_eq!(filled, "n=10 s=42 x={{other.y}}");
     }
 }

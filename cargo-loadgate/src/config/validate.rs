@@ -711,14 +711,14 @@ mod tests {
     }
 
     const PINNED_SERIALIZED_CONFIG: &[&str] = &[
-        "demo default 570a1573276818dcd8ed3ae041ada0b48f4a4b439a138319e309f0da02eb3c1e",
-        "demo quick 814d147e597ab073f46c8a7c770d2a0de4c82f4c2dc11d4feb78d305a5392f8d",
-        "demo ci 1d76630f1f331a3a9284cbfbf54df48c123aefd35f6e66347562dda360bddad5",
-        "demo full 44d45b9d170bd31c835e741ddd9b8b2e01b15d33b8ba0c12fe9848f3be26ca6f",
-        "defaults default f95dcb02e6883b62bfe5f63affa331f10f7254fb8588d263aebfcb184153ba9c",
-        "defaults quick 733f1b58c0bee205436a85d08fb74bb7b0f94dc5ae56114ad06fc32c0e248b87",
-        "defaults ci 521fcdb7c21a35fbb262a6b1194c34d50d27838aa5a594911839233ed62853e4",
-        "defaults full 623248529eb0f8146d25082471f4661440d581ae1e0f800f10ffe635dc596286",
+        "demo default f824ea0c3cb402aed942ca9e16d18118e114754e6115a46b47ab34a7d6b298b7",
+        "demo quick 57b5ec4a979e037ed13aaf6bf44078fdc6e6cc812eb00746ec6ef5b171455972",
+        "demo ci 3cc0e14114fce2d218ee650f126e7bf2f7ec81f2c66347eeb624e6048be04d5c",
+        "demo full 865629bdeccd27462c0575b70974cf09cbb4d1769f7ebb0e13b7d106e7d0483c",
+        "defaults default 92de3a25053be8cb6ab567bd50c3d03982de602ff82471e6660796680486400c",
+        "defaults quick 43b9a4ac22f16cfb2a819b459b60f3c42c9158bf6cd7ae615f2d060dd7a7d666",
+        "defaults ci ad153eaae72b0c3da3ea8c82b5ce7e99b5826fdb60bf8e59276aa233d03db790",
+        "defaults full 7783b3d0302f9c66d8b9d84deca485092fd2a44d79600b8eadd59cb905bb18df",
     ];
 
     /// The pins of the serialized config without `[paired]` and the gate's floors: those before they

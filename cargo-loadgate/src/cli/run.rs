@@ -512,6 +512,21 @@ async fn run_booted(
     result.shards = runner.shard.take().map(ShardState::record);
     result.resources = sampler.stop().await;
     result.probes = probes.stop().await;
+    // Each probe's series over the soak's measured part, on the same clock: bootstrap fits of
+    // every series, off the runtime's threads.
+    if let Some([from, to]) = result.soak.as_ref().and_then(|s| s.sampled_s) {
+        let mut fitted = std::mem::take(&mut result.probes);
+        let fit = tokio::task::spawn_blocking(move || {
+            for probe in &mut fitted {
+                probe.fit_soak_slopes(from, to);
+            }
+            fitted
+        });
+        match fit.await {
+            Ok(probes) => result.probes = probes,
+            Err(e) => eprintln!("     Warning the probes' soak slopes could not be fitted: {e}"),
+        }
+    }
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     let alive = target.check_alive().await;
     let exit = target.shutdown().await;

@@ -3,6 +3,7 @@
 //! (a counter that goes down was reset: the increase goes on from its new value, as Prometheus
 //! does). `targets::probe` reads the dependency; this module only turns readings into series.
 
+use crate::stats::slope::{BootstrapOptions, SlopeEstimate, theil_sen_bootstrap};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -116,6 +117,11 @@ pub struct ProbeRecord {
     /// The last sample's error, if any failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Each series' Theil–Sen slope per second over the soak's measured part, with its block
+    /// bootstrap interval (a gauge's level, a counter's rate): absent without a soak, or for a
+    /// series with fewer than three samples in it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub soak_slopes: BTreeMap<String, SlopeEstimate>,
 }
 
 impl ProbeRecord {
@@ -132,7 +138,72 @@ impl ProbeRecord {
             totals: BTreeMap::new(),
             sample_errors: 0,
             last_error: None,
+            soak_slopes: BTreeMap::new(),
         }
+    }
+
+    /// Fits [`Self::soak_slopes`] to the samples taken from `from_s` to `to_s` (the soak's
+    /// measured part, on the sampler's clock).
+    pub fn fit_soak_slopes(&mut self, from_s: f64, to_s: f64) {
+        let options = BootstrapOptions::default();
+        self.soak_slopes = self
+            .series
+            .keys()
+            .filter_map(|name| {
+                let points: Vec<(f64, f64)> = self
+                    .points(name)
+                    .into_iter()
+                    .filter(|(t, _)| (from_s..=to_s).contains(t))
+                    .collect();
+                theil_sen_bootstrap(&points, &options).map(|s| (name.clone(), s))
+            })
+            .collect();
+    }
+
+    /// Blocks found in shared buffers or read, per committed transaction, over the run (a
+    /// `postgres` probe): what a missing index multiplies. `None` without commits.
+    pub fn blocks_per_commit(&self) -> Option<f64> {
+        let commits = *self.totals.get("xact_commit")?;
+        if commits <= 0.0 {
+            return None;
+        }
+        let blocks = ["blks_hit", "blks_read"]
+            .iter()
+            .filter_map(|s| self.totals.get(*s))
+            .sum::<f64>();
+        Some(blocks / commits)
+    }
+
+    /// The soak slopes whose whole interval lies above or below zero, per minute, as people read
+    /// them: "`connections_waiting` grows 0.40/min (0.21 to 0.63)".
+    pub fn soak_trends(&self) -> Vec<String> {
+        self.soak_slopes
+            .iter()
+            .filter(|(_, s)| s.low > 0.0 || s.high < 0.0)
+            .map(|(name, s)| {
+                let unit = match self.series.get(name) {
+                    Some(SeriesKind::Counter) => "/s per min",
+                    _ => "/min",
+                };
+                // A fall reads as a positive rate, its interval too.
+                let (word, sign) = if s.estimate >= 0.0 {
+                    ("grows", 1.0)
+                } else {
+                    ("falls", -1.0)
+                };
+                let (low, high) = if sign > 0.0 {
+                    (s.low, s.high)
+                } else {
+                    (-s.high, -s.low)
+                };
+                format!(
+                    "`{name}` {word} {}{unit} ({} to {})",
+                    format_value(s.estimate * sign * 60.0),
+                    format_value(low * 60.0),
+                    format_value(high * 60.0)
+                )
+            })
+            .collect()
     }
 
     /// The largest sample of a series, if it has any.
@@ -249,6 +320,50 @@ mod tests {
         assert_eq!(rec.totals["c"], 30.0);
         assert_eq!(rec.max("g"), Some(5.0));
         assert_eq!(rec.status, ProbeStatus::Sampled);
+    }
+
+    #[test]
+    fn soak_slopes_are_fitted_to_the_soak_alone_and_only_clear_trends_are_named() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", DEFS);
+        // Before the soak the gauge jumps about; during it (t = 10…40) it grows 0.5 a second and
+        // the counter's rate stays at 10/s.
+        for t in 0..10 {
+            r.push(f64::from(t), &[f64::from(t % 3) * 50.0, f64::from(t) * 10.0]);
+        }
+        for t in 10..=40 {
+            let jitter = if t % 2 == 0 { 0.2 } else { -0.2 };
+            r.push(
+                f64::from(t),
+                &[f64::from(t - 10) * 0.5 + jitter, f64::from(t) * 10.0],
+            );
+        }
+        let mut rec = r.finish();
+        rec.fit_soak_slopes(10.0, 40.0);
+        let g = rec.soak_slopes["g"];
+        assert!((g.estimate - 0.5).abs() < 0.05, "{g:?}");
+        assert!(g.low > 0.0, "{g:?}");
+        let c = rec.soak_slopes["c"];
+        assert!(c.estimate.abs() < 1e-9, "{c:?}");
+        let trends = rec.soak_trends();
+        assert_eq!(trends.len(), 1, "{trends:?}");
+        assert!(trends[0].starts_with("`g` grows 30"), "{trends:?}");
+        assert!(trends[0].contains("/min ("), "{trends:?}");
+        // A record without a soak window keeps none.
+        let mut none = rec.clone();
+        none.fit_soak_slopes(100.0, 200.0);
+        assert!(none.soak_slopes.is_empty());
+    }
+
+    #[test]
+    fn blocks_per_commit_reads_the_run_totals() {
+        let mut rec = ProbeRecord::missing("db", "postgres", "db", String::new());
+        assert_eq!(rec.blocks_per_commit(), None);
+        rec.totals.insert("xact_commit".into(), 100.0);
+        rec.totals.insert("blks_hit".into(), 2_400.0);
+        rec.totals.insert("blks_read".into(), 200.0);
+        assert_eq!(rec.blocks_per_commit(), Some(26.0));
+        rec.totals.insert("xact_commit".into(), 0.0);
+        assert_eq!(rec.blocks_per_commit(), None);
     }
 
     #[test]

@@ -529,6 +529,11 @@ impl<R: PhaseRunner> Driver<'_, R> {
             invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
             windows: m.windows.windows.iter().filter(|w| w.completed > 0).count(),
             samples: run.resources.len(),
+            sampled_s: run
+                .resources
+                .first()
+                .zip(run.resources.last())
+                .map(|(first, last)| [first.elapsed_s, last.elapsed_s]),
         };
         Ok(Ok((outcome, m, schedule_hash)))
     }

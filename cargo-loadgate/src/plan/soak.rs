@@ -95,6 +95,11 @@ pub struct SoakOutcome {
     pub windows: usize,
     /// The resource samples the other slopes were fitted to.
     pub samples: usize,
+    /// When the first and the last of those samples were taken, on the sampler's clock
+    /// (`resources[].elapsed_s`): the part of the run the probes' soak slopes are fitted to.
+    /// Absent without samples, and in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_s: Option<[f64; 2]>,
 }
 
 impl SoakOutcome {

@@ -792,6 +792,7 @@ mod tests {
             invalid_reasons: Vec::new(),
             windows: 20,
             samples: 20,
+            sampled_s: None,
             lowered: None,
         });
         result.verdict = Some(verdict);

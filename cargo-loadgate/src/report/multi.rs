@@ -13,6 +13,7 @@ use super::markdown::escape;
 use super::table::{Cell, Table};
 use crate::baseline::short;
 use crate::config::{format_millis, format_size};
+use crate::measure::probe::{ProbeRecord, ProbeStatus, format_value};
 use crate::measure::{OperationSummary, PhaseSummary};
 use crate::plan::{CapacitySource, RampOutcome, Slopes, SoakOutcome, StepStatus, format_rate};
 use crate::result::{
@@ -148,6 +149,8 @@ pub struct ReportRun {
     /// A paired run's mode line ([`PairedRecord::describe`](crate::result::PairedRecord::describe));
     /// `None` for a stored run.
     paired: Option<String>,
+    /// What its `[[probe]]`s sampled of the dependencies.
+    probes: Vec<ProbeRecord>,
 }
 
 /// The soak of a run: its outcome and, when its phase is in the result, the phase's figures.
@@ -232,6 +235,7 @@ impl ReportRun {
                     .as_ref()
                     .map_or_else(|| "no blocks recorded".to_owned(), |p| p.describe())
             }),
+            probes: result.probes.clone(),
         })
     }
 }
@@ -582,6 +586,7 @@ fn render(runs: &[ReportRun], style: Style) -> String {
     }
     capacity(&mut out, runs, style);
     soak(&mut out, runs, style);
+    probes(&mut out, runs, style);
     generator_health(&mut out, runs, style);
     verdicts(&mut out, runs, style);
     out
@@ -947,6 +952,87 @@ fn slopes(out: &mut String, with_soak: &[(&ReportRun, &Soak)], style: Style) {
     out.push_str(&style.table(Table::new(&header).rows(rows)));
 }
 
+/// The probes of the dependencies, one row per probe and run: commits a second, blocks per
+/// committed transaction (with its ratio to the first run's probe of the same name), the most
+/// connections waiting on a lock, and what grew or fell through the soak. Absent when no run
+/// has a probe.
+fn probes(out: &mut String, runs: &[ReportRun], style: Style) {
+    if runs.iter().all(|run| run.probes.is_empty()) {
+        return;
+    }
+    style.heading(out, "probes");
+    let first = runs.first().map(|run| run.label.as_str()).unwrap_or_default();
+    let first_probe = |name: &str| {
+        runs.first()
+            .and_then(|run| run.probes.iter().find(|p| p.name == name))
+    };
+    let dash = || "–".to_owned();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for run in runs {
+        for probe in &run.probes {
+            if probe.status == ProbeStatus::Missing {
+                rows.push(vec![
+                    probe.name.clone(),
+                    run.label.clone(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    format!(
+                        "missing: {}",
+                        probe.missing.as_deref().unwrap_or("not sampled")
+                    ),
+                ]);
+                continue;
+            }
+            let commits: Vec<f64> = probe
+                .points("xact_commit")
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect();
+            let blocks = probe.blocks_per_commit();
+            let base = first_probe(&probe.name).and_then(ProbeRecord::blocks_per_commit);
+            let trends = probe.soak_trends();
+            rows.push(vec![
+                probe.name.clone(),
+                run.label.clone(),
+                if commits.is_empty() {
+                    dash()
+                } else {
+                    format!(
+                        "{}/s",
+                        format_value(commits.iter().sum::<f64>() / commits.len() as f64)
+                    )
+                },
+                blocks.map_or_else(dash, format_value),
+                match (blocks, base) {
+                    (Some(head), Some(base)) => times(head, base),
+                    _ => dash(),
+                },
+                probe
+                    .max("connections_waiting")
+                    .map_or_else(dash, format_value),
+                if trends.is_empty() {
+                    dash()
+                } else {
+                    trends.join("; ").replace('`', "")
+                },
+            ]);
+        }
+    }
+    let ratio = format!("vs {first}");
+    let header = [
+        "probe",
+        "run",
+        "commits",
+        "blocks per commit",
+        ratio.as_str(),
+        "max waiting",
+        "through the soak",
+    ];
+    out.push_str(&style.table(Table::new(&header).left(&[1, 6]).rows(rows)));
+}
+
 fn generator_health(out: &mut String, runs: &[ReportRun], style: Style) {
     style.heading(out, "generator health");
     let rows: Vec<Vec<Cell>> = runs
@@ -1084,6 +1170,55 @@ mod tests {
         );
         // Stored runs have no mode line.
         assert!(!render_markdown(&before_and_after()).contains("paired mode"));
+    }
+
+    /// A probe of each run: the second reads ten times the blocks per commit (a missing index),
+    /// and its waiting connections grew through the soak.
+    #[test]
+    fn the_probes_of_each_run_are_compared_with_the_first() {
+        use crate::measure::probe::{POSTGRES_SERIES, ProbeRecorder};
+        let probe = |blocks_per_commit: f64, waiting_growth: f64| {
+            let mut r = ProbeRecorder::new("db", "postgres", "db", POSTGRES_SERIES);
+            for t in 0..=20 {
+                let reading: Vec<f64> = POSTGRES_SERIES
+                    .iter()
+                    .map(|s| match s.name {
+                        "xact_commit" => f64::from(t) * 50.0,
+                        "blks_hit" => f64::from(t) * 50.0 * blocks_per_commit,
+                        "connections_waiting" => f64::from(t) * waiting_growth,
+                        _ => 0.0,
+                    })
+                    .collect();
+                r.push(f64::from(t), &reading);
+            }
+            let mut record = r.finish();
+            record.fit_soak_slopes(0.0, 20.0);
+            serde_json::to_value(vec![record]).unwrap()
+        };
+        let mut before = value(BEFORE);
+        before["probes"] = probe(26.0, 0.0);
+        let mut after = value(AFTER);
+        after["probes"] = probe(260.0, 0.1);
+        let runs = vec![run("before", &before), run("after", &after)];
+        let terminal = render_terminal(&runs);
+        let row = |label: &str| {
+            terminal
+                .lines()
+                .find(|l| l.starts_with("db ") && l.contains(&format!(" {label} ")))
+                .unwrap_or_else(|| panic!("no probe row of {label} in\n{terminal}"))
+                .to_owned()
+        };
+        let before_row = row("before");
+        assert!(before_row.contains("50/s"), "{before_row}");
+        assert!(before_row.contains(" 26 "), "{before_row}");
+        let after_row = row("after");
+        assert!(after_row.contains(" 260 "), "{after_row}");
+        assert!(after_row.contains("10×") || after_row.contains("10.0×"), "{after_row}");
+        assert!(after_row.contains("connections_waiting grows 6"), "{after_row}");
+        let markdown = render_markdown(&runs);
+        assert!(markdown.contains("### Probes"), "{markdown}");
+        // Without probes there is no section.
+        assert!(!render_terminal(&before_and_after()).contains("probes"));
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub fn probe_lines(result: &RunResult) -> String {
             };
             let _ = writeln!(out, "  {name:<width$}  mean {mean:<9} max {max:<9}{total}");
         }
+        for line in derived(probe) {
+            let _ = writeln!(out, "  {}", line.replace('`', ""));
+        }
     }
     for check in &result.probe_checks {
         let _ = writeln!(
@@ -129,8 +132,36 @@ pub fn probe_markdown(result: &RunResult) -> String {
                 escape_cell(&total)
             );
         }
+        let notes = derived(probe);
+        if !notes.is_empty() {
+            md.push('\n');
+        }
+        for line in notes {
+            let _ = writeln!(md, "- {line}");
+        }
     }
     md
+}
+
+/// What the series say together, one line each (Markdown code spans around series names): the
+/// blocks per committed transaction of a `postgres` probe, and every series that grew or fell
+/// through the soak with its interval clear of zero.
+fn derived(probe: &ProbeRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(blocks) = probe.blocks_per_commit() {
+        out.push(format!(
+            "{} blocks per committed transaction (`blks_hit` + `blks_read` over `xact_commit`, the \
+             run's totals)",
+            format_value(blocks)
+        ));
+    }
+    out.extend(
+        probe
+            .soak_trends()
+            .into_iter()
+            .map(|t| format!("through the soak, {t}")),
+    );
+    out
 }
 
 #[cfg(test)]
@@ -181,5 +212,47 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("**cache: missing.** cannot connect"), "{md}");
+        // The blocks of every series are 1 at each reading: no increase, so 0 per commit.
+        assert!(
+            text.contains("  0 blocks per committed transaction (blks_hit + blks_read over"),
+            "{text}"
+        );
+        assert!(
+            md.contains("- 0 blocks per committed transaction (`blks_hit` + `blks_read` over"),
+            "{md}"
+        );
+    }
+
+    /// A series that grew through the soak is named, with its rate per minute and interval.
+    #[test]
+    fn a_series_growing_through_the_soak_is_named() {
+        let mut r = ProbeRecorder::new("db", "postgres", "db", POSTGRES_SERIES);
+        for t in 0..=30 {
+            let reading: Vec<f64> = POSTGRES_SERIES
+                .iter()
+                .map(|s| match s.name {
+                    "connections_waiting" => f64::from(t) / 10.0,
+                    "xact_commit" => f64::from(t) * 100.0,
+                    _ => 0.0,
+                })
+                .collect();
+            r.push(f64::from(t), &reading);
+        }
+        let mut probe = r.finish();
+        probe.fit_soak_slopes(0.0, 30.0);
+        let result = crate::report::markdown::tests::with_probes(vec![probe]);
+        let text = probe_lines(&result);
+        // 0.1 a second: 6 a minute (printed as 6 or 6.00, as the fit rounds).
+        assert!(
+            text.contains("  through the soak, connections_waiting grows 6"),
+            "{text}"
+        );
+        let md = probe_markdown(&result);
+        assert!(
+            md.contains("- through the soak, `connections_waiting` grows 6"),
+            "{md}"
+        );
+        assert!(md.contains("/min ("), "{md}");
+        assert!(!md.contains("`xact_commit` grows"), "{md}");
     }
 }

@@ -210,6 +210,7 @@ fn result(commit: &str, slowdown: f64, soak: bool) -> RunResult {
             invalid_reasons: Vec::new(),
             windows: 20,
             samples: 20,
+            sampled_s: None,
             lowered: None,
         });
     }

@@ -328,7 +328,10 @@ mod tests {
         // Before the soak the gauge jumps about; during it (t = 10…40) it grows 0.5 a second and
         // the counter's rate stays at 10/s.
         for t in 0..10 {
-            r.push(f64::from(t), &[f64::from(t % 3) * 50.0, f64::from(t) * 10.0]);
+            r.push(
+                f64::from(t),
+                &[f64::from(t % 3) * 50.0, f64::from(t) * 10.0],
+            );
         }
         for t in 10..=40 {
             let jitter = if t % 2 == 0 { 0.2 } else { -0.2 };

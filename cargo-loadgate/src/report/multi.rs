@@ -961,7 +961,10 @@ fn probes(out: &mut String, runs: &[ReportRun], style: Style) {
         return;
     }
     style.heading(out, "probes");
-    let first = runs.first().map(|run| run.label.as_str()).unwrap_or_default();
+    let first = runs
+        .first()
+        .map(|run| run.label.as_str())
+        .unwrap_or_default();
     let first_probe = |name: &str| {
         runs.first()
             .and_then(|run| run.probes.iter().find(|p| p.name == name))
@@ -1213,8 +1216,14 @@ mod tests {
         assert!(before_row.contains(" 26 "), "{before_row}");
         let after_row = row("after");
         assert!(after_row.contains(" 260 "), "{after_row}");
-        assert!(after_row.contains("10×") || after_row.contains("10.0×"), "{after_row}");
-        assert!(after_row.contains("connections_waiting grows 6"), "{after_row}");
+        assert!(
+            after_row.contains("10×") || after_row.contains("10.0×"),
+            "{after_row}"
+        );
+        assert!(
+            after_row.contains("connections_waiting grows 6"),
+            "{after_row}"
+        );
         let markdown = render_markdown(&runs);
         assert!(markdown.contains("### Probes"), "{markdown}");
         // Without probes there is no section.

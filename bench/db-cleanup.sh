@@ -12,25 +12,27 @@
 #     failure  the demo handed a closed database port        (exit 20)
 #     sigint   SIGINT at a random moment of the run           (exit 130, or 0 when it ended first)
 #     sigterm  SIGTERM at a random moment of the run          (exit 143, or 0 when it ended first)
-#     process  the profile with --target process (no Docker) (exit 0)
+#     process  the profile with --target process (no Docker) (exit 0, or 21)
 # Env:   BIN=target/release/cargo-loadgate  MAX_DELAY=25 (seconds; the signal comes 1..MAX_DELAY s in)
 # Every run is bounded by the `db` profile's durations (the `quick` ramp and soak) and its [abort]
-# limits; load goes to 127.0.0.1 only.
+# limits; load goes to 127.0.0.1 only. Exit 1 when a run left something behind or ended with an
+# exit code its mode does not expect.
 set -euo pipefail
 n=${1:?usage: bench/db-cleanup.sh N [success failure sigint sigterm process]}; shift
 modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(success failure sigint sigterm process)
 BIN=${BIN:-target/release/cargo-loadgate}
 MAX_DELAY=${MAX_DELAY:-25}
-WORK=$(mktemp -d /tmp/loadgate-db-cleanup.XXXXXX)
 [ -x "$BIN" ] || { echo "build first: cargo build --release -p cargo-loadgate -p demo-service" >&2; exit 1; }
 command -v initdb > /dev/null || ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 ||
   { echo "needs PostgreSQL's server binaries (apt-get install -y postgresql)" >&2; exit 1; }
+WORK=$(mktemp -d /tmp/loadgate-db-cleanup.XXXXXX)
 echo "runs in $WORK"
 
 # What run `$1` (its loadgate pid `$2`, its run id `$3`) left: PostgreSQL processes and data
-# directories named after the pid, containers labelled with the run id, processes started from the
-# run's out-dir or serving the demo for it. Empty when nothing.
+# directories named after the pid, containers labelled with the run id, and any process whose
+# environment holds the run id (every child of loadgate inherits LOADGATE_RUN_ID: the demo, psql,
+# a data or teardown step). Empty when nothing.
 leftovers() {
   local pid=$1 id=$2 out=$3 left=()
   local dirs
@@ -39,7 +41,8 @@ leftovers() {
   local procs=0 p
   for p in /proc/[0-9]*; do
     [ -r "$p/cmdline" ] || continue
-    if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -e "loadgate-db-$pid-" -e "$out"; then
+    if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -e "loadgate-db-$pid-" -e "$out" ||
+      tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qxF "LOADGATE_RUN_ID=$id"; then
       [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || procs=$((procs + 1))
     fi
   done
@@ -89,6 +92,8 @@ for mode in "${modes[@]}"; do
     code=$?
     set -e
     left=$(leftovers "$pid" "$id" "$out")
+    # A process killed a moment ago may still be going: look once more a second later.
+    [ -z "$left" ] || { sleep 1; left=$(leftovers "$pid" "$id" "$out"); }
     verdict=ok
     if [ -n "$left" ]; then
       verdict="LEFT: $left"
@@ -101,4 +106,4 @@ for mode in "${modes[@]}"; do
   done
 done
 echo "clean $clean, left something $dirty, unexpected exit $unexpected (logs in $WORK)"
-[ "$dirty" = 0 ]
+[ "$dirty" = 0 ] && [ "$unexpected" = 0 ]

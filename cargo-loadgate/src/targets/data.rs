@@ -182,24 +182,10 @@ impl PreparedStep {
 /// The `psql` to run SQL steps with: beside the newest PostgreSQL server in
 /// `/usr/lib/postgresql/*/bin` (where Debian puts it), else on `$PATH`.
 fn psql_program() -> Option<PathBuf> {
-    let mut versioned: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+    super::dependency::postgres_bin_dirs()
         .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let version: u32 = e.file_name().to_str()?.split('.').next()?.parse().ok()?;
-            Some((version, e.path().join("bin").join("psql")))
-        })
-        .filter(|(_, p)| p.is_file())
-        .collect();
-    versioned.sort();
-    versioned.pop().map(|(_, p)| p).or_else(|| {
-        std::env::var_os("PATH").and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join("psql"))
-                .find(|p| p.is_file())
-        })
-    })
+        .map(|d| d.join("psql"))
+        .find(|p| p.is_file())
 }
 
 /// `step` of `section` with its templates filled in from `cx`.

@@ -545,8 +545,9 @@ struct PostgresBinaries {
 
 /// Finds `initdb` and `postgres`: Debian's and Ubuntu's `/usr/lib/postgresql/<version>/bin` (the
 /// newest version), then `$PATH` (where other systems put them).
-fn postgres_binaries(name: &str) -> Result<PostgresBinaries, TargetError> {
-    let has_server = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
+/// Where PostgreSQL's programs may be, in the order they are looked for: Debian's versioned
+/// `/usr/lib/postgresql/*/bin`, the newest first, then `$PATH`.
+pub(super) fn postgres_bin_dirs() -> Vec<PathBuf> {
     let mut versioned: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -555,16 +556,26 @@ fn postgres_binaries(name: &str) -> Result<PostgresBinaries, TargetError> {
             let version: u32 = e.file_name().to_str()?.split('.').next()?.parse().ok()?;
             Some((version, e.path().join("bin")))
         })
-        .filter(|(_, bin)| has_server(bin))
         .collect();
-    versioned.sort();
-    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    let bin = versioned
-        .pop()
+    versioned.sort_by(|a, b| b.cmp(a));
+    versioned
+        .into_iter()
         .map(|(_, bin)| bin)
-        .or_else(|| path_dirs.iter().find(|d| has_server(d)).cloned())
+        .chain(
+            std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        )
+        .collect()
+}
+
+fn postgres_binaries(name: &str) -> Result<PostgresBinaries, TargetError> {
+    let has_server = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
+    let dirs = postgres_bin_dirs();
+    let bin = dirs
+        .iter()
+        .find(|d| has_server(d))
+        .cloned()
         .ok_or_else(|| TargetError::DependencyUnavailable {
             name: name.to_owned(),
             missing: "no PostgreSQL server binaries (`initdb` and `postgres` in \
@@ -575,7 +586,7 @@ fn postgres_binaries(name: &str) -> Result<PostgresBinaries, TargetError> {
                 .into(),
         })?;
     let isready = std::iter::once(bin.clone())
-        .chain(path_dirs)
+        .chain(dirs)
         .map(|d| d.join("pg_isready"))
         .find(|p| p.is_file());
     Ok(PostgresBinaries { bin, isready })

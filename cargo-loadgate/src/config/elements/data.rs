@@ -430,53 +430,30 @@ pub enum DataReference<'s> {
 
 /// The `{{…}}` references of `s`, or what is wrong with the first that is not one.
 pub fn data_references(s: &str) -> Result<Vec<DataReference<'_>>, String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or_else(|| format!("`{{{{` without a closing `}}}}` in {s:?}"))?;
-        let inner = after[..close].trim();
-        out.push(match inner.split_once('.') {
-            None if inner == SEED => DataReference::Seed,
-            None if inner == TIER_TEMPLATE => DataReference::Tier,
-            Some((name, field)) if !name.is_empty() && !field.is_empty() => {
-                DataReference::Field(name, field)
-            }
-            _ => {
-                return Err(format!(
+    super::placeholder::placeholders(s)?
+        .into_iter()
+        .map(|inner| {
+            let inner = inner.trim();
+            match inner.split_once('.') {
+                None if inner == SEED => Ok(DataReference::Seed),
+                None if inner == TIER_TEMPLATE => Ok(DataReference::Tier),
+                Some((name, field)) if !name.is_empty() && !field.is_empty() => {
+                    Ok(DataReference::Field(name, field))
+                }
+                _ => Err(format!(
                     "`{{{{{inner}}}}}` is not a template of a data step; write `{{{{seed}}}}`, \
                      `{{{{tier}}}}`, `{{{{var.NAME}}}}`, `{{{{target.url}}}}` or a dependency's \
                      `{{{{NAME.FIELD}}}}`"
-                ));
+                )),
             }
-        });
-        rest = &after[close + 2..];
-    }
-    Ok(out)
+        })
+        .collect()
 }
 
 /// Replaces every `{{…}}` of `s` by `value(inner)` (`seed`, `tier`, `var.accounts`, `db.url`);
 /// `None` leaves it as written (validation refused such references before anything ran).
 pub fn render_data(s: &str, value: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let Some(close) = after.find("}}") else {
-            rest = &rest[open..];
-            break;
-        };
-        match value(after[..close].trim()) {
-            Some(v) => out.push_str(&v),
-            None => out.push_str(&rest[open..open + 2 + close + 2]),
-        }
-        rest = &after[close + 2..];
-    }
-    out.push_str(rest);
-    out
+    super::placeholder::render_placeholders(s, value)
 }
 
 /// Pass 2: `[data]` of one profile.

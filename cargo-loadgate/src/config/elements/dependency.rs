@@ -351,54 +351,31 @@ pub struct Reference<'s> {
 
 /// The `{{name.field}}` references of `s`, or what is wrong with the first that is not one.
 pub fn references(s: &str) -> Result<Vec<Reference<'_>>, String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or_else(|| format!("`{{{{` without a closing `}}}}` in {s:?}"))?;
-        let inner = after[..close].trim();
-        match inner.split_once('.') {
-            Some((name, field)) if !name.is_empty() && !field.is_empty() => {
-                out.push(Reference { name, field });
-            }
-            _ => {
-                return Err(format!(
+    super::placeholder::placeholders(s)?
+        .into_iter()
+        .map(|inner| {
+            let inner = inner.trim();
+            match inner.split_once('.') {
+                Some((name, field)) if !name.is_empty() && !field.is_empty() => {
+                    Ok(Reference { name, field })
+                }
+                _ => Err(format!(
                     "`{{{{{inner}}}}}` is not a dependency reference; write \
                      `{{{{NAME.FIELD}}}}`, e.g. `{{{{db.port}}}}`"
-                ));
+                )),
             }
-        }
-        rest = &after[close + 2..];
-    }
-    Ok(out)
+        })
+        .collect()
 }
 
 /// Replaces every `{{name.field}}` of `s` by `value(name, field)`; `None` from it leaves the text
 /// as written (validation has refused such references before anything is booted).
 pub fn render_references(s: &str, value: impl Fn(&str, &str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let Some(close) = after.find("}}") else {
-            rest = &rest[open..];
-            break;
-        };
-        let inner = after[..close].trim();
-        match inner
+    super::placeholder::render_placeholders(s, |inner| {
+        inner
             .split_once('.')
             .and_then(|(name, field)| value(name, field))
-        {
-            Some(v) => out.push_str(&v),
-            None => out.push_str(&rest[open..open + 2 + close + 2]),
-        }
-        rest = &after[close + 2..];
-    }
-    out.push_str(rest);
-    out
+    })
 }
 
 /// Whether `field` of a dependency running `source` has a value.

@@ -12,6 +12,7 @@ pub(crate) mod generator;
 pub(crate) mod key;
 pub(crate) mod operation;
 pub(crate) mod paired;
+pub(crate) mod placeholder;
 pub(crate) mod probe;
 pub(crate) mod profile;
 pub(crate) mod ramp;

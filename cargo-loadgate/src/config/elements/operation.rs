@@ -105,24 +105,19 @@ const ENTRY_KEYS: &[&str] = &[keys::TO, keys::WEIGHT];
 /// a broken placeholder literally (`{{` without `}}`, `{{ a b }}`), validation refuses it, so a typo
 /// is never sent to the service as text.
 pub fn template_variables(s: &str) -> Result<Vec<&str>, String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("{{") {
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or_else(|| format!("`{{{{` without a closing `}}}}` in {s:?}"))?;
-        let name = after[..close].trim();
-        if !is_variable_name(name) {
-            return Err(format!(
-                "`{{{{{}}}}}` is not a variable name; write e.g. `{{{{token}}}}`",
-                &after[..close]
-            ));
-        }
-        out.push(name);
-        rest = &after[close + 2..];
-    }
-    Ok(out)
+    super::placeholder::placeholders(s)?
+        .into_iter()
+        .map(|inner| {
+            let name = inner.trim();
+            if is_variable_name(name) {
+                Ok(name)
+            } else {
+                Err(format!(
+                    "`{{{{{inner}}}}}` is not a variable name; write e.g. `{{{{token}}}}`"
+                ))
+            }
+        })
+        .collect()
 }
 
 /// Whether `name` can be used as `{{name}}`.

@@ -21,6 +21,9 @@ use std::{
 /// The label naming the run a container belongs to.
 pub const LABEL_RUN: &str = "loadgate.run";
 
+/// How long the removal waits before it looks for the run's containers a second time.
+const SECOND_SWEEP_AFTER: Duration = Duration::from_millis(300);
+
 #[derive(Debug, Default)]
 struct Registry {
     containers: Vec<String>,
@@ -53,10 +56,18 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 
 /// Records a container this run created (before it is started), and the run id it is labelled with.
 pub fn register_container(id: &str, run_id: &str) {
+    register_run_id(run_id);
     let mut r = registry();
     if !r.containers.iter().any(|c| c == id) {
         r.containers.push(id.to_owned());
     }
+}
+
+/// Records the run id the containers this run is about to create are labelled with, before the
+/// engine is asked to create one: a signal during the create call then still finds the container
+/// by its label.
+pub fn register_run_id(run_id: &str) {
+    let mut r = registry();
     if !r.run_ids.iter().any(|c| c == run_id) {
         r.run_ids.push(run_id.to_owned());
     }
@@ -393,29 +404,39 @@ pub async fn remove_containers(ids: &[String], run_ids: &[String]) -> Vec<String
     let Ok(docker) = super::docker::connect(Duration::from_secs(5)).await else {
         return Vec::new();
     };
-    let mut all: Vec<String> = ids.to_vec();
-    for run in run_ids {
-        let filters = HashMap::from([("label".to_owned(), vec![format!("{LABEL_RUN}={run}")])]);
-        let opts = ListContainersOptionsBuilder::new()
-            .all(true)
-            .filters(&filters)
-            .build();
-        if let Ok(list) = docker.list_containers(Some(opts)).await {
-            all.extend(list.into_iter().filter_map(|c| c.id));
-        }
-    }
-    all.sort();
-    all.dedup();
     let mut removed = Vec::new();
-    for id in all {
-        let opts = RemoveContainerOptionsBuilder::new()
-            .force(true)
-            .v(true)
-            .build();
-        if docker.remove_container(&id, Some(opts)).await.is_ok() {
-            removed.push(id.clone());
+    // Twice by label: a create call in flight when the first list was taken has answered by the
+    // second (the engine creates in tens of milliseconds).
+    for sweep in 0..2 {
+        if sweep == 1 {
+            if run_ids.is_empty() {
+                break;
+            }
+            tokio::time::sleep(SECOND_SWEEP_AFTER).await;
         }
-        unregister_container(&id);
+        let mut all: Vec<String> = if sweep == 0 { ids.to_vec() } else { Vec::new() };
+        for run in run_ids {
+            let filters = HashMap::from([("label".to_owned(), vec![format!("{LABEL_RUN}={run}")])]);
+            let opts = ListContainersOptionsBuilder::new()
+                .all(true)
+                .filters(&filters)
+                .build();
+            if let Ok(list) = docker.list_containers(Some(opts)).await {
+                all.extend(list.into_iter().filter_map(|c| c.id));
+            }
+        }
+        all.sort();
+        all.dedup();
+        for id in all {
+            let opts = RemoveContainerOptionsBuilder::new()
+                .force(true)
+                .v(true)
+                .build();
+            if docker.remove_container(&id, Some(opts)).await.is_ok() && !removed.contains(&id) {
+                removed.push(id.clone());
+            }
+            unregister_container(&id);
+        }
     }
     removed
 }
@@ -447,6 +468,26 @@ mod tests {
         unregister_container("c-test-registry");
         let (c, _, g) = registered();
         assert!(!g.contains(&999_991) && !c.contains(&"c-test-registry".to_owned()));
+    }
+
+    /// A run id is known before any container of it exists: what a signal during the engine's
+    /// create call sweeps by label.
+    #[test]
+    fn a_run_id_is_registered_before_its_container() {
+        register_run_id("run-test-before-create");
+        let (c, r, _) = registered();
+        assert!(r.contains(&"run-test-before-create".to_owned()));
+        assert!(!c.iter().any(|id| id.contains("before-create")));
+        // Registering the container later adds it once, the run id still once.
+        register_container("c-test-before-create", "run-test-before-create");
+        let (_, r, _) = registered();
+        assert_eq!(
+            r.iter()
+                .filter(|id| *id == "run-test-before-create")
+                .count(),
+            1
+        );
+        unregister_container("c-test-before-create");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use super::{
     LogRing, OutputStream, TargetError, TargetExit,
-    cleanup::{LABEL_RUN, register_container, unregister_container},
+    cleanup::{LABEL_RUN, register_container, register_run_id, unregister_container},
     docker::is_not_found,
 };
 use crate::image::LABEL;
@@ -110,6 +110,8 @@ impl ContainerHandle {
         spec: &ContainerSpec<'_>,
         log: LogRing,
     ) -> Result<Self, TargetError> {
+        // Before the engine is asked: a signal during the call finds the container by its label.
+        register_run_id(spec.run_id);
         let created = docker
             .create_container(
                 None::<bollard::query_parameters::CreateContainerOptions>,

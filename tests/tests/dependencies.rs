@@ -491,8 +491,9 @@ fn a_failing_sql_step_exits_20_with_the_file_and_line_and_the_teardown_runs() {
     assert_nothing_left(pid);
 }
 
-/// SIGTERM while a data step runs: the step (and what it started) is stopped, the teardown runs
-/// first, and the database and its data directory are removed.
+/// SIGTERM while a data step runs: the step (and what it started) is stopped first, then the
+/// teardown runs while the database still does, then the database and its data directory are
+/// removed.
 #[test]
 fn sigterm_during_a_data_step_runs_the_teardown_and_leaves_nothing() {
     if !postgres_or_skip("sigterm_during_a_data_step_runs_the_teardown_and_leaves_nothing") {
@@ -500,16 +501,26 @@ fn sigterm_during_a_data_step_runs_the_teardown_and_leaves_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("slow-step-{}", std::process::id());
-    let path = write_config(
-        dir.path(),
-        &data_config(
-            7,
-            10,
-            &format!(
-                "  {{ name = \"slow\", command = \"sh\", args = [\"-c\", \"touch started; sleep 60\", \"{marker}\"] }},\n"
-            ),
+    // A second teardown step writes whether the slow step still ran when the teardown began.
+    std::fs::write(
+        dir.path().join("order.sh"),
+        "s=$(cut -d' ' -f3 /proc/$(cat slow.pid)/stat 2>/dev/null)\n\
+         if [ -z \"$s\" ] || [ \"$s\" = Z ]; then echo stopped > order; else echo running > order; fi\n",
+    )
+    .unwrap();
+    let text = data_config(
+        7,
+        10,
+        &format!(
+            "  {{ name = \"slow\", command = \"sh\", args = [\"-c\", \"echo $$ > slow.pid; touch started; sleep 60\", \"{marker}\"] }},\n"
         ),
+    )
+    .replace(
+        "> torn-down\"] }]",
+        "> torn-down\"] }, { name = \"order\", command = \"sh\", args = [\"order.sh\"] }]",
     );
+    assert!(text.contains("order.sh"), "{text}");
+    let path = write_config(dir.path(), &text);
     let out_dir = dir.path().join("out");
     let _load = load_lock();
     let child = run_command(&path, &out_dir).spawn();
@@ -538,9 +549,104 @@ fn sigterm_during_a_data_step_runs_the_teardown_and_leaves_nothing() {
         "{}",
         out.stderr
     );
+    let order = std::fs::read_to_string(dir.path().join("order")).unwrap_or_else(|e| {
+        panic!(
+            "the second teardown step did not run ({e}):\n{}",
+            out.stderr
+        )
+    });
+    assert_eq!(
+        order.trim(),
+        "stopped",
+        "the teardown began while the data step still ran"
+    );
     assert!(
         processes_naming(&marker).is_empty(),
         "the data step outlived the run"
     );
+    assert_gone(&dir.path().join("slow.pid"));
     assert_nothing_left(pid);
+}
+
+/// The process whose pid a step wrote to `pid_file` is gone (or a zombie about to be reaped).
+fn assert_gone(pid_file: &Path) {
+    let pid: i32 = std::fs::read_to_string(pid_file)
+        .unwrap_or_else(|e| panic!("{} was not written: {e}", pid_file.display()))
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(
+        wait_until(Duration::from_secs(5), || !process_alive(pid)),
+        "process {pid} ({}) outlived the run",
+        pid_file.display()
+    );
+}
+
+/// A second Ctrl-C while the teardown runs cuts it short: the running step is killed, the rest
+/// skipped, and the run ends at once with the first signal's code, leaving nothing.
+#[test]
+fn a_second_signal_cuts_the_teardown_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("lingering-teardown-{}", std::process::id());
+    let text = format!(
+        r#"
+[target]
+bin = "demo-service"
+ready = {{ http = "/health", timeout = "60s", interval = "100ms" }}
+
+[data]
+steps = [{{ name = "slow", command = "sh", args = ["-c", "echo $$ > slow.pid; touch started; sleep 60", "{marker}"] }}]
+
+[teardown]
+steps = [
+  {{ name = "linger", command = "sh", args = ["-c", "echo $$ > linger.pid; touch tearing; sleep 60", "{marker}"] }},
+  {{ name = "after", command = "sh", args = ["-c", "touch after"] }},
+]
+
+[workload]
+sessions-per-sec = 10
+[[workload.operation]]
+name = "health"
+request = {{ path = "/health" }}
+
+[paired]
+mode = "stored"
+"#
+    );
+    let path = write_config(dir.path(), &text);
+    let out_dir = dir.path().join("out");
+    let child = run_command(&path, &out_dir).spawn();
+    let pid = Pid::from_raw(child.id() as i32);
+    let stop = |file: &str| {
+        let seen = wait_until(Duration::from_secs(120), || dir.path().join(file).is_file());
+        if !seen {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+        seen
+    };
+    let started = stop("started");
+    if started {
+        kill(pid, Signal::SIGINT).unwrap();
+    }
+    let tearing = started && stop("tearing");
+    if tearing {
+        kill(pid, Signal::SIGINT).unwrap();
+    }
+    let out = RunOutput::from(child.wait_with_output().unwrap());
+    assert!(started && tearing, "no step began:\n{}", out.stderr);
+    out.assert_code(INTERRUPTED);
+    for expected in [
+        "a second signal skips the rest of the teardown",
+        "Teardown step `linger`: killed (a second signal)",
+        "Teardown step `after`: skipped",
+    ] {
+        assert!(
+            out.stderr.contains(expected),
+            "{expected:?} in\n{}",
+            out.stderr
+        );
+    }
+    assert!(!dir.path().join("after").exists(), "a skipped step ran");
+    assert_gone(&dir.path().join("slow.pid"));
+    assert_gone(&dir.path().join("linger.pid"));
 }

@@ -254,6 +254,49 @@ pub(super) async fn prepare(
     }
 }
 
+/// The `[data]` SQL files whose content at the base commit differs from the head's (the work
+/// tree), as git names them. A paired run loads the one database both sides read with the head's
+/// steps, so a base whose seed differs is measured on the head's data. Empty when nothing
+/// differs, the base is no commit (`--base-binary`, `--base-same-as-head`, …) or git cannot tell.
+pub(super) fn data_files_changed_since(
+    config: &LoadgateConfig,
+    repo: &Path,
+    cwd: &Path,
+    base: &PreparedBase,
+) -> Vec<String> {
+    let Some(resolved) = &base.resolved else {
+        return Vec::new();
+    };
+    let files: Vec<String> = config
+        .data
+        .steps
+        .iter()
+        .flat_map(|step| match &step.action {
+            crate::config::DataAction::Sql { files, .. } => files
+                .iter()
+                .map(|f| cwd.join(&f.path).to_string_lossy().into_owned())
+                .collect(),
+            crate::config::DataAction::Command { .. } => Vec::new(),
+        })
+        .collect();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let git = crate::baseline::Git::new(repo);
+    let listed = |command: &[&str]| {
+        let mut args = command.to_vec();
+        args.push("--");
+        args.extend(files.iter().map(String::as_str));
+        git.run(&args)
+            .map(|out| out.lines().map(str::to_owned).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    // Changed since the base, and not in git at all (a new seed file the base never had).
+    let mut changed = listed(&["diff", "--name-only", resolved.commit.as_str()]);
+    changed.extend(listed(&["ls-files", "--others", "--exclude-standard"]));
+    changed
+}
+
 /// The base's boot request: the head's, with the base's binary, image or URL, and the common
 /// `--env` only (`--head-env` is the head's alone).
 fn base_request(
@@ -1119,6 +1162,68 @@ mod tests {
     ) {
         let (result, base_result) = sides(source, "h", "b");
         assert_eq!(base_commit_to_store(&result, &base_result), expected);
+    }
+
+    /// Both sides read what the head's steps loaded: an SQL file changed since the base is named.
+    #[test]
+    fn the_data_files_changed_since_the_base_are_named() {
+        use crate::baseline::git_testing::{commit, git, init};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        init(p);
+        std::fs::write(p.join("seed.sql"), "SELECT 1;\n").unwrap();
+        std::fs::write(p.join("other.sql"), "SELECT 2;\n").unwrap();
+        git(p, &["add", "."]);
+        let base_commit = commit(p, "seed");
+        let config = crate::config::parse_config_str(
+            &format!(
+                "{}\n[[dependency]]\nname = \"db\"\npreset = \"postgres\"\n[data]\nsteps = [{{ \
+                 name = \"seed\", sql = [\"seed.sql\"], dependency = \"db\" }}]\n",
+                crate::config::MINIMAL_CONFIG
+            ),
+            &p.join("loadgate.toml"),
+            None,
+            "default",
+        )
+        .expect("config");
+        let base = |resolved: bool| PreparedBase {
+            what: BaseBoot::SameAsHead,
+            source: BaseSource::Built,
+            resolved: resolved.then(|| ResolvedBase {
+                head: base_commit.clone(),
+                head_dirty: true,
+                base_ref: "main".into(),
+                commit: base_commit.clone(),
+            }),
+        };
+        assert!(data_files_changed_since(&config, p, p, &base(true)).is_empty());
+        // A file no step runs changes nothing; the seed's own change is named.
+        std::fs::write(p.join("other.sql"), "SELECT 3;\n").unwrap();
+        assert!(data_files_changed_since(&config, p, p, &base(true)).is_empty());
+        std::fs::write(p.join("seed.sql"), "SELECT 4;\n").unwrap();
+        assert_eq!(
+            data_files_changed_since(&config, p, p, &base(true)),
+            ["seed.sql"]
+        );
+        // A seed file git does not know yet is named too.
+        std::fs::write(p.join("new.sql"), "SELECT 5;\n").unwrap();
+        let config = crate::config::parse_config_str(
+            &format!(
+                "{}\n[[dependency]]\nname = \"db\"\npreset = \"postgres\"\n[data]\nsteps = [{{ \
+                 name = \"seed\", sql = [\"seed.sql\", \"new.sql\"], dependency = \"db\" }}]\n",
+                crate::config::MINIMAL_CONFIG
+            ),
+            &p.join("loadgate.toml"),
+            None,
+            "default",
+        )
+        .expect("config");
+        assert_eq!(
+            data_files_changed_since(&config, p, p, &base(true)),
+            ["seed.sql", "new.sql"]
+        );
+        // A base that is no commit has nothing to compare with.
+        assert!(data_files_changed_since(&config, p, p, &base(false)).is_empty());
     }
 
     #[test]

@@ -194,22 +194,29 @@ fn announce_data_step(step: &crate::targets::DataStepRecord) {
 async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     let mut dependencies = None;
     let outcome = run_booted(opts, &mut dependencies).await;
-    if crate::targets::cleanup::stopping() {
-        // A signal's cleanup is removing what the run started, and it ends the process with the
-        // signal's code; returning now would end it first, with whatever error the kill caused.
-        std::future::pending::<()>().await;
-    }
+    yield_to_a_signal().await;
     // `[teardown]` after the target, before the dependencies it may reach (none is registered
     // unless the dependencies were booted).
     for problem in crate::targets::data::run_teardown().await {
         eprintln!("     Warning {problem}");
     }
+    yield_to_a_signal().await;
     if let Some(running) = dependencies {
         for problem in running.shutdown().await {
             eprintln!("     Warning {problem}");
         }
     }
+    yield_to_a_signal().await;
     outcome
+}
+
+/// Waits forever when a signal is being handled: its cleanup is removing what the run started
+/// (the teardown steps not run yet among it) and ends the process with the signal's code;
+/// going on would end it first, with whatever error the kill caused.
+async fn yield_to_a_signal() {
+    if crate::targets::cleanup::stopping() {
+        std::future::pending::<()>().await;
+    }
 }
 
 async fn run_booted(
@@ -286,6 +293,18 @@ async fn run_booted(
         &announce_data_step,
     )
     .await?;
+    // Both sides of a paired run read the one database the head's steps loaded.
+    if let Some(base) = &paired_base {
+        let changed = super::paired::data_files_changed_since(&config, &git_dir, &cwd, base);
+        if !changed.is_empty() {
+            eprintln!(
+                "     Warning both sides read the data the head's `[data]` steps loaded, and {} \
+                 differ{} at the base: the comparison does not include the change of data",
+                changed.join(", "),
+                if changed.len() == 1 { "s" } else { "" }
+            );
+        }
+    }
     let mut target_config = config.target.clone();
     target_config.env = running.render_env(&target_config.env);
     let request = BootRequest {
@@ -419,6 +438,7 @@ async fn run_booted(
     let probes = crate::targets::ProbeSampler::start(
         &config.probes,
         running,
+        target.base_url(),
         sampler_started,
         SAMPLE_EVERY,
         &|warning| eprintln!("     Warning {warning}"),
@@ -524,6 +544,9 @@ async fn run_booted(
         });
         match fit.await {
             Ok(probes) => result.probes = probes,
+            // A panic in the fit is a bug, and the panic hook has already stopped the target and
+            // the dependencies: the run cannot go on as if it were a warning.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => eprintln!("     Warning the probes' soak slopes could not be fitted: {e}"),
         }
     }
@@ -722,6 +745,12 @@ fn refuse_unjudged_checks(
         }
         if probe_limits {
             why.push("probe limits (`[[probe]] limits`) are not judged on shards or their merge");
+        }
+        if !config.data.steps.is_empty() || !config.teardown.steps.is_empty() {
+            why.push(
+                "`[data]` and `[teardown]` steps would run once in every shard, against the one \
+                 service all shards drive (seed it once, before the shards start)",
+            );
         }
     }
     if why.is_empty() {
@@ -1612,6 +1641,15 @@ mod tests {
         // Every reason at once.
         let message = refused(&format!("{audit}{recovery}"), true, true).expect("all");
         assert_eq!(message.matches("; ").count(), 3, "{message}");
+        // Data and teardown steps would run once per shard against the one service.
+        let data = "[data]\nsteps = [{ name = \"s\", command = \"true\" }]\n";
+        let teardown = "[teardown]\nsteps = [{ name = \"t\", command = \"true\" }]\n";
+        assert_eq!(refused(data, false, false), None);
+        assert_eq!(refused(data, true, false), None);
+        for extra in [data, teardown] {
+            let message = refused(extra, false, true).expect("sharded data");
+            assert!(message.contains("once in every shard"), "{message}");
+        }
     }
 
     #[test]

@@ -10,7 +10,6 @@ use crate::{
 use bollard::{Docker, query_parameters::BuildImageOptionsBuilder};
 use futures::StreamExt as _;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
@@ -112,10 +111,7 @@ pub fn binary_image_tag(bin: &str, sha256_hex: &str) -> String {
 
 /// Lowercase hex sha256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::result::hex_sha256(bytes)
 }
 
 /// The shared libraries and loader `ldd` lists, as absolute paths (the vdso has none and is skipped).

@@ -157,10 +157,12 @@ impl ConfigHashes {
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+/// `bytes` in lower-case hex (a digest, for people and files).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub use comparison::{
     NoiseSource, NoiseSummary, ProbeCheck, Scale, SkippedAncestors, Verdict, VerdictOutcome,
     leak_statement,
 };
-pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex_sha256, legacy_config_hash};
+pub use hash::{ConfigHashes, MeasurementMode, config_hash, hex, hex_sha256, legacy_config_hash};
 pub use headroom::{HeadroomBound, HeadroomComparison, HeadroomOutcome, HeadroomSummary};
 pub use history::{
     BreakReason, HISTORY_FORMAT_VERSION, HistoryChange, HistoryCommit, HistoryPoint, HistoryResult,

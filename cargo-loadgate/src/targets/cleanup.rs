@@ -36,9 +36,15 @@ struct Registry {
     /// Process groups whose leader stops on another signal than SIGTERM (PostgreSQL: SIGINT, its
     /// fast shutdown); the signal goes to the leader alone, which stops its group itself.
     leader_signals: Vec<(i32, Signal)>,
-    /// The `[teardown]` steps, prepared: run first on a signal or a panic, while the
-    /// dependencies they reach still run.
+    /// The `[teardown]` steps still to run, prepared: on a signal or a panic they run once the
+    /// target and the data steps are stopped, while the dependencies they reach still run.
     teardown: Vec<super::data::PreparedStep>,
+    /// The process groups of dependencies (a subset of `process_groups`): stopped after the
+    /// teardown, which may reach them.
+    dependency_groups: Vec<i32>,
+    /// The process groups of teardown steps the normal path runs (a subset of `process_groups`):
+    /// a signal lets the one running finish (within the teardown's budget) instead of killing it.
+    teardown_groups: Vec<i32>,
 }
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -50,6 +56,8 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         temp_dirs: Vec::new(),
         leader_signals: Vec::new(),
         teardown: Vec::new(),
+        dependency_groups: Vec::new(),
+        teardown_groups: Vec::new(),
     });
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -91,6 +99,47 @@ pub fn unregister_process_group(pgid: i32) {
     let mut r = registry();
     r.process_groups.retain(|&p| p != pgid);
     r.leader_signals.retain(|&(p, _)| p != pgid);
+    r.dependency_groups.retain(|&p| p != pgid);
+    r.teardown_groups.retain(|&p| p != pgid);
+}
+
+/// Records that the registered process group `pgid` is a dependency's: a signal stops it after
+/// the `[teardown]` steps, which may reach it, instead of with the target.
+pub fn register_dependency_group(pgid: i32) {
+    let mut r = registry();
+    if !r.dependency_groups.contains(&pgid) {
+        r.dependency_groups.push(pgid);
+    }
+}
+
+/// Records that the registered process group `pgid` is a teardown step's, run by the normal path:
+/// a signal lets it finish, within the teardown's budget, instead of killing it with the target.
+pub fn register_teardown_group(pgid: i32) {
+    let mut r = registry();
+    if !r.teardown_groups.contains(&pgid) {
+        r.teardown_groups.push(pgid);
+    }
+}
+
+/// The groups a signal stops first, of `groups`: all but the dependencies' and the teardown
+/// steps' (the rest, in the second list, wait for the teardown).
+fn first_to_stop(groups: Vec<i32>, dependencies: &[i32], teardown: &[i32]) -> (Vec<i32>, Vec<i32>) {
+    groups
+        .into_iter()
+        .partition(|p| !dependencies.contains(p) && !teardown.contains(p))
+}
+
+/// Takes the registered process groups a signal stops first ([`first_to_stop`]) out of the
+/// registry.
+fn take_first_to_stop() -> Vec<i32> {
+    let mut r = registry();
+    let (first, later) = first_to_stop(
+        std::mem::take(&mut r.process_groups),
+        &r.dependency_groups,
+        &r.teardown_groups,
+    );
+    r.process_groups = later;
+    first
 }
 
 /// Records that the leader of process group `pgid` stops on `signal` (sent to it alone) rather
@@ -109,16 +158,18 @@ fn leader_signal(pgid: i32) -> Option<Signal> {
         .map(|&(_, s)| s)
 }
 
-/// Records the `[teardown]` steps of this run (replacing any recorded before), to be run first if
-/// the run ends by a signal or a panic.
+/// Records the `[teardown]` steps of this run (replacing any recorded before), to be run if the
+/// run ends by a signal or a panic.
 pub fn register_teardown(steps: Vec<super::data::PreparedStep>) {
     registry().teardown = steps;
 }
 
-/// Takes the recorded `[teardown]` steps out of the registry (so that of the normal path and a
-/// signal, only one runs them).
-pub fn take_teardown() -> Vec<super::data::PreparedStep> {
-    std::mem::take(&mut registry().teardown)
+/// Takes the next `[teardown]` step still to run out of the registry, one at a time: of the
+/// normal path and a signal arriving while it runs them, each step is run by one, and the signal
+/// runs those the normal path has not reached.
+pub fn take_next_teardown() -> Option<super::data::PreparedStep> {
+    let mut r = registry();
+    (!r.teardown.is_empty()).then(|| r.teardown.remove(0))
 }
 
 /// Records a temporary directory this run created, to be removed (after every registered process
@@ -209,11 +260,11 @@ pub enum StopSignal {
 
 /// Installs the cleanup handlers, once per process (later calls do nothing):
 ///
-/// - a tokio task that waits for SIGINT or SIGTERM, then removes every registered container (also
-///   those labelled with a registered run id), kills every registered process group, removes every
-///   registered worktree, and hands the
-///   signal to `on_signal`, which ends the process (the command line picks the exit code: this
-///   module knows none);
+/// - a tokio task that waits for SIGINT or SIGTERM, then runs [`cleanup_all_blocking`] (the
+///   target's containers and process groups, the teardown steps not run yet, the dependencies, the
+///   worktrees and temporary directories, in that order; a second signal meanwhile skips the rest
+///   of the teardown), and hands the signal to `on_signal`, which ends the process (the command
+///   line picks the exit code: this module knows none);
 /// - a panic hook that does the same cleanup synchronously before the previous hook runs.
 ///
 /// Must be called inside a tokio runtime.
@@ -236,7 +287,16 @@ pub fn install_cleanup_handlers(on_signal: fn(StopSignal) -> !) -> Result<(), Ta
             _ = sigterm.recv() => StopSignal::Terminate,
         };
         STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = tokio::task::spawn_blocking(cleanup_all_blocking).await;
+        let mut cleanup = tokio::task::spawn_blocking(cleanup_all_blocking);
+        // A second signal while the cleanup runs cuts the teardown short (whoever pressed Ctrl-C
+        // twice is not waiting for it); the rest of the cleanup still runs.
+        loop {
+            tokio::select! {
+                _ = &mut cleanup => break,
+                _ = sigint.recv() => hurry(),
+                _ = sigterm.recv() => hurry(),
+            }
+        }
         on_signal(signal);
     });
     let previous = std::panic::take_hook();
@@ -258,6 +318,29 @@ pub fn stopping() -> bool {
     STOPPING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// Set once [`cleanup_all_blocking`] began (a signal, or a panic's hook): the teardown steps are
+/// its to run from then on.
+static CLEANING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the cleanup began: the normal path runs no more teardown steps.
+pub fn cleaning() -> bool {
+    CLEANING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Set by a second signal: the teardown steps still running are killed and the rest skipped.
+static HURRY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn hurry() {
+    if !HURRY.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("    Stopping at once: a second signal skips the rest of the teardown");
+    }
+}
+
+/// Whether a second signal asked to skip the rest of the teardown. See [`hurry`].
+pub fn hurried() -> bool {
+    HURRY.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// What a cleanup removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CleanupSummary {
@@ -273,29 +356,74 @@ pub struct CleanupSummary {
 
 /// Removes everything registered, synchronously and bounded in time (a few seconds per kind).
 /// Safe to call from a panic hook, a signal task or `Drop`, inside or outside a runtime.
+///
+/// In this order: what drives or reads the dependencies (the target's process groups and
+/// containers, the data steps, a base build), then the `[teardown]` steps still to run (bounded
+/// by [`super::data::TEARDOWN_ON_SIGNAL`] in all, and skipped by a second signal), then the
+/// dependencies, then the worktrees and temporary directories.
 pub fn cleanup_all_blocking() -> CleanupSummary {
-    // The teardown first, while the dependencies it reaches still run; each is bounded.
-    for step in take_teardown() {
-        let outcome = super::data::run_blocking(&step, super::data::TEARDOWN_ON_SIGNAL);
-        eprintln!("    Teardown step `{}`: {outcome}", step.name);
-    }
-    let (containers, run_ids, groups, temp_dirs) = {
+    CLEANING.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut groups = take_first_to_stop();
+    let (containers, run_ids) = {
         let mut r = registry();
-        (
-            std::mem::take(&mut r.containers),
-            r.run_ids.clone(),
-            std::mem::take(&mut r.process_groups),
-            std::mem::take(&mut r.temp_dirs),
-        )
+        (std::mem::take(&mut r.containers), r.run_ids.clone())
     };
     for &pgid in &groups {
         kill_group_blocking(pgid, Duration::from_secs(2));
     }
-    let removed = if containers.is_empty() && run_ids.is_empty() {
+    let mut removed = if containers.is_empty() && run_ids.is_empty() {
         Vec::new()
     } else {
         remove_containers_blocking(&containers, &run_ids, Duration::from_secs(15))
     };
+    // The teardown while the dependencies it reaches still run: first the step the normal path
+    // was running, to its end, then the steps not started.
+    let deadline = Instant::now() + super::data::TEARDOWN_ON_SIGNAL;
+    let running: Vec<i32> = std::mem::take(&mut registry().teardown_groups);
+    for pgid in running {
+        while group_has_live_members(pgid) && !hurried() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        kill_group_blocking(pgid, Duration::from_millis(500));
+    }
+    while let Some(step) = take_next_teardown() {
+        // What started since the first sweep (a step or a target in the middle of its start)
+        // does not run beside the teardown either.
+        for pgid in take_first_to_stop() {
+            kill_group_blocking(pgid, Duration::from_secs(2));
+            groups.push(pgid);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if hurried() || left.is_zero() {
+            eprintln!("    Teardown step `{}`: skipped", step.name);
+            continue;
+        }
+        let outcome = super::data::run_blocking(&step, left);
+        eprintln!("    Teardown step `{}`: {outcome}", step.name);
+    }
+    // Then the dependencies, and whatever else was registered meanwhile.
+    let (later, more_containers, temp_dirs) = {
+        let mut r = registry();
+        r.dependency_groups.clear();
+        r.teardown_groups.clear();
+        (
+            std::mem::take(&mut r.process_groups),
+            std::mem::take(&mut r.containers),
+            std::mem::take(&mut r.temp_dirs),
+        )
+    };
+    for &pgid in &later {
+        kill_group_blocking(pgid, Duration::from_secs(2));
+    }
+    // A container whose creation was in flight during the first sweep, by its run's label.
+    if !more_containers.is_empty() || !run_ids.is_empty() {
+        for id in remove_containers_blocking(&more_containers, &run_ids, Duration::from_secs(15)) {
+            if !removed.contains(&id) {
+                removed.push(id);
+            }
+        }
+    }
+    groups.extend(later);
     // After the processes: a base build still running in the worktree is gone by now, and so is
     // a database writing into its data directory.
     let worktrees = remove_registered_worktrees();
@@ -488,6 +616,35 @@ mod tests {
             1
         );
         unregister_container("c-test-before-create");
+    }
+
+    /// A signal stops the target's groups (and data steps', builds') first; the dependencies'
+    /// and a running teardown step's wait for the teardown.
+    #[test]
+    fn a_signal_stops_all_but_the_dependencies_and_the_teardown_first() {
+        let (first, later) = first_to_stop(vec![10, 20, 30, 40], &[20], &[40]);
+        assert_eq!(first, [10, 30]);
+        assert_eq!(later, [20, 40]);
+        assert_eq!(first_to_stop(vec![], &[1], &[2]), (vec![], vec![]));
+    }
+
+    #[test]
+    fn teardown_steps_are_taken_one_at_a_time_in_order() {
+        // The registry is shared by the tests of this process: only this test registers steps.
+        let step = |name: &str| super::super::data::PreparedStep {
+            name: name.to_owned(),
+            section: "teardown",
+            program: PathBuf::from("true"),
+            args: Vec::new(),
+            env: Vec::new(),
+            dir: PathBuf::from("."),
+            timeout: Duration::from_secs(1),
+            log_dir: PathBuf::from("."),
+        };
+        register_teardown(vec![step("a"), step("b")]);
+        assert_eq!(take_next_teardown().map(|s| s.name), Some("a".to_owned()));
+        assert_eq!(take_next_teardown().map(|s| s.name), Some("b".to_owned()));
+        assert_eq!(take_next_teardown(), None);
     }
 
     #[test]

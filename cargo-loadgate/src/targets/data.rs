@@ -8,11 +8,15 @@
 //! the checksum of the rows it loaded), and it stops at the first error, which it reports with the
 //! file, the line and (`-b`) the statement. A step's standard output is digested into the result
 //! (`data.steps[].output_sha256`): the same seed and tier give the same digest when the step
-//! prints what it loaded. Its whole output goes to `data-<name>.log` in the run's directory.
+//! prints what it loaded. Its whole output goes to `data-<name>.log` in the run's directory as it
+//! is printed, so a step killed at its timeout leaves what it printed until then. A step's process
+//! group is ended with it: nothing it started in the background outlives it, or holds its output
+//! open.
 //!
 //! Teardown steps are prepared once the dependencies run and registered in [`super::cleanup`]:
-//! the normal path takes them back and runs them after the target stops ([`run_teardown`]); a
-//! signal or a panic runs them first thing, before anything is killed ([`run_blocking`]).
+//! the normal path takes them back one at a time and runs them after the target stops
+//! ([`run_teardown`]); a signal or a panic runs those not run yet ([`run_blocking`]) once the
+//! target and the data steps are stopped, before the dependencies are.
 
 use super::{
     DataStepFailure, RunningDependencies, TargetError,
@@ -37,9 +41,20 @@ use std::{
 /// How many lines of a step's output an error and the result keep.
 pub const OUTPUT_LINES: usize = 20;
 
-/// The longest a teardown step may run when a signal or a panic ends the run (its own `timeout`
-/// when shorter): whoever pressed Ctrl-C is waiting.
+/// The longest the teardown steps may run in all when a signal or a panic ends the run (each its
+/// own `timeout` when shorter): whoever pressed Ctrl-C is waiting. A second signal cuts it short.
 pub const TEARDOWN_ON_SIGNAL: Duration = Duration::from_secs(30);
+
+/// How much of the end of a step's standard output and error is kept for its error and its record.
+const TAIL_BYTES: usize = 64 * 1024;
+
+/// How long a step's process group has to go after its leader exits or its timeout passes:
+/// SIGTERM, then SIGKILL.
+const GROUP_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a step's output may stay open after its process group is gone (a process it started
+/// in another group holds it).
+const OUTPUT_AFTER_EXIT: Duration = Duration::from_secs(5);
 
 /// How long psql waits for a connection (`PGCONNECT_TIMEOUT`).
 const PSQL_CONNECT_TIMEOUT_S: u32 = 10;
@@ -281,11 +296,97 @@ fn last_lines(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// Runs `step` to its end (or its timeout), writing its whole output to its log: how long it
-/// took and its standard output, or why it failed (with its output's tail: stderr's, else
-/// stdout's).
-pub async fn run_step(step: &PreparedStep) -> Result<(f64, Vec<u8>), TargetError> {
+/// What a step printed on its standard output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepOutput {
+    /// sha256 (hex) of all of it.
+    pub sha256: String,
+    /// Its last [`OUTPUT_LINES`] lines.
+    pub lines: Vec<String>,
+}
+
+/// One of a step's streams, read to its end as it is printed.
+#[derive(Default)]
+struct Drained {
+    /// sha256 (hex) of all of it.
+    sha256: String,
+    /// Its last [`TAIL_BYTES`] or so.
+    tail: Vec<u8>,
+    /// Whether it was read to its end (not given up on, see [`OUTPUT_AFTER_EXIT`]).
+    complete: bool,
+}
+
+/// Reads `from` to its end, appending each piece to `log` as it comes, digesting it, and keeping
+/// its end.
+async fn drain(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut log: Option<std::fs::File>,
+) -> Drained {
+    use sha2::Digest as _;
+    use std::io::Write as _;
+    use tokio::io::AsyncReadExt as _;
+    let mut hasher = sha2::Sha256::new();
+    let mut tail = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n @ 1..) = from.read(&mut buf).await {
+        let piece = &buf[..n];
+        hasher.update(piece);
+        if let Some(file) = log.as_mut() {
+            let _ = file.write_all(piece);
+        }
+        tail.extend_from_slice(piece);
+        if tail.len() > 2 * TAIL_BYTES {
+            tail.drain(..tail.len() - TAIL_BYTES);
+        }
+    }
+    tail.drain(..tail.len().saturating_sub(TAIL_BYTES));
+    Drained {
+        sha256: crate::result::hex(&hasher.finalize()),
+        tail,
+        complete: true,
+    }
+}
+
+/// The drained stream of `task`, waiting at most [`OUTPUT_AFTER_EXIT`] for its end.
+async fn drained(task: tokio::task::JoinHandle<Drained>) -> Drained {
+    let abort = task.abort_handle();
+    match tokio::time::timeout(OUTPUT_AFTER_EXIT, task).await {
+        Ok(Ok(d)) => d,
+        _ => {
+            abort.abort();
+            Drained::default()
+        }
+    }
+}
+
+/// Stops what is left of process group `pgid` (SIGTERM, then SIGKILL after [`GROUP_GRACE`]), off
+/// the runtime's threads, and forgets it.
+async fn end_group(pgid: i32) {
+    let _ =
+        tokio::task::spawn_blocking(move || super::cleanup::kill_group_blocking(pgid, GROUP_GRACE))
+            .await;
+    unregister_process_group(pgid);
+}
+
+/// Runs `step` to its end (or its timeout), writing its whole output to its log as it is
+/// printed: how long it took and what it printed, or why it failed (with its output's tail:
+/// stderr's, else stdout's). What it started in its process group is ended with it.
+pub async fn run_step(step: &PreparedStep) -> Result<(f64, StepOutput), TargetError> {
     let started = Instant::now();
+    let log_path = step.log_path();
+    let _ = std::fs::create_dir_all(&step.log_dir);
+    let logged = std::fs::write(&log_path, format!("$ {}\n", step.shown())).is_ok();
+    // Both streams append to the one log, as they come.
+    let log = || {
+        logged
+            .then(|| {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&log_path)
+                    .ok()
+            })
+            .flatten()
+    };
     let mut cmd = tokio::process::Command::new(&step.program);
     cmd.args(&step.args)
         .envs(step.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -295,7 +396,7 @@ pub async fn run_step(step: &PreparedStep) -> Result<(f64, Vec<u8>), TargetError
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|e| {
+    let mut child = cmd.spawn().map_err(|e| {
         step.failed(
             format!("it cannot start `{}`: {e}", step.program.display()),
             Vec::new(),
@@ -304,23 +405,41 @@ pub async fn run_step(step: &PreparedStep) -> Result<(f64, Vec<u8>), TargetError
     let pgid = child.id().map(|p| p as i32);
     if let Some(p) = pgid {
         register_process_group(p);
-    }
-    let waited = tokio::time::timeout(step.timeout, child.wait_with_output()).await;
-    if let Some(p) = pgid {
-        if waited.is_err() {
-            // The leader is killed as its handle drops; what it started goes with the group.
-            let _ = killpg(Pid::from_raw(p), Signal::SIGKILL);
+        if step.section == "teardown" {
+            // A signal now lets it finish, within the teardown's budget.
+            super::cleanup::register_teardown_group(p);
         }
-        unregister_process_group(p);
     }
-    let output = match waited {
+    let stdout = child.stdout.take().map(|s| tokio::spawn(drain(s, log())));
+    let stderr = child.stderr.take().map(|s| tokio::spawn(drain(s, log())));
+    let waited = tokio::time::timeout(step.timeout, child.wait()).await;
+    // The group goes with the step, whether it ended or timed out: nothing it started is left,
+    // and nothing holds its output open.
+    if let Some(p) = pgid {
+        end_group(p).await;
+    }
+    if waited.is_err() {
+        let _ = tokio::time::timeout(OUTPUT_AFTER_EXIT, child.wait()).await;
+    }
+    let (stdout, stderr) = match (stdout, stderr) {
+        (Some(o), Some(e)) => tokio::join!(drained(o), drained(e)),
+        _ => (Drained::default(), Drained::default()),
+    };
+    let tail = || {
+        if stderr.tail.iter().all(u8::is_ascii_whitespace) {
+            last_lines(&stdout.tail)
+        } else {
+            last_lines(&stderr.tail)
+        }
+    };
+    let status = match waited {
         Err(_) => {
             return Err(step.failed(
                 format!(
                     "it did not finish within {} (its `timeout`) and was killed",
                     format_duration(step.timeout)
                 ),
-                Vec::new(),
+                tail(),
             ));
         }
         Ok(Err(e)) => {
@@ -329,22 +448,28 @@ pub async fn run_step(step: &PreparedStep) -> Result<(f64, Vec<u8>), TargetError
                 e,
             ));
         }
-        Ok(Ok(output)) => output,
+        Ok(Ok(status)) => status,
     };
-    let mut log = format!("$ {}\n", step.shown()).into_bytes();
-    log.extend_from_slice(&output.stdout);
-    log.extend_from_slice(&output.stderr);
-    let _ = std::fs::create_dir_all(&step.log_dir);
-    let _ = std::fs::write(step.log_path(), log);
-    if !output.status.success() {
-        let tail = if output.stderr.iter().all(u8::is_ascii_whitespace) {
-            last_lines(&output.stdout)
-        } else {
-            last_lines(&output.stderr)
-        };
-        return Err(step.failed(describe_status(output.status), tail));
+    if !status.success() {
+        return Err(step.failed(describe_status(status), tail()));
     }
-    Ok((started.elapsed().as_secs_f64(), output.stdout))
+    if !stdout.complete || !stderr.complete {
+        return Err(step.failed(
+            format!(
+                "it exited, and its output stayed open {} after: a process it started in another \
+                 process group holds it",
+                format_duration(OUTPUT_AFTER_EXIT)
+            ),
+            tail(),
+        ));
+    }
+    Ok((
+        started.elapsed().as_secs_f64(),
+        StepOutput {
+            sha256: stdout.sha256,
+            lines: last_lines(&stdout.tail),
+        },
+    ))
 }
 
 /// Runs the `[data]` steps that run `after` `stage`, in order, each reported to `report` as it
@@ -358,13 +483,13 @@ pub async fn run_data(
     let mut out = Vec::new();
     for step in config.steps.iter().filter(|s| s.after == stage) {
         let prepared = prepare(step, "data", cx)?;
-        let (seconds, stdout) = run_step(&prepared).await?;
+        let (seconds, output) = run_step(&prepared).await?;
         let record = DataStepRecord {
             name: step.name.clone(),
             after: stage,
             seconds,
-            output_sha256: crate::result::hex_sha256(&stdout),
-            output: last_lines(&stdout),
+            output_sha256: output.sha256,
+            output: output.lines,
         };
         report(&record);
         out.push(record);
@@ -384,11 +509,15 @@ pub fn register_teardown(config: &TeardownConfig, cx: &DataContext<'_>) -> Resul
     Ok(())
 }
 
-/// Runs the registered teardown steps, taken from the registry (so a signal arriving now does
-/// not run them again), all of them whatever each does; what went wrong, one line each.
+/// Runs the registered teardown steps, each taken from the registry as it starts (so a signal
+/// arriving meanwhile runs only those not started), all of them whatever each does, until a
+/// signal is being handled; what went wrong, one line each.
 pub async fn run_teardown() -> Vec<String> {
     let mut problems = Vec::new();
-    for step in super::cleanup::take_teardown() {
+    while !super::cleanup::stopping() && !super::cleanup::cleaning() {
+        let Some(step) = super::cleanup::take_next_teardown() else {
+            break;
+        };
         if let Err(e) = run_step(&step).await {
             problems.push(match e {
                 TargetError::DataStepFailed(failure) => format!(
@@ -410,35 +539,55 @@ pub async fn run_teardown() -> Vec<String> {
 }
 
 /// Runs `step` synchronously for at most `limit` (or its own timeout when shorter), its output
-/// discarded: the signal and panic path. What became of it, for a person.
+/// written to its log: the signal and panic path. A second signal ([`super::cleanup::hurried`])
+/// kills it. What became of it, for a person.
 pub fn run_blocking(step: &PreparedStep, limit: Duration) -> String {
     use std::os::unix::process::CommandExt;
+    let _ = std::fs::create_dir_all(&step.log_dir);
+    let log = std::fs::write(step.log_path(), format!("$ {}\n", step.shown())).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(step.log_path())
+    });
+    let (out, err) = match log.and_then(|f| Ok((f.try_clone()?, f))) {
+        Ok((o, e)) => (Stdio::from(o), Stdio::from(e)),
+        Err(_) => (Stdio::null(), Stdio::null()),
+    };
     let mut cmd = std::process::Command::new(&step.program);
     cmd.args(&step.args)
         .envs(step.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(&step.dir)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(out)
+        .stderr(err)
         .process_group(0);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return format!("could not start: {e}"),
     };
+    let pgid = child.id() as i32;
     let allowed = step.timeout.min(limit);
     let deadline = Instant::now() + allowed;
-    loop {
+    let outcome = loop {
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => return "done".to_owned(),
-            Ok(Some(status)) => return format!("failed ({})", describe_status(status)),
+            Ok(Some(status)) if status.success() => break "done".to_owned(),
+            Ok(Some(status)) => break format!("failed ({})", describe_status(status)),
+            Ok(None) if super::cleanup::hurried() => {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+                let _ = child.wait();
+                break "killed (a second signal)".to_owned();
+            }
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             _ => {
-                let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
                 let _ = child.wait();
-                return format!("killed after {}", format_duration(allowed));
+                break format!("killed after {}", format_duration(allowed));
             }
         }
-    }
+    };
+    // What it left in the background goes with it.
+    super::cleanup::kill_group_blocking(pgid, Duration::from_millis(500));
+    outcome
 }
 
 #[cfg(test)]
@@ -548,7 +697,8 @@ mod tests {
         let (_, out) = run_step(&step(&["-c", "echo rows=$LOADGATE_SEED"], logs.path()))
             .await
             .expect("it succeeds");
-        assert_eq!(String::from_utf8_lossy(&out), "rows=42\n");
+        assert_eq!(out.lines, ["rows=42"]);
+        assert_eq!(out.sha256, crate::result::hex_sha256(b"rows=42\n"));
         let log = std::fs::read_to_string(logs.path().join("data-t.log")).expect("its log");
         assert!(
             log.starts_with("$ sh -c 'echo rows=$LOADGATE_SEED'\n"),
@@ -598,9 +748,63 @@ mod tests {
         assert!(!super::super::cleanup::registered().2.contains(&pgid));
     }
 
+    /// A step killed at its timeout leaves what it printed until then, in its log and its error.
+    #[tokio::test]
+    async fn a_step_past_its_timeout_keeps_what_it_printed() {
+        let logs = tempfile::tempdir().expect("a temporary directory");
+        let mut slow = step(
+            &[
+                "-c",
+                "echo loaded 10 rows; echo 'still locking' >&2; sleep 30",
+            ],
+            logs.path(),
+        );
+        slow.timeout = Duration::from_secs(2);
+        let err = run_step(&slow).await.expect_err("timed out");
+        let TargetError::DataStepFailed(failure) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(failure.output_tail, ["still locking"]);
+        let log = std::fs::read_to_string(logs.path().join("data-t.log")).expect("its log");
+        assert!(
+            log.contains("loaded 10 rows") && log.contains("still locking"),
+            "{log}"
+        );
+    }
+
+    /// A step that exits leaving a process in the background (which holds its output open) ends
+    /// when its leader does: the background process is stopped with its group.
+    #[tokio::test]
+    async fn a_step_that_leaves_a_process_behind_ends_with_its_group() {
+        let logs = tempfile::tempdir().expect("a temporary directory");
+        let pid_file = logs.path().join("pid");
+        let script = format!("sleep 60 & echo $! > {}; echo seeded", pid_file.display());
+        let started = Instant::now();
+        let (_, out) = run_step(&step(&["-c", &script], logs.path()))
+            .await
+            .expect("it succeeds");
+        assert_eq!(out.lines, ["seeded"]);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "it waited for the background sleep"
+        );
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .expect("the step wrote the pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            super::super::cleanup::parse_state_and_pgrp(&stat)
+                .is_none_or(|(state, _)| state == 'Z' || state == 'X'),
+            "the background sleep outlived its step: {stat}"
+        );
+    }
+
     #[test]
     fn the_blocking_path_runs_a_step_and_bounds_it() {
-        let logs = std::env::temp_dir();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let logs = dir.path().to_path_buf();
         assert_eq!(
             run_blocking(&step(&["-c", "exit 0"], &logs), TEARDOWN_ON_SIGNAL),
             "done"
@@ -609,6 +813,12 @@ mod tests {
             run_blocking(&step(&["-c", "exit 4"], &logs), TEARDOWN_ON_SIGNAL),
             "failed (exit status 4)"
         );
+        // Its output goes to its log.
+        let mut logged = step(&["-c", "echo dropped; echo gone >&2"], dir.path());
+        logged.section = "teardown";
+        assert_eq!(run_blocking(&logged, TEARDOWN_ON_SIGNAL), "done");
+        let log = std::fs::read_to_string(dir.path().join("teardown-t.log")).expect("its log");
+        assert!(log.contains("dropped") && log.contains("gone"), "{log}");
         let started = Instant::now();
         let outcome = run_blocking(
             &step(&["-c", "sleep 30"], &logs),

@@ -251,6 +251,27 @@ fn name(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
         );
         return None;
     }
+    // `{{var.NAME}}` and `{{target.FIELD}}` in a data step mean `[data] vars` and the target:
+    // a dependency of either name could never be reached from one.
+    if let Some(reserved) = [super::data::VAR, super::data::TARGET]
+        .into_iter()
+        .find(|r| *r == s)
+    {
+        cx.error(
+            v.file,
+            v.span(),
+            format!("`{reserved}` cannot name a dependency"),
+            Some(format!(
+                "`{{{{{reserved}.…}}}}` in a data step means {}; choose another name",
+                if reserved == super::data::VAR {
+                    "a `[data] vars` entry"
+                } else {
+                    "the target"
+                }
+            )),
+        );
+        return None;
+    }
     Some(s.to_owned())
 }
 
@@ -1431,6 +1452,8 @@ mod tests {
     #[test_case("[[dependency]]\nname = \"a\"\ncommand = \"x\"\nenv = { B = \"{{b.port}}\" }\n[[dependency]]\nname = \"b\"\ncommand = \"y\"\n", 9, 13, "dependency `a` names `b`, which is not booted before it", Some("add \"b\" to its `depends-on`"); "template without depends-on")]
     #[test_case("[[dependency]]\nname = \"a\"\ncommand = \"x\"\nport = 5000\n[[dependency]]\nname = \"b\"\ncommand = \"y\"\nport = 5000\n", 13, 8, "dependencies `a` and `b` both listen on port 5000", Some("give one another port, or leave `port` out for a free one"); "port clash")]
     #[test_case("[[dependency]]\nname = \"self\"\ncommand = \"x\"\n", 7, 8, "`self` cannot name a dependency", Some("`{{self.port}}` is how a dependency names itself; choose another name"); "self as a name")]
+    #[test_case("[[dependency]]\nname = \"var\"\ncommand = \"x\"\n", 7, 8, "`var` cannot name a dependency", Some("`{{var.…}}` in a data step means a `[data] vars` entry; choose another name"); "var as a name")]
+    #[test_case("[[dependency]]\nname = \"target\"\ncommand = \"x\"\n", 7, 8, "`target` cannot name a dependency", Some("`{{target.…}}` in a data step means the target; choose another name"); "target as a name")]
     #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `recovery`, `abort`, `gate`, `paired`, `data`, `teardown`"); "in a profile")]
     fn one_problem_is_reported(
         extra: &str,

@@ -23,8 +23,12 @@ command -v jq > /dev/null || { echo "needs jq (apt-get install -y jq)" >&2; exit
 [ -x "$BIN" ] || { echo "build first: cargo build --release -p cargo-loadgate" >&2; exit 1; }
 echo "runs in $WORK, baselines in $STORE"
 
-summary() { # result.json -> one line
-  jq -r '[.verdict.outcome // "none", (.verdict.rule_fired // "" | .[0:160]), (.ramp.sentence // "" | .[0:160])] | join(" | ")' "$1"
+summary() { # result.json -> one line (and, with a postgres probe, its blocks per commit and top statement)
+  jq -r '[.verdict.outcome // "none", (.verdict.rule_fired // "" | .[0:160]), (.ramp.sentence // "" | .[0:160])]
+    + [.probes[]? | select(.totals.xact_commit? > 0)
+       | "probe \(.name): \(((.totals.blks_hit + .totals.blks_read) / .totals.xact_commit) | floor) blocks/commit"
+         + (if .statements[0]? then "; top statement \(.statements[0].blocks_per_call | floor) blocks/call × \(.statements[0].calls): \(.statements[0].query[0:70])" else "" end)]
+    | join(" | ")' "$1"
 }
 
 if [ "$SAVE" = 1 ]; then

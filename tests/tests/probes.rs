@@ -18,6 +18,16 @@ use std::time::{Duration, Instant};
 const REGRESSION: i32 = 10;
 const INVALID_RUN: i32 = 21;
 
+/// Whether Debian's PostgreSQL packages put `pg_stat_statements` beside the server (the preset
+/// loads it then).
+fn stat_statements_installed() -> bool {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .any(|e| e.path().join("lib/pg_stat_statements.so").is_file())
+}
+
 /// The place of `xact_commit` in a postgres probe's reading.
 fn series_index(name: &str) -> usize {
     cargo_loadgate::measure::probe::POSTGRES_SERIES
@@ -54,7 +64,7 @@ fn the_postgres_probe_sees_the_transactions_run_against_the_database() {
         .await
         .expect("the preset boots");
         let url = running.render("{{db.url}}");
-        let probe = PostgresProbe::connect(&url, Duration::from_secs(5))
+        let probe = PostgresProbe::connect_with(&url, Duration::from_secs(5), true)
             .await
             .expect("the probe connects");
         let commit = series_index("xact_commit");
@@ -89,6 +99,25 @@ fn the_postgres_probe_sees_the_transactions_run_against_the_database() {
         let last = probe.read().await.expect("a reading");
         assert_eq!(last[series_index("deadlocks")], 0.0);
         assert_eq!(last[series_index("connections_waiting")], 0.0);
+        // The preset loads pg_stat_statements (where the server has it): the 50 statements are
+        // one normalized statement, and the probe's own queries are not among them.
+        let statements = probe.statements().await;
+        if !stat_statements_installed() {
+            assert!(statements.is_err(), "{statements:?}");
+            drop(probe);
+            assert!(running.shutdown().await.is_empty());
+            return;
+        }
+        let statements = statements.expect("pg_stat_statements is loaded");
+        let select = statements
+            .iter()
+            .find(|s| s.query == "SELECT $1")
+            .unwrap_or_else(|| panic!("no `SELECT $1` in {statements:?}"));
+        assert_eq!(select.calls, 50, "{statements:?}");
+        assert!(
+            statements.iter().all(|s| !s.query.contains("pg_stat_")),
+            "{statements:?}"
+        );
         drop(probe);
         assert!(running.shutdown().await.is_empty());
     });
@@ -187,6 +216,11 @@ fn a_probe_records_its_series_and_a_limit_that_does_not_hold_fails_the_gate() {
     );
     assert_eq!(probe["series"]["xact_commit"], "counter");
     assert_eq!(probe["series"]["connections_idle"], "gauge");
+    assert_eq!(
+        probe.get("statements_missing").is_none(),
+        stat_statements_installed(),
+        "the preset loads pg_stat_statements where the server has it: {probe:#}"
+    );
     assert!(
         probe["totals"]["xact_commit"].as_f64().unwrap() >= 1.0,
         "{probe:#}"
@@ -275,5 +309,100 @@ fn a_probe_that_cannot_connect_is_missing_and_the_run_goes_on() {
             .contains("cannot be checked"),
         "{}",
         result["probe_checks"][0]
+    );
+}
+
+/// A `prometheus` probe of the demo's own `/metrics`, with the leak knob on: the sessions and the
+/// retained bytes are sampled into result.json (schema-valid), the bytes grow through the soak,
+/// a limit on the sessions that cannot hold fails the gate with its own JUnit case, and a series
+/// the page does not expose is `unseen` and fails its limit (a typo never passes).
+#[test]
+fn a_prometheus_probe_scrapes_the_targets_own_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+[target]
+bin = "demo-service"
+ready = { http = "/health", timeout = "60s", interval = "100ms" }
+env = { DEMO_LEAK_BYTES = "4096" }
+
+[[probe]]
+kind = "prometheus"
+series = ["demo_sessions", "demo_leaked_bytes", "demo_transfers_total", "demo_sesions"]
+limits = { demo_sessions = 1, demo_sesions = 100 }
+
+[slo]
+min-requests = 10             # a short step is judged, so the soak has a capacity to run at
+
+[workload]
+sessions-per-sec = 20
+[[workload.operation]]
+name = "login"
+request = { method = "POST", path = "/login", json = { user = "u{{session}}" } }
+
+[ramp]
+steps = ["100%"]
+hold = "2s"
+warmup = "200ms"
+refine = 0
+
+[soak]
+duration = "5s"
+
+[paired]
+mode = "stored"
+"#;
+    let out = run(dir.path(), text);
+    out.assert_code(REGRESSION);
+    let out_dir = dir.path().join("out");
+    let result = read_result(&out_dir);
+    assert_matches_result_schema(&result);
+    let probe = &result["probes"][0];
+    assert_eq!(probe["name"], "metrics", "{probe:#}");
+    assert_eq!(probe["kind"], "prometheus");
+    assert_eq!(probe["dependency"], "target");
+    assert_eq!(probe["status"], "sampled", "{probe:#}");
+    assert_eq!(probe["series"]["demo_sessions"], "gauge");
+    assert_eq!(probe["series"]["demo_transfers_total"], "counter");
+    assert_eq!(probe["unseen"], serde_json::json!(["demo_sesions"]));
+    let last = probe["samples"].as_array().unwrap().last().unwrap().clone();
+    assert!(
+        last["values"]["demo_sessions"].as_f64().unwrap() >= 20.0,
+        "{last:#}"
+    );
+    assert!(
+        last["values"]["demo_leaked_bytes"].as_f64().unwrap() >= 20.0 * 4096.0,
+        "{last:#}"
+    );
+    // Every login retains 4 KiB: the bytes grow through the soak, with an interval above zero.
+    let slope = &probe["soak_slopes"]["demo_leaked_bytes"];
+    assert!(slope["low"].as_f64().unwrap() > 0.0, "{probe:#}");
+    let checks: Vec<(&str, bool)> = result["probe_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["series"].as_str().unwrap(),
+                c["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(checks, [("demo_sesions", false), ("demo_sessions", false)]);
+    let report = junit(&out_dir);
+    let suite = report
+        .suites
+        .iter()
+        .find(|s| s.name == "probes")
+        .expect("a probes testsuite");
+    assert_eq!(suite.cases.len(), 2);
+    assert!(
+        out.stdout.contains("probe metrics (prometheus of `target`"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("never exposed: demo_sesions"),
+        "{}",
+        out.stdout
     );
 }

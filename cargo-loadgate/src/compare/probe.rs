@@ -40,6 +40,15 @@ pub fn probe_checks(probes: &[ProbeConfig], records: &[ProbeRecord]) -> Vec<Prob
                 None => (None, ""),
             };
             checks.push(match value {
+                None if record.unseen.contains(series) => check(
+                    None,
+                    false,
+                    format!(
+                        "{label} cannot be checked (limit {limit_text}): no scrape of `{}` \
+                         exposed it",
+                        record.dependency
+                    ),
+                ),
                 None => check(
                     None,
                     false,
@@ -134,7 +143,10 @@ mod tests {
         ProbeConfig {
             name: "db".to_owned(),
             kind: ProbeKind::Postgres,
-            dependency: "db".to_owned(),
+            dependency: Some("db".to_owned()),
+            path: None,
+            url: None,
+            series: Vec::new(),
             limits: limits.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
             location: String::new(),
         }
@@ -227,6 +239,35 @@ mod tests {
         // Beyond the limit in a sample taken: a failure that was seen.
         assert!(!by["connections_waiting"].passed);
         assert!(by["connections_waiting"].message.contains("during the run"));
+    }
+
+    /// A limit on a series no scrape exposed cannot pass (a typo in its name must not hold);
+    /// one on a counter that showed up during the run is held to its whole count.
+    #[test]
+    fn a_series_no_scrape_exposed_fails_its_limit() {
+        use crate::measure::probe::SeriesKind;
+        let mut r = ProbeRecorder::new("metrics", "prometheus", "target", &[]);
+        let reading = |errors: Option<f64>| {
+            vec![
+                ("errors_total".to_owned(), SeriesKind::Counter, errors),
+                ("eror_total".to_owned(), SeriesKind::Counter, None),
+            ]
+        };
+        r.push_named(0.0, &reading(None));
+        r.push_named(1.0, &reading(Some(2.0)));
+        r.never_read(&["errors_total".to_owned(), "eror_total".to_owned()]);
+        let mut config = probe(&[("errors_total", 0.0), ("eror_total", 0.0)]);
+        config.name = "metrics".to_owned();
+        let checks = probe_checks(&[config], &[r.finish()]);
+        let by: BTreeMap<&str, &ProbeCheck> =
+            checks.iter().map(|c| (c.series.as_str(), c)).collect();
+        assert!(!by["errors_total"].passed);
+        assert_eq!(by["errors_total"].value, Some(2.0));
+        assert!(!by["eror_total"].passed);
+        assert_eq!(
+            by["eror_total"].message,
+            "metrics.eror_total cannot be checked (limit 0): no scrape of `target` exposed it"
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub use elements::operation::{
     BUILTIN_VARIABLES, METHODS, check_json_pointer, expected_requests_per_session,
     template_variables,
 };
+pub use elements::probe::DEFAULT_METRICS_PATH;
 #[cfg(test)]
 pub(crate) use error::MINIMAL_CONFIG;
 pub use error::{ConfigError, Diagnostic, Sources};

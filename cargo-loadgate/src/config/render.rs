@@ -465,7 +465,18 @@ fn render_probe(out: &mut String, p: &ProbeConfig) {
     let _ = write!(out, "\n[[probe]]\n");
     kv(out, "name", &string(&p.name));
     kv(out, "kind", &string(p.kind.name()));
-    kv(out, "dependency", &string(&p.dependency));
+    if let Some(dependency) = &p.dependency {
+        kv(out, "dependency", &string(dependency));
+    }
+    if let Some(path) = &p.path {
+        kv(out, "path", &string(path));
+    }
+    if let Some(url) = &p.url {
+        kv(out, "url", &string(url));
+    }
+    if !p.series.is_empty() {
+        kv(out, "series", &strings(&p.series));
+    }
     kv(
         out,
         "limits",

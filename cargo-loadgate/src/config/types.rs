@@ -203,12 +203,22 @@ impl DataStage {
 /// make its series gate checks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeConfig {
-    /// Its name in the result and reports (default the dependency's).
+    /// Its name in the result and reports (default the dependency's; `metrics` for a
+    /// `prometheus` probe of the target or a URL).
     pub name: String,
     /// What it samples.
     pub kind: ProbeKind,
-    /// The `[[dependency]]` it watches.
-    pub dependency: String,
+    /// The `[[dependency]]` it watches: a `postgres` probe's database, or the dependency a
+    /// `prometheus` probe scrapes (the target when `None`). A probe is kept in the profiles that
+    /// boot its dependency.
+    pub dependency: Option<String>,
+    /// Where a `prometheus` probe scrapes: a path on the target or on its dependency.
+    pub path: Option<String>,
+    /// Where a `prometheus` probe scrapes: a URL on loopback (instead of `path`).
+    pub url: Option<String>,
+    /// The series a `prometheus` probe keeps, each a selector as written (`name` or
+    /// `name{label="value"}`, see `measure::exposition`).
+    pub series: Vec<String>,
     /// Gate checks: series name → highest allowed value (a gauge's largest sample, a counter's
     /// increase over the run).
     pub limits: BTreeMap<String, f64>,
@@ -216,11 +226,24 @@ pub struct ProbeConfig {
     pub location: String,
 }
 
+impl ProbeConfig {
+    /// What it watches, for the result and people: its dependency's name, `target`, or its URL.
+    pub fn watches(&self) -> String {
+        match (&self.dependency, &self.url) {
+            (Some(d), _) => d.clone(),
+            (None, Some(url)) => url.clone(),
+            (None, None) => "target".to_owned(),
+        }
+    }
+}
+
 /// What a probe samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeKind {
     /// `pg_stat_activity` and `pg_stat_database` of a PostgreSQL dependency.
     Postgres,
+    /// Named series of a Prometheus `/metrics` page (the target's own, a dependency's, or a URL).
+    Prometheus,
 }
 
 impl ProbeKind {
@@ -228,6 +251,7 @@ impl ProbeKind {
     pub fn name(self) -> &'static str {
         match self {
             Self::Postgres => "postgres",
+            Self::Prometheus => "prometheus",
         }
     }
 }

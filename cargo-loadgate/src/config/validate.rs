@@ -219,7 +219,11 @@ fn validate_in(
                 dependency::for_profile(cx, &dependencies, &dependency_profiles, &c, &available);
             let probes = probes
                 .iter()
-                .filter(|p| dependencies.iter().any(|d| d.name == p.dependency))
+                .filter(|p| {
+                    p.dependency
+                        .as_ref()
+                        .is_none_or(|name| dependencies.iter().any(|d| &d.name == name))
+                })
                 .cloned()
                 .collect();
             // What the data steps name depends on the dependencies the profile boots.

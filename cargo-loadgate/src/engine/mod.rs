@@ -20,7 +20,7 @@ mod pool;
 mod realtime;
 mod signal;
 #[cfg(test)]
-mod test_server;
+pub(crate) mod test_server;
 mod timer;
 
 pub use affinity::{

@@ -7,6 +7,7 @@
 
 mod counters;
 mod cpu;
+pub mod exposition;
 mod histogram;
 mod phase;
 pub mod probe;

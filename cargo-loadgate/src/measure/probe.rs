@@ -91,6 +91,22 @@ pub struct ProbeSample {
     pub values: BTreeMap<String, f64>,
 }
 
+/// One statement a `postgres` probe saw run during the run (`pg_stat_statements`, the counts at the
+/// end less those when the probe connected).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatementRecord {
+    /// Its normalized text (constants as `$1`), on one line, cut after 200 characters (with …).
+    pub query: String,
+    /// How many times it ran.
+    pub calls: u64,
+    /// Shared blocks it found in the buffers or read, in all.
+    pub blocks: u64,
+    /// `blocks` a call: what a missing index multiplies.
+    pub blocks_per_call: f64,
+    /// Its mean time a call, in milliseconds (in the server).
+    pub mean_ms: f64,
+}
+
 /// What a run records of one probe (result.json `probes`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRecord {
@@ -122,6 +138,17 @@ pub struct ProbeRecord {
     /// series with fewer than three samples in it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub soak_slopes: BTreeMap<String, SlopeEstimate>,
+    /// The series a `prometheus` probe was asked for that no scrape exposed (a limit on one
+    /// cannot be checked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<String>,
+    /// A `postgres` probe's statements over the run, the most shared blocks first (at most ten).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statements: Vec<StatementRecord>,
+    /// Why a `postgres` probe has no statements (`pg_stat_statements` is not loaded, or could not
+    /// be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements_missing: Option<String>,
 }
 
 impl ProbeRecord {
@@ -139,6 +166,9 @@ impl ProbeRecord {
             sample_errors: 0,
             last_error: None,
             soak_slopes: BTreeMap::new(),
+            unseen: Vec::new(),
+            statements: Vec::new(),
+            statements_missing: None,
         }
     }
 
@@ -238,50 +268,108 @@ pub fn format_value(v: f64) -> String {
 #[derive(Clone, Debug)]
 pub struct ProbeRecorder {
     record: ProbeRecord,
-    defs: &'static [SeriesDef],
-    last: Option<(f64, Vec<f64>)>,
+    /// The series of a fixed reading ([`Self::push`]), in its order.
+    defs: Vec<(String, SeriesKind)>,
+    /// When the last reading was taken.
+    last_s: Option<f64>,
+    /// Each series' last reading: when, and its value (a counter's running total as read).
+    last: BTreeMap<String, (f64, f64)>,
 }
 
 impl ProbeRecorder {
-    /// A recorder of `defs`, for the probe `name` of `kind` watching `dependency`.
-    pub fn new(name: &str, kind: &str, dependency: &str, defs: &'static [SeriesDef]) -> Self {
+    /// A recorder of `defs` (a fixed reading, [`Self::push`]; none for a reading whose series
+    /// show up as they are read, [`Self::push_named`]), for the probe `name` of `kind` watching
+    /// `dependency`.
+    pub fn new(name: &str, kind: &str, dependency: &str, defs: &[SeriesDef]) -> Self {
         let mut record = ProbeRecord::missing(name, kind, dependency, String::new());
         record.status = ProbeStatus::Sampled;
         record.missing = None;
-        record.series = defs.iter().map(|d| (d.name.to_owned(), d.kind)).collect();
+        let defs: Vec<(String, SeriesKind)> =
+            defs.iter().map(|d| (d.name.to_owned(), d.kind)).collect();
+        record.series = defs.iter().cloned().collect();
         Self {
             record,
             defs,
-            last: None,
+            last_s: None,
+            last: BTreeMap::new(),
         }
     }
 
-    /// Adds one reading at `elapsed_s`: `raw[i]` is the value of `defs[i]` as read.
+    /// Adds one reading at `elapsed_s`: `raw[i]` is the value of the `i`th series of `defs` as
+    /// read.
     pub fn push(&mut self, elapsed_s: f64, raw: &[f64]) {
+        let reading: Vec<(String, SeriesKind, Option<f64>)> = self
+            .defs
+            .iter()
+            .enumerate()
+            .map(|(i, (name, kind))| (name.clone(), *kind, raw.get(i).copied()))
+            .collect();
+        self.push_named(elapsed_s, &reading);
+    }
+
+    /// Adds one reading at `elapsed_s`: each series by name, with its kind and its value when
+    /// the reading had one. A series is in the record's `series` once it has been read. A
+    /// counter read for the first time after an earlier reading counts its whole value (it
+    /// appeared at its first increment: a service exposes a labelled counter once it counts);
+    /// in the first reading, counters only set where they start.
+    pub fn push_named(&mut self, elapsed_s: f64, reading: &[(String, SeriesKind, Option<f64>)]) {
         let mut values = BTreeMap::new();
-        for (i, def) in self.defs.iter().enumerate() {
-            let Some(&now) = raw.get(i) else { continue };
-            match def.kind {
+        for (name, kind, value) in reading {
+            let Some(now) = value.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            self.record.series.entry(name.clone()).or_insert(*kind);
+            match kind {
                 SeriesKind::Gauge => {
-                    values.insert(def.name.to_owned(), now);
+                    values.insert(name.clone(), now);
                 }
                 SeriesKind::Counter => {
-                    let total = self.record.totals.entry(def.name.to_owned()).or_insert(0.0);
-                    if let Some((then_s, before)) = &self.last {
-                        let before = before.get(i).copied().unwrap_or(now);
+                    let total = self.record.totals.entry(name.clone()).or_insert(0.0);
+                    // Since its own last reading; one that appears counts from the reading
+                    // before.
+                    let before = match (self.last.get(name), self.last_s) {
+                        (Some(&(then_s, before)), _) => Some((then_s, before)),
+                        (None, Some(then_s)) => Some((then_s, 0.0)),
+                        (None, None) => None,
+                    };
+                    if let Some((then_s, before)) = before {
                         // A counter that went down was reset: it counted `now` since.
-                        let increase = if now >= before { now - before } else { now };
+                        let increase = if now >= before { now - before } else { now }.max(0.0);
                         *total += increase;
                         let dt = elapsed_s - then_s;
                         if dt > 0.0 {
-                            values.insert(def.name.to_owned(), increase / dt);
+                            values.insert(name.clone(), increase / dt);
                         }
                     }
                 }
             }
+            self.last.insert(name.clone(), (elapsed_s, now));
         }
-        self.last = Some((elapsed_s, raw.to_vec()));
+        self.last_s = Some(elapsed_s);
         self.record.samples.push(ProbeSample { elapsed_s, values });
+    }
+
+    /// Records the statements of the run, or why there are none.
+    pub fn set_statements(&mut self, statements: Result<Vec<StatementRecord>, String>) {
+        match statements {
+            Ok(s) => {
+                self.record.statements = s;
+                self.record.statements_missing = None;
+            }
+            Err(why) => {
+                self.record.statements = Vec::new();
+                self.record.statements_missing = Some(why);
+            }
+        }
+    }
+
+    /// Records the series the probe was asked for and never read (`unseen`).
+    pub fn never_read(&mut self, asked: &[String]) {
+        self.record.unseen = asked
+            .iter()
+            .filter(|s| !self.record.series.contains_key(*s))
+            .cloned()
+            .collect();
     }
 
     /// Counts a sample that failed after the probe connected.
@@ -367,6 +455,37 @@ mod tests {
         assert_eq!(rec.blocks_per_commit(), Some(26.0));
         rec.totals.insert("xact_commit".into(), 0.0);
         assert_eq!(rec.blocks_per_commit(), None);
+    }
+
+    /// A scraped series shows up when first read: a gauge from then on, a counter first seen
+    /// after the first reading with its whole value (it appeared at its first increment), one
+    /// present from the first reading from where it started; a series never read is unseen.
+    #[test]
+    fn series_read_by_name_show_up_as_they_are_read() {
+        let mut r = ProbeRecorder::new("app", "prometheus", "target", &[]);
+        let reading = |pool: Option<f64>, requests: f64, errors: Option<f64>| {
+            vec![
+                ("pool".to_owned(), SeriesKind::Gauge, pool),
+                (
+                    "requests_total".to_owned(),
+                    SeriesKind::Counter,
+                    Some(requests),
+                ),
+                ("errors_total".to_owned(), SeriesKind::Counter, errors),
+            ]
+        };
+        r.push_named(0.0, &reading(None, 50.0, None));
+        r.push_named(1.0, &reading(Some(2.0), 60.0, None));
+        r.push_named(2.0, &reading(Some(f64::NAN), 75.0, Some(3.0)));
+        r.push_named(3.0, &reading(Some(4.0), 75.0, Some(3.0)));
+        r.never_read(&["pool".into(), "errors_total".into(), "typo_total".into()]);
+        let rec = r.finish();
+        assert_eq!(rec.points("pool"), vec![(1.0, 2.0), (3.0, 4.0)]);
+        assert_eq!(rec.totals["requests_total"], 25.0);
+        assert_eq!(rec.totals["errors_total"], 3.0);
+        assert_eq!(rec.points("errors_total"), vec![(2.0, 3.0), (3.0, 0.0)]);
+        assert_eq!(rec.series.len(), 3);
+        assert_eq!(rec.unseen, ["typo_total"]);
     }
 
     #[test]

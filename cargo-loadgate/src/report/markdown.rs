@@ -18,6 +18,41 @@ pub(crate) fn verdict_badge(outcome: Option<VerdictOutcome>) -> (&'static str, &
     outcome.map_or(("⏳", "no verdict"), |o| (o.icon(), o.word()))
 }
 
+/// `[data]` as it ran, in one sentence: the tier, the seed, and each step with its time, its
+/// output's digest (shortened) and its last line.
+pub fn data_sentence(data: &crate::targets::DataRecord) -> String {
+    let tier = data
+        .tier
+        .as_ref()
+        .map(|t| format!("tier `{t}`, "))
+        .unwrap_or_default();
+    let steps: Vec<String> = data
+        .steps
+        .iter()
+        .map(|s| {
+            format!(
+                "`{}` {:.1} s (output sha256 {}{})",
+                s.name,
+                s.seconds,
+                &s.output_sha256[..12.min(s.output_sha256.len())],
+                s.output
+                    .last()
+                    .map(|l| format!(": {l}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    format!(
+        "{tier}seed {}; {}",
+        data.seed,
+        if steps.is_empty() {
+            "no step".to_owned()
+        } else {
+            steps.join(", ")
+        }
+    )
+}
+
 /// Renders the summary of a run.
 pub fn markdown_summary(result: &RunResult) -> String {
     let mut md = String::new();
@@ -189,6 +224,9 @@ pub fn markdown_summary(result: &RunResult) -> String {
         soak_section(&mut md, soak, result.verdict.as_ref());
     } else if let Some(reason) = &result.soak_skipped {
         let _ = writeln!(md, "**Soak:** skipped: {}\n", escape(reason));
+    }
+    if let Some(data) = &result.data {
+        let _ = writeln!(md, "**Data:** {}\n", escape(&data_sentence(data)));
     }
     let probes = super::probes::probe_markdown(result);
     if !probes.is_empty() {
@@ -627,6 +665,36 @@ pub(in crate::report) mod tests {
         let name = &result.phases[0].measurement.operations[0].name;
         assert!(md.contains(&format!("**Retries:** `{name}`: ")), "{md}");
         assert!(md.contains("(2 retries, "), "{md}");
+    }
+
+    /// The data tier a run loaded is stated with each step's digest and last line.
+    #[test]
+    fn the_summary_states_the_data_tier() {
+        use crate::config::DataStage;
+        use crate::targets::{DataRecord, DataStepRecord};
+        let value: Value = serde_json::from_str(AFTER).unwrap();
+        let mut result = typed(&value);
+        assert!(!markdown_summary(&result).contains("**Data:**"));
+        result.data = Some(DataRecord {
+            tier: Some("10k".to_owned()),
+            seed: 42,
+            vars: std::collections::BTreeMap::new(),
+            steps: vec![DataStepRecord {
+                name: "seed".to_owned(),
+                after: DataStage::Dependencies,
+                seconds: 2.46,
+                output_sha256: "0123456789abcdef0123".to_owned(),
+                output: vec!["9f2c…".to_owned(), "d41d8cd98f00".to_owned()],
+            }],
+        });
+        let md = markdown_summary(&result);
+        assert!(
+            md.contains(
+                "**Data:** tier `10k`, seed 42; `seed` 2.5 s (output sha256 0123456789ab: \
+                 d41d8cd98f00)\n"
+            ),
+            "{md}"
+        );
     }
 
     #[test]

@@ -1034,7 +1034,40 @@ fn probes(out: &mut String, runs: &[ReportRun], style: Style) {
         "through the soak",
     ];
     out.push_str(&style.table(Table::new(&header).left(&[1, 6]).rows(rows)));
+    // The statements that read the most, with their blocks a call against the first run's same
+    // statement: where a missing index shows by name.
+    let mut statements: Vec<Vec<String>> = Vec::new();
+    for run in runs {
+        for probe in &run.probes {
+            let then = first_probe(&probe.name);
+            for st in probe.statements.iter().take(REPORT_STATEMENTS) {
+                let before = then.and_then(|b| b.statements.iter().find(|s| s.query == st.query));
+                statements.push(vec![
+                    probe.name.clone(),
+                    run.label.clone(),
+                    st.query.clone(),
+                    st.calls.to_string(),
+                    format_value(st.blocks_per_call),
+                    before.map_or_else(dash, |b| times(st.blocks_per_call, b.blocks_per_call)),
+                ]);
+            }
+        }
+    }
+    if !statements.is_empty() {
+        let header = [
+            "probe",
+            "run",
+            "statement (the most blocks first)",
+            "calls",
+            "blocks a call",
+            ratio.as_str(),
+        ];
+        out.push_str(&style.table(Table::new(&header).left(&[1, 2]).rows(statements)));
+    }
 }
+
+/// How many statements of each run's probe the multi-run report shows.
+const REPORT_STATEMENTS: usize = 3;
 
 fn generator_health(out: &mut String, runs: &[ReportRun], style: Style) {
     style.heading(out, "generator health");
@@ -1202,6 +1235,17 @@ mod tests {
         before["probes"] = probe(26.0, 0.0);
         let mut after = value(AFTER);
         after["probes"] = probe(260.0, 0.1);
+        let statement = |blocks_per_call: f64| {
+            serde_json::json!([{
+                "query": "SELECT id FROM transactions WHERE account_id = $1",
+                "calls": 40,
+                "blocks": (blocks_per_call * 40.0) as u64,
+                "blocks_per_call": blocks_per_call,
+                "mean_ms": 1.0
+            }])
+        };
+        before["probes"][0]["statements"] = statement(4.0);
+        after["probes"][0]["statements"] = statement(2_400.0);
         let runs = vec![run("before", &before), run("after", &after)];
         let terminal = render_terminal(&runs);
         let row = |label: &str| {
@@ -1224,6 +1268,12 @@ mod tests {
             after_row.contains("connections_waiting grows 6"),
             "{after_row}"
         );
+        let statement_row = terminal
+            .lines()
+            .find(|l| l.contains(" after ") && l.contains("FROM transactions"))
+            .unwrap_or_else(|| panic!("no statement row in\n{terminal}"));
+        assert!(statement_row.contains("2400"), "{statement_row}");
+        assert!(statement_row.contains("600×"), "{statement_row}");
         let markdown = render_markdown(&runs);
         assert!(markdown.contains("### Probes"), "{markdown}");
         // Without probes there is no section.

@@ -80,6 +80,24 @@ pub fn probe_lines(result: &RunResult) -> String {
         for line in derived(probe) {
             let _ = writeln!(out, "  {}", line.replace('`', ""));
         }
+        if !probe.unseen.is_empty() {
+            let _ = writeln!(out, "  never exposed: {}", probe.unseen.join(", "));
+        }
+        if let Some(why) = &probe.statements_missing {
+            let _ = writeln!(out, "  statements: none ({why})");
+        } else if !probe.statements.is_empty() {
+            let _ = writeln!(out, "  statements, the most blocks first:");
+            for st in probe.statements.iter().take(TERMINAL_STATEMENTS) {
+                let _ = writeln!(
+                    out,
+                    "    {:>8} calls {:>9} blocks a call {:>9} ms a call  {}",
+                    st.calls,
+                    format_value(st.blocks_per_call),
+                    format_value(st.mean_ms),
+                    st.query
+                );
+            }
+        }
     }
     for check in &result.probe_checks {
         let _ = writeln!(
@@ -139,9 +157,35 @@ pub fn probe_markdown(result: &RunResult) -> String {
         for line in notes {
             let _ = writeln!(md, "- {line}");
         }
+        if !probe.unseen.is_empty() {
+            let unseen: Vec<String> = probe.unseen.iter().map(|s| format!("`{s}`")).collect();
+            let _ = writeln!(md, "\nNever exposed: {}.", escape(&unseen.join(", ")));
+        }
+        if let Some(why) = &probe.statements_missing {
+            let _ = writeln!(md, "\nStatements: none ({}).", escape(why));
+        } else if !probe.statements.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n| statement (the most blocks first) | calls | blocks a call | ms a call |\n\
+                 |---|---:|---:|---:|"
+            );
+            for st in &probe.statements {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} |",
+                    escape_cell(&format!("`{}`", st.query)),
+                    st.calls,
+                    format_value(st.blocks_per_call),
+                    format_value(st.mean_ms)
+                );
+            }
+        }
     }
     md
 }
+
+/// How many statements the terminal shows (the Markdown and result.json keep ten).
+const TERMINAL_STATEMENTS: usize = 5;
 
 /// What the series say together, one line each (Markdown code spans around series names): the
 /// blocks per committed transaction of a `postgres` probe, and every series that grew or fell
@@ -219,6 +263,46 @@ mod tests {
         );
         assert!(
             md.contains("- 0 blocks per committed transaction (`blks_hit` + `blks_read` over"),
+            "{md}"
+        );
+    }
+
+    /// The statements a postgres probe ranked are listed, the most blocks first; a probe without
+    /// them says why.
+    #[test]
+    fn the_statements_are_listed_with_their_blocks_a_call() {
+        use crate::measure::probe::StatementRecord;
+        let mut r = ProbeRecorder::new("db", "postgres", "db", POSTGRES_SERIES);
+        r.set_statements(Ok(vec![StatementRecord {
+            query: "SELECT id FROM transactions WHERE account_id = $1".to_owned(),
+            calls: 40,
+            blocks: 100_000,
+            blocks_per_call: 2_500.0,
+            mean_ms: 12.5,
+        }]));
+        let mut bare = ProbeRecorder::new("db2", "postgres", "db2", POSTGRES_SERIES);
+        bare.set_statements(Err(
+            "pg_stat_statements cannot be read: no such view".to_owned()
+        ));
+        let result = crate::report::markdown::tests::with_probes(vec![r.finish(), bare.finish()]);
+        let text = probe_lines(&result);
+        let row = concat!(
+            "          40 calls      2500 blocks a call      12.5 ms a call  ",
+            "SELECT id FROM transactions WHERE account_id = $1"
+        );
+        assert!(
+            text.contains(&format!("  statements, the most blocks first:\n{row}\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains("  statements: none (pg_stat_statements cannot be read: no such view)"),
+            "{text}"
+        );
+        let md = probe_markdown(&result);
+        assert!(
+            md.contains(
+                "| `SELECT id FROM transactions WHERE account_id = $1` | 40 | 2500 | 12.5 |"
+            ),
             "{md}"
         );
     }

@@ -344,7 +344,7 @@ async fn boot_one(
             let ids = runas.as_ref().map(|u| (u.uid, u.gid));
             let boot = async {
                 initdb(d, &pg, &data, ids, &env, &log).await?;
-                let args: Vec<String> = [
+                let mut args: Vec<String> = [
                     "-D",
                     &data.to_string_lossy(),
                     "-p",
@@ -357,6 +357,11 @@ async fn boot_one(
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
+                // The statements a probe ranks by blocks (when the server has the module).
+                if pg.has_stat_statements() {
+                    args.push("-c".into());
+                    args.push("shared_preload_libraries=pg_stat_statements".into());
+                }
                 ProcessHandle::spawn(Spawn {
                     binary: &pg.bin.join("postgres"),
                     args: &args,
@@ -395,6 +400,8 @@ async fn boot_one(
         }
     };
     let pid = process.pid;
+    // A signal stops it after the `[teardown]` steps, which may reach it.
+    super::cleanup::register_dependency_group(pid as i32);
     let running = Running {
         info: DependencyInfo {
             name: d.name.clone(),
@@ -543,8 +550,16 @@ struct PostgresBinaries {
     isready: Option<PathBuf>,
 }
 
-/// Finds `initdb` and `postgres`: Debian's and Ubuntu's `/usr/lib/postgresql/<version>/bin` (the
-/// newest version), then `$PATH` (where other systems put them).
+impl PostgresBinaries {
+    /// Whether the server has the `pg_stat_statements` module (in its `lib` beside `bin`, where
+    /// Debian's packages put it).
+    fn has_stat_statements(&self) -> bool {
+        self.bin
+            .parent()
+            .is_some_and(|dir| dir.join("lib/pg_stat_statements.so").is_file())
+    }
+}
+
 /// Where PostgreSQL's programs may be, in the order they are looked for: Debian's versioned
 /// `/usr/lib/postgresql/*/bin`, the newest first, then `$PATH`.
 pub(super) fn postgres_bin_dirs() -> Vec<PathBuf> {
@@ -569,6 +584,8 @@ pub(super) fn postgres_bin_dirs() -> Vec<PathBuf> {
         .collect()
 }
 
+/// Finds `initdb` and `postgres`: Debian's and Ubuntu's `/usr/lib/postgresql/<version>/bin` (the
+/// newest version), then `$PATH` (where other systems put them).
 fn postgres_binaries(name: &str) -> Result<PostgresBinaries, TargetError> {
     let has_server = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
     let dirs = postgres_bin_dirs();

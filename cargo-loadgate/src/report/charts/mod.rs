@@ -1,7 +1,7 @@
 //! SVG charts of a run (issue #6): latency percentiles and throughput against offered load with
 //! the knee marked, the soak's RSS and p99 series with their Theil–Sen slopes, and a paired run's
-//! per-pair ratios head / base (issue 13), a spike phase second by second (issue 15), and one metric
-//! over the commits of a history (issue 18).
+//! per-pair ratios head / base (issue 13), a spike phase second by second (issue 15), the probes'
+//! series through the soak (issue 16), and one metric over the commits of a history (issue 18).
 //!
 //! They read the typed run result ([`RunResult`], as written to the out-dir or read back from a
 //! baseline with `result::read`), through the views of `view.rs`; an older or partial result
@@ -18,6 +18,7 @@ mod draw;
 mod history;
 mod latency;
 mod pairs;
+mod probes;
 mod soak;
 mod spike;
 mod throughput;
@@ -26,6 +27,7 @@ mod view;
 pub use history::{HISTORY_CHART, history_chart_name, render_history};
 pub use latency::render_latency;
 pub use pairs::render_pairs;
+pub use probes::render_probes;
 pub use soak::render_soak;
 pub use spike::render_spike;
 pub use throughput::render_throughput;
@@ -44,6 +46,8 @@ pub const SOAK_CHART: &str = "soak.svg";
 pub const PAIRS_CHART: &str = "pairs.svg";
 /// The file name of the chart of a spike phase, second by second.
 pub const SPIKE_CHART: &str = "spike.svg";
+/// The file name of the chart of the probes' series through the soak.
+pub const PROBES_CHART: &str = "probes.svg";
 
 /// Why a chart could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +75,8 @@ pub enum ChartError {
 /// Writes the run's charts into `dir` and returns their paths.
 ///
 /// `latency.svg` and `throughput.svg` are written when the run has ramp steps, `soak.svg` when it
-/// has a soak, `pairs.svg` when it is a paired run with pairs used, `spike.svg` when it has a spike; `base`, the baseline's stored
+/// has a soak, `pairs.svg` when it is a paired run with pairs used, `spike.svg` when it has a
+/// spike, `probes.svg` when a probe has samples through the soak; `base`, the baseline's stored
 /// result, is drawn dashed beside the head in the first two. A chart that has nothing to draw is not written, and one left in `dir` by an earlier run
 /// is removed, so the directory never shows another run's chart beside this run's result.
 pub fn write_charts(
@@ -89,6 +94,7 @@ pub fn write_charts(
         (SOAK_CHART, render_soak(head)?),
         (PAIRS_CHART, render_pairs(head)?),
         (SPIKE_CHART, render_spike(head)?),
+        (PROBES_CHART, render_probes(head)?),
     ];
     let mut written = Vec::new();
     for (name, svg) in charts {

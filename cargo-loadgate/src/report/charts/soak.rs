@@ -73,8 +73,8 @@ pub fn render_soak(head: &RunResult) -> Result<Option<String>, ChartError> {
         (
             soak.rss.as_slice(),
             SoakPanel {
-                y_desc: "RSS (MiB)",
-                series: "RSS, 1 s samples",
+                y_desc: "RSS (MiB)".into(),
+                series: "RSS, 1 s samples".into(),
                 zero_based: false,
                 fit: rss_fit,
             },
@@ -82,8 +82,8 @@ pub fn render_soak(head: &RunResult) -> Result<Option<String>, ChartError> {
         (
             soak.p99.as_slice(),
             SoakPanel {
-                y_desc: "p99 latency (ms)",
-                series: "p99 per 1 s window",
+                y_desc: "p99 latency (ms)".into(),
+                series: "p99 per 1 s window".into(),
                 zero_based: true,
                 fit: p99_fit,
             },
@@ -122,8 +122,8 @@ pub(super) fn signed(text: &str) -> String {
 
 /// One panel of the soak chart.
 pub(super) struct SoakPanel {
-    pub(super) y_desc: &'static str,
-    pub(super) series: &'static str,
+    pub(super) y_desc: String,
+    pub(super) series: String,
     /// Whether the y-axis starts at zero (latency) or hugs the data (RSS, whose growth matters).
     pub(super) zero_based: bool,
     /// The slope in y-units per second, and its legend lines.
@@ -164,7 +164,10 @@ pub(super) fn draw_soak_panel(
     let mut chart = linear_chart(
         &plot,
         (x, y),
-        ("time into the soak's measured part (s)", panel.y_desc),
+        (
+            "time into the soak's measured part (s)",
+            panel.y_desc.as_str(),
+        ),
     )?;
     chart.draw_series(LineSeries::new(
         points.iter().copied(),
@@ -178,7 +181,8 @@ pub(super) fn draw_soak_panel(
         ))?;
     }
     let mut rows = vec![
-        LegendRow::line(panel.series, SERIES_COLOR, 2, false).with_marker(Marker::Circle, true),
+        LegendRow::line(panel.series.clone(), SERIES_COLOR, 2, false)
+            .with_marker(Marker::Circle, true),
     ];
     match (&panel.fit, &line) {
         (Some((_, text)), Some(_)) => {

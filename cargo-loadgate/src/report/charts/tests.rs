@@ -912,3 +912,48 @@ fn recovered_at(secs: u64) -> crate::plan::Recovery {
         confirmed_after: Duration::from_secs(secs + 3),
     }
 }
+
+/// The probes' chart: a panel per series with samples in the soak's window, each with its slope;
+/// none without a soak window or a sampled probe.
+#[test]
+fn the_probes_chart_draws_each_series_through_the_soak_with_its_slope() {
+    use crate::measure::probe::{ProbeRecorder, SeriesKind};
+    let mut head = result(HEAD, 1.0, true);
+    assert_eq!(render_probes(&head).unwrap(), None, "no probe");
+    let mut r = ProbeRecorder::new("app", "prometheus", "target", &[]);
+    for t in 0..=40 {
+        let t = f64::from(t);
+        r.push_named(
+            t,
+            &[
+                ("waiting".to_owned(), SeriesKind::Gauge, Some(2.0 + 0.5 * t)),
+                (
+                    "requests_total".to_owned(),
+                    SeriesKind::Counter,
+                    Some(100.0 * t),
+                ),
+            ],
+        );
+    }
+    let mut probe = r.finish();
+    probe.fit_soak_slopes(10.0, 40.0);
+    head.probes = vec![probe];
+    // The fixture's soak has no sampled window yet: nothing to draw.
+    head.soak.as_mut().unwrap().sampled_s = None;
+    assert_eq!(render_probes(&head).unwrap(), None, "no soak window");
+    head.soak.as_mut().unwrap().sampled_s = Some([10.0, 40.0]);
+    let svg = render_probes(&head).unwrap().expect("a probes chart");
+    assert!(svg.contains("Probes through the soak"), "{svg}");
+    assert!(svg.contains("app · waiting"), "{svg}");
+    assert!(svg.contains("app · requests_total"), "{svg}");
+    // 0.5 a second is +30 a minute.
+    assert!(svg.contains("Theil–Sen +30 per min"), "{svg}");
+    let png = rasterize(&svg);
+    assert!(count(&png, FIT_COLOR) > 100, "a fitted line is lost");
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_charts(dir.path(), &head, None).unwrap();
+    assert!(
+        written.contains(&dir.path().join(PROBES_CHART)),
+        "{written:?}"
+    );
+}

@@ -10,7 +10,7 @@
 # target/loadgate/paired-goals/<step>/<commit>/):
 #   slow-aa    the demo with DEMO_CPU_US=1000 (p50 ≈ 1-2 ms), 20 A/A runs and 10 with
 #              DEMO_CPU_US=1080 on the head (+8% CPU: about +15% p50 at 60% of the knee)
-#   slow-p99   10 runs with DEMO_CPU_US=1100 on the head (+10% CPU: about +25% p99), no A/A runs
+#   slow-p99   10 runs with DEMO_CPU_US=1100 on the head (+10% CPU: +29…36% p99 measured), no A/A runs
 #   slow-cap   10 runs with DEMO_CPU_US=1250 on the head (capacity × 0.8), no A/A runs
 #   fast       the demo without its knob at a few thousand req/s: 10 A/A runs and 10 with
 #              DEMO_CPU_US=200 on the head (+0.2 ms per request)

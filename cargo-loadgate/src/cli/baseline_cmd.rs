@@ -145,7 +145,7 @@ pub fn compare_files(opts: &CompareOpts) -> i32 {
         }
     };
     let options = CompareOptions {
-        gated_operations: config.workload.gated_operations(),
+        gated_operations: config.gated_operations(),
         ..CompareOptions::default()
     };
     let (text, outcome) = render_comparison(
@@ -223,6 +223,7 @@ mod tests {
             rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
             p50_floor: std::time::Duration::ZERO,
             p99_floor: std::time::Duration::ZERO,
+            operations: Vec::new(),
         }
     }
 

@@ -453,13 +453,14 @@ pub fn render_verdict(
 
 /// The number of primary metrics a run of `config` compares (Holm's family): p50 and p99 of all
 /// operations, the error rate, the capacity when the profile has a ramp, and p50 and p99 of each
-/// operation written with `gate = true` when there are two or more operations (with one, its
+/// operation written with `gate = true` or named by `[gate] operations` when there are two or
+/// more operations (with one, its
 /// figures are the overall ones).
 pub fn primary_family(config: &LoadgateConfig) -> usize {
     // The other operations' latencies are secondary (they warn).
     let workload = &config.workload;
     let gated = if workload.operations.len() >= 2 {
-        workload.gated_operations().len()
+        config.gated_operations().len()
     } else {
         0
     };

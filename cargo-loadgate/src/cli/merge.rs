@@ -253,6 +253,7 @@ impl PhaseRunner for Replay {
         Ok(PhaseRun {
             resources: self.resources.remove(&spec.name).unwrap_or_default(),
             measurement,
+            measured_s: None,
         })
     }
 }

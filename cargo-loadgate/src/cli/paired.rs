@@ -747,7 +747,7 @@ async fn run_both(
             base_result,
             head_ramp,
             inputs: PairedInputs {
-                gated_operations: config.workload.gated_operations(),
+                gated_operations: config.gated_operations(),
                 ..PairedInputs::default()
             },
             adaptive,
@@ -767,7 +767,7 @@ async fn run_both(
         // After every session either ramp numbered.
         first_session: 1 << 40,
     };
-    let gated_ops = config.workload.gated_operations();
+    let gated_ops = config.gated_operations();
     let mut write_error: Option<RunError> = None;
     let mut looked: Option<String> = None;
     let blocks = {

@@ -826,12 +826,8 @@ pub(super) fn decide_and_report(
     if result.shards.is_none() {
         result.probe_checks = crate::compare::probe_checks(&config.probes, &result.probes);
     }
-    let (comparison, verdict) = gate::decide_with(
-        baseline,
-        result,
-        &config.gate,
-        &config.workload.gated_operations(),
-    );
+    let (comparison, verdict) =
+        gate::decide_with(baseline, result, &config.gate, &config.gated_operations());
     result.comparison = comparison;
     result.verdict = Some(verdict.clone());
     write_result(outputs.result_path, result)?;
@@ -1239,6 +1235,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
         Ok(PhaseRun {
             measurement,
             resources,
+            measured_s: Some([from, to]),
         })
     }
 }

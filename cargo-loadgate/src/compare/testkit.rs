@@ -20,6 +20,7 @@ pub(super) fn gate() -> GateConfig {
         rss_slope_bytes_per_sec: 2.0 * 1024.0 * 1024.0 / 60.0,
         p50_floor: Duration::ZERO,
         p99_floor: Duration::ZERO,
+        operations: Vec::new(),
     }
 }
 

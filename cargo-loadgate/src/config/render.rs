@@ -313,6 +313,9 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     );
     kv(&mut out, gate::P50_FLOOR.name, &duration(g.p50_floor));
     kv(&mut out, gate::P99_FLOOR.name, &duration(g.p99_floor));
+    if !g.operations.is_empty() {
+        kv(&mut out, gate::OPERATIONS.name, &strings(&g.operations));
+    }
 
     let p = &cfg.paired;
     section(&mut out, &paired::SECTION);

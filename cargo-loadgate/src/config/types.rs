@@ -68,6 +68,19 @@ pub struct LoadgateConfig {
     pub teardown: TeardownConfig,
 }
 
+impl LoadgateConfig {
+    /// The operations whose p50 and p99 are primary metrics, in the workload's order: those
+    /// written with `gate = true` and those `[gate] operations` names.
+    pub fn gated_operations(&self) -> Vec<String> {
+        self.workload
+            .operations
+            .iter()
+            .filter(|o| o.gate || self.gate.operations.contains(&o.name))
+            .map(|o| o.name.clone())
+            .collect()
+    }
+}
+
 /// `[data]`: the steps that load a data tier before the measurement (issue 16, seed 004): SQL
 /// files or commands run against the dependencies once they are ready and before the target
 /// starts, or against the target once it is ready. The workload's seed is handed to every step
@@ -784,7 +797,8 @@ pub struct WorkloadConfig {
 
 impl WorkloadConfig {
     /// The names of the operations written with `gate = true`, in order: their p50 and p99 are
-    /// primary metrics of a comparison (`compare::CompareOptions::gated_operations`).
+    /// primary metrics of a comparison (`compare::CompareOptions::gated_operations`), with those
+    /// `[gate] operations` names ([`LoadgateConfig::gated_operations`]).
     pub fn gated_operations(&self) -> Vec<String> {
         self.operations
             .iter()
@@ -1151,6 +1165,11 @@ pub struct GateConfig {
     /// The absolute floor of a p99 change (`gate.p99-floor`).
     #[serde(rename = "p99_floor")]
     pub p99_floor: Duration,
+    /// Operations whose p50 and p99 are primary metrics, by name (`gate.operations`), beside
+    /// those written with `gate = true`. Left out of the serialized gate when empty, so a config
+    /// without it keeps its hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<String>,
 }
 
 impl GateConfig {

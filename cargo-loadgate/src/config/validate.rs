@@ -228,6 +228,8 @@ fn validate_in(
                 .collect();
             // What the data steps name depends on the dependencies the profile boots.
             data::check_profile(cx, &look, name, &c.data, &dependencies);
+            // `[gate] operations` names operations of this profile's workload.
+            gate::check_operations(cx, &look, &c.workload);
             LoadgateConfig {
                 accept: accepts.clone(),
                 audit: audit::for_profile(cx, &audits, &c, &available),

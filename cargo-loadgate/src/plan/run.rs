@@ -39,6 +39,10 @@ pub struct PhaseRun {
     /// warm-up, until arrivals ended), in order; their time origin does not matter. Empty when the
     /// target is not sampled. Only the soak uses them.
     pub resources: Vec<ResourceSample>,
+    /// When the measured part began and ended, in seconds on the resource sampler's clock (the
+    /// probes' too), when the runner knows: the soak's probe slopes are fitted to it when the
+    /// target has no resource samples (a `url` target).
+    pub measured_s: Option<[f64; 2]>,
 }
 
 /// Runs one phase. The shell implements it with `run_phase_on_generator_thread` (installing
@@ -529,11 +533,13 @@ impl<R: PhaseRunner> Driver<'_, R> {
             invalid_reasons: m.validity.reasons.iter().map(ToString::to_string).collect(),
             windows: m.windows.windows.iter().filter(|w| w.completed > 0).count(),
             samples: run.resources.len(),
+            // The resource samples' span, else the measured part's on the same clock.
             sampled_s: run
                 .resources
                 .first()
                 .zip(run.resources.last())
-                .map(|(first, last)| [first.elapsed_s, last.elapsed_s]),
+                .map(|(first, last)| [first.elapsed_s, last.elapsed_s])
+                .or(run.measured_s),
         };
         Ok(Ok((outcome, m, schedule_hash)))
     }
@@ -837,6 +843,9 @@ pub(super) mod tests {
         pub(in crate::plan) schedules: Vec<Schedule>,
         /// Added to every answer's latency (a slower build at the same load).
         pub(in crate::plan) extra: Duration,
+        /// No resource samples (a `url` target): the runner reports the measured part's span
+        /// instead, from 100 s on the sampler's clock.
+        unsampled: bool,
     }
 
     impl FakeService {
@@ -853,6 +862,7 @@ pub(super) mod tests {
                 specs: Vec::new(),
                 schedules: Vec::new(),
                 extra: Duration::ZERO,
+                unsampled: false,
             }
         }
 
@@ -993,9 +1003,18 @@ pub(super) mod tests {
                     fds: 9,
                 })
                 .collect();
+            let (resources, measured_s) = if self.unsampled {
+                (
+                    Vec::new(),
+                    Some([100.0, 100.0 + spec.duration.as_secs_f64()]),
+                )
+            } else {
+                (resources, None)
+            };
             Ok(PhaseRun {
                 measurement,
                 resources,
+                measured_s,
             })
         }
     }
@@ -1445,6 +1464,27 @@ pub(super) mod tests {
         );
         let p99 = soak.slopes.p99_seconds_per_sec.expect("windows");
         assert!(p99.contains(0.0), "{p99:?}");
+    }
+
+    /// A target without resource samples (a `url` target) still gets the soak's span on the
+    /// sampler's clock, which the probes' slopes are fitted to; one with samples gets theirs.
+    #[test]
+    fn the_soak_span_falls_back_to_the_measured_part_without_samples() {
+        let mut fake = FakeService::new(200.0);
+        let (outcome, _) = plan(&config(""), &mut fake, &PlanOptions::default());
+        let soak = outcome.expect("runs").soak.expect("soak ran");
+        assert_eq!(soak.sampled_s, Some([30.0, 49.0]), "the samples' span");
+        let mut unsampled = FakeService::new(200.0);
+        unsampled.unsampled = true;
+        let (outcome, _) = plan(&config(""), &mut unsampled, &PlanOptions::default());
+        let soak = outcome.expect("runs").soak.expect("soak ran");
+        assert_eq!(soak.samples, 0);
+        assert_eq!(
+            soak.sampled_s,
+            Some([100.0, 120.0]),
+            "the measured part's span"
+        );
+        assert_eq!(soak.slopes.rss_bytes_per_sec, None);
     }
 
     #[test]

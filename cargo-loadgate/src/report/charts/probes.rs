@@ -14,8 +14,7 @@ const PANEL_HEIGHT: u32 = 220;
 
 /// Renders `probes.svg`: one panel per series of every sampled probe with at least two samples in
 /// the soak's measured part (`soak.sampled_s`), the time counted from its start. `None` without a
-/// soak window (no soak, or a `url` target, whose resources are not sampled) or without such a
-/// series.
+/// soak or without such a series.
 pub fn render_probes(head: &RunResult) -> Result<Option<String>, ChartError> {
     let Some([from, to]) = head.soak.as_ref().and_then(|s| s.sampled_s) else {
         return Ok(None);

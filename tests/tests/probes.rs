@@ -178,9 +178,15 @@ fn run(dir: &Path, text: &str) -> RunOutput {
     .output()
 }
 
-fn junit(out: &Path) -> junit_parser::TestSuites {
+/// The `probes` testsuite of the run's junit.xml, read back by an independent parser.
+fn probes_suite(out: &Path) -> junit_parser::TestSuite {
     let file = std::fs::File::open(out.join("junit.xml")).expect("junit.xml written");
-    junit_parser::from_reader(std::io::BufReader::new(file)).expect("junit.xml parses")
+    junit_parser::from_reader(std::io::BufReader::new(file))
+        .expect("junit.xml parses")
+        .suites
+        .into_iter()
+        .find(|s| s.name == "probes")
+        .expect("a probes testsuite")
 }
 
 /// A run samples the preset's PostgreSQL once a second into result.json; `xact_commit = 0` cannot
@@ -234,12 +240,7 @@ fn a_probe_records_its_series_and_a_limit_that_does_not_hold_fails_the_gate() {
         "{}",
         result["verdict"]
     );
-    let report = junit(&out_dir);
-    let suite = report
-        .suites
-        .iter()
-        .find(|s| s.name == "probes")
-        .expect("a probes testsuite");
+    let suite = probes_suite(&out_dir);
     let case = |name: &str| {
         suite
             .cases
@@ -388,12 +389,7 @@ mode = "stored"
         })
         .collect();
     assert_eq!(checks, [("demo_sesions", false), ("demo_sessions", false)]);
-    let report = junit(&out_dir);
-    let suite = report
-        .suites
-        .iter()
-        .find(|s| s.name == "probes")
-        .expect("a probes testsuite");
+    let suite = probes_suite(&out_dir);
     assert_eq!(suite.cases.len(), 2);
     assert!(
         out.stdout.contains("probe metrics (prometheus of `target`"),

@@ -86,7 +86,7 @@ pub fn save_build(
         format_version: BUILD_FORMAT_VERSION,
         commit: commit.to_owned(),
         bin: bin.to_owned(),
-        sha256: crate::image::sha256_hex(&bytes),
+        sha256: crate::result::hex_sha256(&bytes),
         size: bytes.len() as u64,
         path: bin_path.clone(),
     };
@@ -143,7 +143,7 @@ pub fn find_build(
         }
         Err(e) => return Err(io("read", &bin_path)(e)),
     };
-    let sha256 = crate::image::sha256_hex(&bytes);
+    let sha256 = crate::result::hex_sha256(&bytes);
     if sha256 != build.sha256 {
         return Err(corrupt(format!(
             "{} has sha256 {}, not {} ({} bytes, {} expected)",

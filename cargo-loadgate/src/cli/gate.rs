@@ -614,7 +614,7 @@ mod tests {
         // p50, p99, the error rate and the capacity (the default profile ramps).
         assert_eq!(primary_family(&config(TWO, "default")), 4);
         let gated = config(&format!("{TWO}gate = true\n"), "default");
-        assert_eq!(gated.workload.gated_operations(), ["buy"]);
+        assert_eq!(gated.gated_operations(), ["buy"]);
         assert_eq!(primary_family(&gated), 6);
         // One operation: its latencies are the overall ones, counted once.
         let one =

@@ -69,8 +69,9 @@ pub struct LoadgateConfig {
 }
 
 impl LoadgateConfig {
-    /// The operations whose p50 and p99 are primary metrics, in the workload's order: those
-    /// written with `gate = true` and those `[gate] operations` names.
+    /// The operations whose p50 and p99 are primary metrics of a comparison
+    /// (`compare::CompareOptions::gated_operations`), in the workload's order: those written with
+    /// `gate = true` and those `[gate] operations` names.
     pub fn gated_operations(&self) -> Vec<String> {
         self.workload
             .operations
@@ -793,19 +794,6 @@ pub struct WorkloadConfig {
     pub entry: Vec<EntryPoint>,
     /// The operations, in the order they were written.
     pub operations: Vec<OperationConfig>,
-}
-
-impl WorkloadConfig {
-    /// The names of the operations written with `gate = true`, in order: their p50 and p99 are
-    /// primary metrics of a comparison (`compare::CompareOptions::gated_operations`), with those
-    /// `[gate] operations` names ([`LoadgateConfig::gated_operations`]).
-    pub fn gated_operations(&self) -> Vec<String> {
-        self.operations
-            .iter()
-            .filter(|o| o.gate)
-            .map(|o| o.name.clone())
-            .collect()
-    }
 }
 
 /// One weighted entry into the user model.

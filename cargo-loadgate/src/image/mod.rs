@@ -14,5 +14,5 @@ pub use elf::{ElfLinkage, elf_linkage};
 pub use pack::{
     ImageRef, LABEL, LABEL_BINARY_SHA256, PackedImage, Packing, binary_dockerfile,
     binary_image_tag, build_dockerfile, inspect_local_image, pack_bin, pack_binary, parse_ldd,
-    repository_component, sha256_hex, tar_of,
+    repository_component, tar_of,
 };

@@ -109,11 +109,6 @@ pub fn binary_image_tag(bin: &str, sha256_hex: &str) -> String {
     )
 }
 
-/// Lowercase hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    crate::result::hex_sha256(bytes)
-}
-
 /// The shared libraries and loader `ldd` lists, as absolute paths (the vdso has none and is skipped).
 pub fn parse_ldd(text: &str) -> Vec<PathBuf> {
     let mut libs = Vec::new();
@@ -238,7 +233,7 @@ pub async fn pack_binary(
         }
     };
     let binary = binary.to_owned();
-    let sha = sha256_hex(&bytes);
+    let sha = crate::result::hex_sha256(&bytes);
     let tag = binary_image_tag(bin, &sha);
     if let Some(image) = find_image(docker, &tag).await? {
         events(BootEvent::Built {
@@ -313,7 +308,10 @@ pub async fn build_dockerfile(
         .map_err(|e| TargetError::io("read the build context", std::io::Error::other(e)))??;
     entries.push((".loadgate.Dockerfile".into(), dockerfile_text, 0o644));
     let tar = tar_of(&entries)?;
-    let tag = format!("loadgate/dockerfile-{}", &sha256_hex(&tar)[..12]);
+    let tag = format!(
+        "loadgate/dockerfile-{}",
+        &crate::result::hex_sha256(&tar)[..12]
+    );
     if let Some(image) = find_image(docker, &tag).await? {
         events(BootEvent::Built {
             artifact: tag,
@@ -497,7 +495,7 @@ mod tests {
 
     #[test]
     fn tag_uses_12_hex_of_the_hash() {
-        let sha = sha256_hex(b"binary");
+        let sha = crate::result::hex_sha256(b"binary");
         assert_eq!(sha.len(), 64);
         assert_eq!(
             binary_image_tag("demo-service", &sha),

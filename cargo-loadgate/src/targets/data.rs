@@ -184,6 +184,17 @@ impl PreparedStep {
             .join(format!("{}-{}.log", self.section, self.name))
     }
 
+    /// Starts its log (the command as typed) and opens it for appending: what the step prints
+    /// goes there as it comes. `None` when the log cannot be written (the step runs anyway).
+    fn open_log(&self) -> Option<std::fs::File> {
+        let _ = std::fs::create_dir_all(&self.log_dir);
+        std::fs::write(self.log_path(), format!("$ {}\n", self.shown())).ok()?;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.log_path())
+            .ok()
+    }
+
     fn failed(&self, status: String, output_tail: Vec<String>) -> TargetError {
         TargetError::DataStepFailed(Box::new(DataStepFailure {
             name: self.name.clone(),
@@ -373,20 +384,9 @@ async fn end_group(pgid: i32) {
 /// stderr's, else stdout's). What it started in its process group is ended with it.
 pub async fn run_step(step: &PreparedStep) -> Result<(f64, StepOutput), TargetError> {
     let started = Instant::now();
-    let log_path = step.log_path();
-    let _ = std::fs::create_dir_all(&step.log_dir);
-    let logged = std::fs::write(&log_path, format!("$ {}\n", step.shown())).is_ok();
     // Both streams append to the one log, as they come.
-    let log = || {
-        logged
-            .then(|| {
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&log_path)
-                    .ok()
-            })
-            .flatten()
-    };
+    let log = step.open_log();
+    let log = || log.as_ref().and_then(|f| f.try_clone().ok());
     let mut cmd = tokio::process::Command::new(&step.program);
     cmd.args(&step.args)
         .envs(step.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -543,15 +543,9 @@ pub async fn run_teardown() -> Vec<String> {
 /// kills it. What became of it, for a person.
 pub fn run_blocking(step: &PreparedStep, limit: Duration) -> String {
     use std::os::unix::process::CommandExt;
-    let _ = std::fs::create_dir_all(&step.log_dir);
-    let log = std::fs::write(step.log_path(), format!("$ {}\n", step.shown())).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(step.log_path())
-    });
-    let (out, err) = match log.and_then(|f| Ok((f.try_clone()?, f))) {
-        Ok((o, e)) => (Stdio::from(o), Stdio::from(e)),
-        Err(_) => (Stdio::null(), Stdio::null()),
+    let (out, err) = match step.open_log().and_then(|f| Some((f.try_clone().ok()?, f))) {
+        Some((o, e)) => (Stdio::from(o), Stdio::from(e)),
+        None => (Stdio::null(), Stdio::null()),
     };
     let mut cmd = std::process::Command::new(&step.program);
     cmd.args(&step.args)

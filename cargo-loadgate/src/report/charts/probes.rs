@@ -3,7 +3,7 @@
 //! `soak.svg` draws the target's RSS.
 
 use super::draw::{WIDTH, heading, render, zero_to};
-use super::soak::{SoakPanel, draw_soak_panel};
+use super::soak::{SoakPanel, draw_soak_panel, signed};
 use super::view::{run_line, run_name};
 use super::{ChartError, PROBES_CHART};
 use crate::measure::probe::{ProbeStatus, SeriesKind, format_value};
@@ -39,14 +39,7 @@ pub fn render_probes(head: &RunResult) -> Result<Option<String>, ChartError> {
                 SeriesKind::Counter => "/s",
                 SeriesKind::Gauge => "",
             };
-            let per_min = |v: f64| {
-                let text = format_value(v * 60.0);
-                if text.starts_with('-') {
-                    text
-                } else {
-                    format!("+{text}")
-                }
-            };
+            let per_min = |v: f64| signed(&format_value(v * 60.0));
             let fit = probe.soak_slopes.get(name).map(|s| {
                 (
                     s.estimate,

@@ -13,14 +13,17 @@
 #     sigint   SIGINT at a random moment of the run           (exit 130, or 0 when it ended first)
 #     sigterm  SIGTERM at a random moment of the run          (exit 143, or 0 when it ended first)
 #     process  the profile with --target process (no Docker) (exit 0, or 21)
+#     container      the profile with PostgreSQL as a container (the image that
+#                    fixtures/postgres-image/build.sh packs), the demo a container too (exit 0, or 21)
+#     container-sig  the same, SIGINT or SIGTERM (alternating) at a random moment
 # Env:   BIN=target/release/cargo-loadgate  MAX_DELAY=25 (seconds; the signal comes 1..MAX_DELAY s in)
 # Every run is bounded by the `db` profile's durations (the `quick` ramp and soak) and its [abort]
 # limits; load goes to 127.0.0.1 only. Exit 1 when a run left something behind or ended with an
 # exit code its mode does not expect.
 set -euo pipefail
-n=${1:?usage: bench/db-cleanup.sh N [success failure sigint sigterm process]}; shift
+n=${1:?usage: bench/db-cleanup.sh N [success failure sigint sigterm process container container-sig]}; shift
 modes=("$@")
-[ ${#modes[@]} -gt 0 ] || modes=(success failure sigint sigterm process)
+[ ${#modes[@]} -gt 0 ] || modes=(success failure sigint sigterm process container container-sig)
 BIN=${BIN:-target/release/cargo-loadgate}
 MAX_DELAY=${MAX_DELAY:-25}
 [ -x "$BIN" ] || { echo "build first: cargo build --release -p cargo-loadgate -p demo-service" >&2; exit 1; }
@@ -28,6 +31,18 @@ command -v initdb > /dev/null || ls /usr/lib/postgresql/*/bin/initdb > /dev/null
   { echo "needs PostgreSQL's server binaries (apt-get install -y postgresql)" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/loadgate-db-cleanup.XXXXXX)
 echo "runs in $WORK"
+# The container modes: the demo's config with the dependency's `kind = "process"` replaced by the
+# packed image, beside the original (its SQL files are named relative to it), removed at the end.
+container_config=fixtures/demo-service/.db-cleanup-container.toml
+case " ${modes[*]} " in
+  *" container"*)
+    image=$(fixtures/postgres-image/build.sh)
+    trap 'rm -f "$container_config"' EXIT
+    sed "s|^kind = \"process\" .*|image = \"$image\"|" fixtures/demo-service/loadgate.toml > "$container_config"
+    grep -q "^image = \"$image\"" "$container_config" ||
+      { echo "the demo's dependency is no longer written as this script expects" >&2; exit 1; }
+    ;;
+esac
 
 # What run `$1` (its loadgate pid `$2`, its run id `$3`) left: PostgreSQL processes and data
 # directories named after the pid, containers labelled with the run id, and any process whose
@@ -75,6 +90,12 @@ for mode in "${modes[@]}"; do
         delay=$((RANDOM % MAX_DELAY + 1))
         expect=$([ "$mode" = sigint ] && echo "130 0 21" || echo "143 0 21") ;;
       process) args+=(--target process) ;;
+      container) args+=(--target container --config "$container_config") ;;
+      container-sig)
+        args+=(--target container --config "$container_config")
+        delay=$((RANDOM % MAX_DELAY + 1))
+        sig=$([ $((i % 2)) = 0 ] && echo INT || echo TERM)
+        expect=$([ "$sig" = INT ] && echo "130 0 21" || echo "143 0 21") ;;
       *) echo "unknown mode $mode" >&2; exit 2 ;;
     esac
     set +e
@@ -86,7 +107,11 @@ for mode in "${modes[@]}"; do
         sleep 1
         waited=$((waited + 1))
       done
-      kill -0 "$pid" 2> /dev/null && kill "-${mode#sig}" "$pid"
+      case "$mode" in
+        container-sig) signal=$sig ;;
+        *) signal=${mode#sig} ;;
+      esac
+      kill -0 "$pid" 2> /dev/null && kill "-$signal" "$pid"
     fi
     wait "$pid"
     code=$?

@@ -261,6 +261,26 @@ pub fn postgres_or_skip(test: &str) -> bool {
     found
 }
 
+/// The PostgreSQL image packed from this machine's Debian packages
+/// (`fixtures/postgres-image/build.sh`, built once per test process and reused while it exists), for
+/// the tests of container dependencies: no registry is reachable, so `postgres:16` cannot be used.
+/// Needs the server binaries ([`postgres_or_skip`]) and an engine ([`docker_or_skip`]).
+pub fn postgres_image() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(workspace_root().join("fixtures/postgres-image/build.sh"))
+            .output()
+            .expect("run fixtures/postgres-image/build.sh");
+        assert!(
+            out.status.success(),
+            "fixtures/postgres-image/build.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    })
+}
+
 /// Removes every container of a run when dropped, so a failing assertion leaves nothing behind.
 pub struct RunGuard {
     /// The run id.

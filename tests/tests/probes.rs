@@ -58,6 +58,7 @@ fn the_postgres_probe_sees_the_transactions_run_against_the_database() {
         let running = boot_dependencies(
             &config.dependencies,
             TargetKind::Process,
+            "probes-test",
             logs.path(),
             &|_| {},
         )

@@ -210,6 +210,35 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     outcome
 }
 
+/// The warning for a container target on a published port beside dependencies on the host's
+/// loopback: 127.0.0.1 in its own network namespace is not theirs, so it cannot reach them there.
+fn published_beside_dependencies(
+    target: &crate::targets::TargetInfo,
+    dependencies: &[crate::targets::DependencyInfo],
+) -> Option<String> {
+    let published = target
+        .network
+        .as_ref()
+        .is_some_and(|n| n.path == crate::targets::NetworkPath::Published);
+    let local: Vec<&str> = dependencies
+        .iter()
+        .filter(|d| d.kind != crate::config::DependencyKind::Url)
+        .map(|d| d.name.as_str())
+        .collect();
+    (published && !local.is_empty()).then(|| {
+        format!(
+            "the target's port is published from its own network namespace, where 127.0.0.1 is \
+             not the host's: it cannot reach {} there (set `[target] network = \"host\"` if the \
+             service listens on `$PORT`)",
+            local
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
 /// Waits forever when a signal is being handled: its cleanup is removing what the run started
 /// (the teardown steps not run yet among it) and ends the process with the signal's code;
 /// going on would end it first, with whatever error the kill caused.
@@ -264,17 +293,23 @@ async fn run_booted(
 
     // The dependencies first, in `depends-on` order; the target's env gets their addresses.
     let reporter = super::boot_log::BootReporter::new(&out_dir);
-    let running =
-        crate::targets::boot_dependencies(&config.dependencies, kind, &out_dir, &|event| {
-            reporter.event(event)
-        })
-        .await?;
+    let running = crate::targets::boot_dependencies(
+        &config.dependencies,
+        kind,
+        &run_id,
+        &out_dir,
+        &|event| reporter.event(event),
+    )
+    .await?;
     for d in running.infos() {
         eprintln!(
             "  Dependency {} ({}{}) at {}:{}{}",
             d.name,
             d.kind.name(),
-            d.version.map(|v| format!(", {v}")).unwrap_or_default(),
+            d.version
+                .or_else(|| d.image.map(|i| i.reference))
+                .map(|v| format!(", {v}"))
+                .unwrap_or_default(),
             d.host,
             d.port,
             d.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
@@ -327,6 +362,9 @@ async fn run_booted(
     };
     let target = crate::targets::boot(request.clone(), &|event| reporter.event(event)).await?;
     let info = target.info();
+    if let Some(warning) = published_beside_dependencies(&info, &running.infos()) {
+        eprintln!("     Warning {warning}");
+    }
     eprintln!(
         "      Target {} at {}{}",
         kind_name(kind),

@@ -373,6 +373,7 @@ async fn boot_container(
             cpus: req.config.cpus,
             memory_bytes: req.config.memory_bytes,
             cpuset: req.cpuset.as_deref(),
+            dependency: None,
         },
         log.clone(),
     )

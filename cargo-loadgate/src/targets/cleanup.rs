@@ -21,12 +21,18 @@ use std::{
 /// The label naming the run a container belongs to.
 pub const LABEL_RUN: &str = "loadgate.run";
 
+/// The label naming the `[[dependency]]` a container runs: a signal removes it after the
+/// `[teardown]` steps (which may reach it), not with the target's.
+pub const LABEL_DEPENDENCY: &str = "loadgate.dependency";
+
 /// How long the removal waits before it looks for the run's containers a second time.
 const SECOND_SWEEP_AFTER: Duration = Duration::from_millis(300);
 
 #[derive(Debug, Default)]
 struct Registry {
     containers: Vec<String>,
+    /// The containers of dependencies: removed after the teardown, which may reach them.
+    dependency_containers: Vec<String>,
     run_ids: Vec<String>,
     process_groups: Vec<i32>,
     /// (repository, worktree path) of each base worktree checked out (`targets::base`).
@@ -50,6 +56,7 @@ struct Registry {
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
     static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
         containers: Vec::new(),
+        dependency_containers: Vec::new(),
         run_ids: Vec::new(),
         process_groups: Vec::new(),
         worktrees: Vec::new(),
@@ -81,9 +88,21 @@ pub fn register_run_id(run_id: &str) {
     }
 }
 
+/// Records a dependency's container (before it is started), and the run id it is labelled with:
+/// a signal removes it after the `[teardown]` steps, with the dependencies' process groups.
+pub fn register_dependency_container(id: &str, run_id: &str) {
+    register_run_id(run_id);
+    let mut r = registry();
+    if !r.dependency_containers.iter().any(|c| c == id) {
+        r.dependency_containers.push(id.to_owned());
+    }
+}
+
 /// Forgets a container after it was removed.
 pub fn unregister_container(id: &str) {
-    registry().containers.retain(|c| c != id);
+    let mut r = registry();
+    r.containers.retain(|c| c != id);
+    r.dependency_containers.retain(|c| c != id);
 }
 
 /// Records a process group this run started.
@@ -374,7 +393,7 @@ pub fn cleanup_all_blocking() -> CleanupSummary {
     let mut removed = if containers.is_empty() && run_ids.is_empty() {
         Vec::new()
     } else {
-        remove_containers_blocking(&containers, &run_ids, Duration::from_secs(15))
+        remove_containers_blocking(&containers, &run_ids, false, Duration::from_secs(15))
     };
     // The teardown while the dependencies it reaches still run: first the step the normal path
     // was running, to its end, then the steps not started.
@@ -406,18 +425,23 @@ pub fn cleanup_all_blocking() -> CleanupSummary {
         let mut r = registry();
         r.dependency_groups.clear();
         r.teardown_groups.clear();
+        let mut containers = std::mem::take(&mut r.containers);
+        containers.append(&mut r.dependency_containers);
         (
             std::mem::take(&mut r.process_groups),
-            std::mem::take(&mut r.containers),
+            containers,
             std::mem::take(&mut r.temp_dirs),
         )
     };
     for &pgid in &later {
         kill_group_blocking(pgid, Duration::from_secs(2));
     }
-    // A container whose creation was in flight during the first sweep, by its run's label.
+    // The dependencies' containers, and a container whose creation was in flight during the
+    // first sweep, by its run's label.
     if !more_containers.is_empty() || !run_ids.is_empty() {
-        for id in remove_containers_blocking(&more_containers, &run_ids, Duration::from_secs(15)) {
+        for id in
+            remove_containers_blocking(&more_containers, &run_ids, true, Duration::from_secs(15))
+        {
             if !removed.contains(&id) {
                 removed.push(id);
             }
@@ -492,12 +516,13 @@ pub fn parse_state_and_pgrp(text: &str) -> Option<(char, i32)> {
     Some((state, pgrp))
 }
 
-/// Force-removes these containers and every container labelled with one of these run ids, on a
-/// fresh thread with its own runtime (so it works from a panic hook or `Drop`), waiting at most
-/// `timeout`. Returns the ids removed.
+/// Force-removes these containers and every container labelled with one of these run ids (those
+/// labelled as a dependency's only with `dependencies`), on a fresh thread with its own runtime
+/// (so it works from a panic hook or `Drop`), waiting at most `timeout`. Returns the ids removed.
 pub fn remove_containers_blocking(
     ids: &[String],
     run_ids: &[String],
+    dependencies: bool,
     timeout: Duration,
 ) -> Vec<String> {
     let ids = ids.to_vec();
@@ -513,7 +538,7 @@ pub fn remove_containers_blocking(
                 return;
             };
             let removed = rt.block_on(async {
-                tokio::time::timeout(timeout, remove_containers(&ids, &run_ids))
+                tokio::time::timeout(timeout, remove_containers(&ids, &run_ids, dependencies))
                     .await
                     .unwrap_or_default()
             });
@@ -526,9 +551,15 @@ pub fn remove_containers_blocking(
         .unwrap_or_default()
 }
 
-/// Force-removes these containers and those labelled with these run ids. Errors are swallowed: this
-/// is the last line of defence, and a container that is already gone is the goal.
-pub async fn remove_containers(ids: &[String], run_ids: &[String]) -> Vec<String> {
+/// Force-removes these containers and those labelled with these run ids (a dependency's among
+/// them only with `dependencies`: the first sweep of a signal leaves them to the teardown).
+/// Errors are swallowed: this is the last line of defence, and a container that is already gone
+/// is the goal.
+pub async fn remove_containers(
+    ids: &[String],
+    run_ids: &[String],
+    dependencies: bool,
+) -> Vec<String> {
     let Ok(docker) = super::docker::connect(Duration::from_secs(5)).await else {
         return Vec::new();
     };
@@ -550,7 +581,17 @@ pub async fn remove_containers(ids: &[String], run_ids: &[String]) -> Vec<String
                 .filters(&filters)
                 .build();
             if let Ok(list) = docker.list_containers(Some(opts)).await {
-                all.extend(list.into_iter().filter_map(|c| c.id));
+                all.extend(
+                    list.into_iter()
+                        .filter(|c| {
+                            dependencies
+                                || !c
+                                    .labels
+                                    .as_ref()
+                                    .is_some_and(|l| l.contains_key(LABEL_DEPENDENCY))
+                        })
+                        .filter_map(|c| c.id),
+                );
             }
         }
         all.sort();

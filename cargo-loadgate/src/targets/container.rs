@@ -11,7 +11,10 @@
 
 use super::{
     LogRing, OutputStream, TargetError, TargetExit,
-    cleanup::{LABEL_RUN, register_container, register_run_id, unregister_container},
+    cleanup::{
+        LABEL_DEPENDENCY, LABEL_RUN, register_container, register_dependency_container,
+        register_run_id, unregister_container,
+    },
     docker::is_not_found,
 };
 use crate::image::LABEL;
@@ -50,6 +53,8 @@ pub(crate) struct ContainerSpec<'a> {
     pub(crate) cpus: Option<f64>,
     pub(crate) memory_bytes: Option<u64>,
     pub(crate) cpuset: Option<&'a str>,
+    /// The `[[dependency]]` it runs, if it is one (labelled, and removed after the teardown).
+    pub(crate) dependency: Option<&'a str>,
 }
 
 /// The create body for a spec (pure, so it can be tested without an engine).
@@ -69,10 +74,18 @@ pub(crate) fn create_body(spec: &ContainerSpec<'_>) -> ContainerCreateBody {
         image: Some(spec.image_id.to_owned()),
         env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         cmd: (!spec.args.is_empty()).then(|| spec.args.to_vec()),
-        labels: Some(HashMap::from([
-            (LABEL.to_owned(), "1".to_owned()),
-            (LABEL_RUN.to_owned(), spec.run_id.to_owned()),
-        ])),
+        labels: Some(
+            [
+                (LABEL.to_owned(), "1".to_owned()),
+                (LABEL_RUN.to_owned(), spec.run_id.to_owned()),
+            ]
+            .into_iter()
+            .chain(
+                spec.dependency
+                    .map(|name| (LABEL_DEPENDENCY.to_owned(), name.to_owned())),
+            )
+            .collect(),
+        ),
         exposed_ports: (!spec.host_network).then(|| vec![port_key]),
         host_config: Some(HostConfig {
             network_mode: spec.host_network.then(|| "host".to_owned()),
@@ -128,7 +141,11 @@ impl ContainerHandle {
                 }
             })?;
         let id = created.id;
-        register_container(&id, spec.run_id);
+        if spec.dependency.is_some() {
+            register_dependency_container(&id, spec.run_id);
+        } else {
+            register_container(&id, spec.run_id);
+        }
         let output_ended = Arc::new(AtomicBool::new(false));
         let mut handle = Self {
             docker: docker.clone(),
@@ -290,6 +307,7 @@ impl ContainerHandle {
         super::cleanup::remove_containers_blocking(
             std::slice::from_ref(&self.id),
             &[],
+            true,
             Duration::from_secs(15),
         );
         unregister_container(&self.id);
@@ -366,6 +384,7 @@ mod tests {
             memory_bytes: Some(512 * 1024 * 1024),
             cpuset: Some("1"),
             host_network: false,
+            dependency: None,
         };
         let body = create_body(&spec);
         let json = serde_json::to_value(&body).expect("serializes");
@@ -387,6 +406,7 @@ mod tests {
             memory_bytes: None,
             cpuset: Some("1"),
             host_network: true,
+            dependency: Some("db"),
         };
         let body = create_body(&spec);
         assert_eq!(body.exposed_ports, None);
@@ -397,6 +417,10 @@ mod tests {
         assert_eq!(host.nano_cpus, Some(1_000_000_000));
         assert_eq!(host.cpuset_cpus.as_deref(), Some("1"));
         assert_eq!(host.init, Some(true));
+        // A dependency's container says so: a signal removes it after the teardown.
+        let labels = body.labels.expect("labels");
+        assert_eq!(labels.get(LABEL_DEPENDENCY).map(String::as_str), Some("db"));
+        assert_eq!(labels.get(LABEL_RUN).map(String::as_str), Some("r"));
     }
 
     #[test]
@@ -411,6 +435,7 @@ mod tests {
             memory_bytes: None,
             cpuset: None,
             host_network: false,
+            dependency: None,
         };
         let host = create_body(&spec).host_config.expect("host config");
         assert_eq!(

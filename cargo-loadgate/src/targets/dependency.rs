@@ -9,16 +9,24 @@
 //! refuses to run as root, so as root both run as the `postgres` system user where it exists, else
 //! as `nobody`; it stops on SIGINT (its "fast" shutdown), sent to the postmaster alone. A `url`
 //! dependency is an existing one: nothing is booted or removed.
+//!
+//! A `container` dependency runs its image (the preset's, a local one, one pulled only with
+//! `pull = "missing"`, or one built from its Dockerfile) on the host's network with a free
+//! loopback port of its own, like a process: the target, the probes and the data steps reach it
+//! at 127.0.0.1. It is labelled with the run and its name, so a signal removes it after the
+//! `[teardown]` steps, and `cargo loadgate clean` finds it after a `kill -9`.
 
 use super::{
     BootEvent, ERROR_LOG_LINES, LogRing, OutputStream, TargetError,
     cleanup::{register_temp_dir, remove_temp_dir},
+    container::{ContainerHandle, ContainerSpec, short},
+    network::{self, NetworkPath},
     process::{ProcessHandle, Spawn, describe_status, free_loopback_port},
     ring::DEFAULT_LOG_LINES,
 };
 use crate::config::{
-    DependencyConfig, DependencyKind, DependencySource, Preset, ReadyCheck, TargetKind, boot_order,
-    render_references, url_host_port,
+    DependencyConfig, DependencyKind, DependencySource, NetworkChoice, Preset, PullPolicy,
+    ReadyCheck, TargetKind, boot_order, postgres_ready_command, render_references, url_host_port,
 };
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
@@ -58,7 +66,7 @@ pub struct DependencyInfo {
     /// Its version, where it was cheap to ask (`postgres --version`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Its process id (process kind).
+    /// Its process id (process kind; container kind: its host pid, when the engine tells).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// The user it ran as, when not loadgate's own.
@@ -70,6 +78,23 @@ pub struct DependencyInfo {
     /// Where its output was written at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<PathBuf>,
+    /// The image it ran (container kind), as named, with its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<DependencyImage>,
+    /// Its container's id, 12 characters (container kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+}
+
+/// The image a container dependency ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DependencyImage {
+    /// As the config names it (`postgres:16`), or the tag loadgate built from its Dockerfile.
+    pub reference: String,
+    /// The engine's id of it (`sha256:…`).
+    pub id: String,
+    /// Whether loadgate pulled it (`pull = "missing"`) for this run.
+    pub pulled: bool,
 }
 
 /// The dependencies of a run, booted and ready, in boot order. Call
@@ -88,6 +113,7 @@ struct Running {
     fields: BTreeMap<&'static str, String>,
     log: LogRing,
     process: Option<ProcessHandle>,
+    container: Option<ContainerHandle>,
     data_dir: Option<PathBuf>,
 }
 
@@ -148,6 +174,11 @@ impl RunningDependencies {
             {
                 problems.push(e);
             }
+            if let Some(container) = r.container
+                && let Err(e) = container.shutdown().await
+            {
+                problems.push(e);
+            }
             if let Some(dir) = &r.data_dir
                 && let Err(e) = remove_temp_dir(dir)
             {
@@ -166,9 +197,12 @@ impl RunningDependencies {
 
 impl Drop for RunningDependencies {
     fn drop(&mut self) {
-        while let Some(r) = self.running.pop() {
+        while let Some(mut r) = self.running.pop() {
             if let Some(process) = &r.process {
                 process.kill_now();
+            }
+            if let Some(container) = &mut r.container {
+                container.remove_blocking();
             }
             if let Some(dir) = &r.data_dir {
                 let _ = remove_temp_dir(dir);
@@ -201,9 +235,12 @@ pub fn resolve_kind(dependency: &DependencyConfig, target: TargetKind) -> Depend
 /// Boots `dependencies` in `depends-on` order, each ready before the next starts; their output is
 /// written to `log_dir/dependency-<name>.log` at the end. On a failure, those already running are
 /// stopped (and their directories removed) before the error is returned.
+///
+/// Containers are labelled with `run_id` (and their name), as the target's are.
 pub async fn boot_dependencies(
     dependencies: &[DependencyConfig],
     target: TargetKind,
+    run_id: &str,
     log_dir: &Path,
     events: &dyn Fn(BootEvent),
 ) -> Result<RunningDependencies, TargetError> {
@@ -212,7 +249,7 @@ pub async fn boot_dependencies(
         log_dir: log_dir.to_path_buf(),
     };
     for dependency in boot_order(dependencies) {
-        match boot_one(dependency, target, &booted, events).await {
+        match boot_one(dependency, target, run_id, &booted, events).await {
             Ok(running) => booted.running.push(running),
             Err(e) => {
                 let _ = booted.shutdown().await;
@@ -226,6 +263,7 @@ pub async fn boot_dependencies(
 async fn boot_one(
     d: &DependencyConfig,
     target: TargetKind,
+    run_id: &str,
     before: &RunningDependencies,
     events: &dyn Fn(BootEvent),
 ) -> Result<Running, TargetError> {
@@ -248,45 +286,25 @@ async fn boot_one(
                 user: None,
                 data_dir: None,
                 log: None,
+                image: None,
+                container: None,
             },
             fields: BTreeMap::from([("url", before.render(url))]),
             log: LogRing::new(1),
             process: None,
+            container: None,
             data_dir: None,
         });
     }
     if kind == DependencyKind::Container {
-        return Err(TargetError::DependencyUnavailable {
-            name: d.name.clone(),
-            missing: "container dependencies are not booted by this version of loadgate".into(),
-            help: format!(
-                "set `kind = \"process\"` on dependency `{}` (a preset or a command), or point it \
-                 at a running one with `url`",
-                d.name
-            ),
-        });
+        return boot_container(d, run_id, before, events).await;
     }
     let host = "127.0.0.1".to_owned();
-    let port = match d.port {
-        Some(p) => p,
-        None => free_loopback_port()?,
-    };
+    let port = port_of(d)?;
     let log = LogRing::new(DEFAULT_LOG_LINES);
     let log_path = before.log_dir.join(format!("dependency-{}.log", d.name));
-    // `{{self.…}}` and the dependencies booted before it.
-    let render = |text: &str| {
-        render_references(text, |name, field| match (name, field) {
-            ("self", "host") => Some(host.clone()),
-            ("self", "port") => Some(port.to_string()),
-            ("self", "addr") => Some(address(&host, port)),
-            ("self", _) => None,
-            _ => before.value(name, field),
-        })
-    };
-    let mut env: Vec<(String, String)> = vec![
-        ("PORT".into(), port.to_string()),
-        ("HOST".into(), host.clone()),
-    ];
+    let render = |text: &str| render_with_self(text, &host, port, before);
+    let mut env = address_env(&host, port);
     env.extend(d.env.iter().map(|(k, v)| (k.clone(), render(v))));
     let mut fields = BTreeMap::new();
     let started = Instant::now();
@@ -323,15 +341,7 @@ async fn boot_one(
             let runas = run_as(&d.name)?;
             let dir = data_dir_for(&d.name, runas.as_ref())?;
             let data = dir.join("data");
-            fields.insert(
-                "url",
-                format!(
-                    "postgres://{POSTGRES_USER}@{}/{POSTGRES_USER}",
-                    address(&host, port)
-                ),
-            );
-            fields.insert("user", POSTGRES_USER.to_owned());
-            fields.insert("database", POSTGRES_USER.to_owned());
+            fields = postgres_fields(&host, port);
             let version = version_of(&pg.bin.join("postgres")).await;
             events(BootEvent::Starting {
                 what: format!(
@@ -418,10 +428,13 @@ async fn boot_one(
             user,
             data_dir: data_dir.clone(),
             log: Some(log_path),
+            image: None,
+            container: None,
         },
         fields,
         log,
         process: Some(process),
+        container: None,
         data_dir,
     };
     // `pg_isready` of a preset's default check is the one beside its server.
@@ -437,7 +450,62 @@ async fn boot_one(
         ),
         other => other.clone(),
     };
-    if let Err(e) = wait_ready(d, &running, &check, started).await {
+    ready_or_stopped(d, running, &Check::Config(check), started, before, events).await
+}
+
+/// The port a dependency listens on: the one written, else a free loopback port.
+fn port_of(d: &DependencyConfig) -> Result<u16, TargetError> {
+    match d.port {
+        Some(p) => Ok(p),
+        None => free_loopback_port(),
+    }
+}
+
+/// `text` with `{{self.host|port|addr}}` (the dependency being booted, at `host:port`) and the
+/// fields of the dependencies booted before it filled in.
+fn render_with_self(text: &str, host: &str, port: u16, before: &RunningDependencies) -> String {
+    render_references(text, |name, field| match (name, field) {
+        ("self", "host") => Some(host.to_owned()),
+        ("self", "port") => Some(port.to_string()),
+        ("self", "addr") => Some(address(host, port)),
+        ("self", _) => None,
+        _ => before.value(name, field),
+    })
+}
+
+/// `$PORT` and `$HOST` of a dependency listening at `host:port`.
+fn address_env(host: &str, port: u16) -> Vec<(String, String)> {
+    vec![
+        ("PORT".into(), port.to_string()),
+        ("HOST".into(), host.to_owned()),
+    ]
+}
+
+/// What the templates read of the `postgres` preset beyond its host and port.
+fn postgres_fields(host: &str, port: u16) -> BTreeMap<&'static str, String> {
+    BTreeMap::from([
+        (
+            "url",
+            format!(
+                "postgres://{POSTGRES_USER}@{}/{POSTGRES_USER}",
+                address(host, port)
+            ),
+        ),
+        ("user", POSTGRES_USER.to_owned()),
+        ("database", POSTGRES_USER.to_owned()),
+    ])
+}
+
+/// Waits for `running` to pass `check`; stops it (and writes its log) when it does not.
+async fn ready_or_stopped(
+    d: &DependencyConfig,
+    running: Running,
+    check: &Check,
+    started: Instant,
+    before: &RunningDependencies,
+    events: &dyn Fn(BootEvent),
+) -> Result<Running, TargetError> {
+    if let Err(e) = wait_ready(d, &running, check, started).await {
         let one = RunningDependencies {
             running: vec![running],
             log_dir: before.log_dir.clone(),
@@ -451,15 +519,308 @@ async fn boot_one(
     Ok(running)
 }
 
+/// What tells that a dependency is ready: its config's check, or (a container of the `postgres`
+/// preset, whose `pg_isready` may not be on this machine) a PostgreSQL connection.
+enum Check {
+    Config(ReadyCheck),
+    PostgresConnection,
+}
+
+impl Check {
+    fn describe(&self, host: &str, port: u16) -> String {
+        match self {
+            Self::Config(check) => check.describe(host, Some(port)),
+            Self::PostgresConnection => format!(
+                "a PostgreSQL connection to {} as `{POSTGRES_USER}` answering `SELECT 1`",
+                address(host, port)
+            ),
+        }
+    }
+}
+
+/// Boots a container dependency: its image on the host's network, with a free loopback port as
+/// `$PORT` (the `postgres` preset is told its port on the command line), limited as written,
+/// labelled with the run and its name.
+async fn boot_container(
+    d: &DependencyConfig,
+    run_id: &str,
+    before: &RunningDependencies,
+    events: &dyn Fn(BootEvent),
+) -> Result<Running, TargetError> {
+    let unavailable = |missing: String, help: String| TargetError::DependencyUnavailable {
+        name: d.name.clone(),
+        missing,
+        help,
+    };
+    let docker = super::docker::connect(super::docker::CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| match e {
+            TargetError::EngineUnavailable { detail } => unavailable(
+                format!("it runs as a container and no Docker engine answers ({detail})"),
+                "start the engine, or run it as a process (`--target process`, or \
+                 `kind = \"process\"` on the dependency)"
+                    .into(),
+            ),
+            other => other,
+        })?;
+    let (preset, image) = match &d.source {
+        DependencySource::Preset {
+            preset,
+            image,
+            pull,
+        } => {
+            let reference = image
+                .clone()
+                .unwrap_or_else(|| preset.default_image().to_owned());
+            (
+                Some(*preset),
+                local_or_pulled(&docker, d, &reference, *pull, events).await?,
+            )
+        }
+        DependencySource::Image { reference, pull } => (
+            None,
+            local_or_pulled(&docker, d, reference, *pull, events).await?,
+        ),
+        DependencySource::Dockerfile { path } => {
+            let context = path.parent().unwrap_or_else(|| Path::new("."));
+            let (built, _) = crate::image::build_dockerfile(&docker, path, context, events).await?;
+            (
+                None,
+                DependencyImage {
+                    reference: built.tag,
+                    id: built.id,
+                    pulled: false,
+                },
+            )
+        }
+        DependencySource::Command { command, .. } => {
+            return Err(unavailable(
+                format!("`{command}` is a command, which runs as a process, not a container"),
+                "remove `kind = \"container\"`, or give it an `image`".into(),
+            ));
+        }
+        DependencySource::Url { .. } => {
+            return Err(unavailable(
+                "a `url` dependency is not booted".into(),
+                "remove `kind = \"container\"`".into(),
+            ));
+        }
+    };
+    // The host's network, so that the target (a process, or a container on the host's network),
+    // the probes and the data steps all reach it at 127.0.0.1.
+    let site = network::EngineSite::of(&docker).await?;
+    match network::decide(
+        NetworkChoice::Host,
+        &site,
+        &network::LocalSite::here(),
+        true,
+    ) {
+        Ok((NetworkPath::Host, _)) => {}
+        Ok((NetworkPath::Published, _)) | Err(TargetError::HostNetworkUnavailable { .. }) => {
+            let why = network::host_unavailable(&site, network::local_kernel().as_deref())
+                .unwrap_or_else(|| "the engine's host network is not this loopback".into());
+            return Err(unavailable(
+                format!("a container dependency runs on the host's network, and {why}"),
+                "run it as a process (`kind = \"process\"`), or point `url` at one you start"
+                    .into(),
+            ));
+        }
+        Err(e) => return Err(e),
+    }
+    let host = "127.0.0.1".to_owned();
+    let port = port_of(d)?;
+    let render = |text: &str| render_with_self(text, &host, port, before);
+    let mut env = address_env(&host, port);
+    let mut args = Vec::new();
+    let mut fields = BTreeMap::new();
+    if preset == Some(Preset::Postgres) {
+        // The official image's entrypoint (and the packed one's) reads these; `-p` and
+        // `listen_addresses` put the server on this loopback port of the host's network.
+        env.push(("POSTGRES_HOST_AUTH_METHOD".into(), "trust".into()));
+        env.push(("PGPORT".into(), port.to_string()));
+        args = [
+            "-p".to_owned(),
+            port.to_string(),
+            "-c".into(),
+            format!("listen_addresses={host}"),
+            // The statements a probe ranks by blocks (both images have the module).
+            "-c".into(),
+            "shared_preload_libraries=pg_stat_statements".into(),
+        ]
+        .to_vec();
+        fields = postgres_fields(&host, port);
+    }
+    env.extend(d.env.iter().map(|(k, v)| (k.clone(), render(v))));
+    let log = LogRing::new(DEFAULT_LOG_LINES);
+    let log_path = before.log_dir.join(format!("dependency-{}.log", d.name));
+    events(BootEvent::Starting {
+        what: format!(
+            "dependency `{}`: container from {} on the host network ({host}:{port})",
+            d.name, image.reference
+        ),
+    });
+    let started = Instant::now();
+    let handle = ContainerHandle::start(
+        &docker,
+        &ContainerSpec {
+            image_id: &image.id,
+            port,
+            host_network: true,
+            env,
+            args: &args,
+            run_id,
+            cpus: d.cpus,
+            memory_bytes: d.memory_bytes,
+            cpuset: None,
+            dependency: Some(&d.name),
+        },
+        log.clone(),
+    )
+    .await?;
+    let running = Running {
+        info: DependencyInfo {
+            name: d.name.clone(),
+            kind: DependencyKind::Container,
+            host: host.clone(),
+            port,
+            preset: preset.map(|p| p.name().to_owned()),
+            program: None,
+            version: None,
+            pid: (handle.pid != 0).then_some(handle.pid),
+            user: None,
+            data_dir: None,
+            log: Some(log_path),
+            image: Some(image),
+            container: Some(short(&handle.id).to_owned()),
+        },
+        fields,
+        log,
+        process: None,
+        container: Some(handle),
+        data_dir: None,
+    };
+    // The preset's default `pg_isready` may not be on this machine: a connection tells the same.
+    let check = match &d.ready.check {
+        ReadyCheck::Command(argv)
+            if preset == Some(Preset::Postgres) && *argv == postgres_ready_command() =>
+        {
+            Check::PostgresConnection
+        }
+        ReadyCheck::Command(argv) => Check::Config(ReadyCheck::Command(
+            argv.iter().map(|a| render(a)).collect(),
+        )),
+        other => Check::Config(other.clone()),
+    };
+    ready_or_stopped(d, running, &check, started, before, events).await
+}
+
+/// The image `reference` in the local engine; pulled first when it is missing and `pull` allows
+/// (a dependency's only: the service under test is never pulled).
+async fn local_or_pulled(
+    docker: &bollard::Docker,
+    d: &DependencyConfig,
+    reference: &str,
+    pull: PullPolicy,
+    events: &dyn Fn(BootEvent),
+) -> Result<DependencyImage, TargetError> {
+    match crate::image::inspect_local_image(docker, reference).await {
+        Ok(image) => {
+            return Ok(DependencyImage {
+                reference: reference.to_owned(),
+                id: image.id,
+                pulled: false,
+            });
+        }
+        Err(TargetError::ImageMissing { .. }) if pull == PullPolicy::Missing => {}
+        Err(TargetError::ImageMissing { .. }) => {
+            return Err(TargetError::DependencyUnavailable {
+                name: d.name.clone(),
+                missing: format!("the image `{reference}` is not in the local engine"),
+                help: format!(
+                    "build or load it (`docker build -t {reference} …`), or let loadgate pull it: \
+                     `pull = \"missing\"` on dependency `{}` (dependencies only; the service \
+                     under test is never pulled)",
+                    d.name
+                ),
+            });
+        }
+        Err(e) => return Err(e),
+    }
+    events(BootEvent::Building {
+        what: format!("dependency `{}`: pulling {reference}", d.name),
+    });
+    let (from_image, tag) = split_reference(reference);
+    let opts = bollard::query_parameters::CreateImageOptionsBuilder::new()
+        .from_image(from_image)
+        .tag(tag)
+        .build();
+    let mut stream = docker.create_image(Some(opts), None, None);
+    use futures::StreamExt as _;
+    while let Some(item) = stream.next().await {
+        if let Err(e) = item {
+            return Err(TargetError::DependencyUnavailable {
+                name: d.name.clone(),
+                missing: format!("the image `{reference}` could not be pulled: {e}"),
+                help: "check the name and the registry's reachability, or build the image \
+                       locally"
+                    .into(),
+            });
+        }
+    }
+    let image = crate::image::inspect_local_image(docker, reference).await?;
+    events(BootEvent::Built {
+        artifact: reference.to_owned(),
+        reused: false,
+    });
+    Ok(DependencyImage {
+        reference: reference.to_owned(),
+        id: image.id,
+        pulled: true,
+    })
+}
+
+/// `name[:tag]` (a digest `name@sha256:…` stays whole, with no tag) as the pull API takes it:
+/// the tag defaults to `latest`, and a registry's port is not a tag.
+fn split_reference(reference: &str) -> (&str, &str) {
+    if reference.contains('@') {
+        return (reference, "");
+    }
+    match reference.rfind(':') {
+        Some(i) if !reference[i + 1..].contains('/') => (&reference[..i], &reference[i + 1..]),
+        _ => (reference, "latest"),
+    }
+}
+
 /// Polls `check` until it passes, the dependency exits, or its `ready.timeout` passes.
 async fn wait_ready(
     d: &DependencyConfig,
     r: &Running,
-    check: &ReadyCheck,
+    check: &Check,
     started: Instant,
 ) -> Result<(), TargetError> {
-    let waited_for = check.describe(&r.info.host, Some(r.info.port));
+    let waited_for = check.describe(&r.info.host, r.info.port);
     loop {
+        if let Some(container) = &r.container
+            && let Some((code, oom)) = container.exited().await?
+        {
+            container.drain_output(Duration::from_secs(1)).await;
+            return Err(TargetError::DependencyExited {
+                name: d.name.clone(),
+                step: format!(
+                    "its container ({})",
+                    r.info
+                        .image
+                        .as_ref()
+                        .map_or("its image", |i| i.reference.as_str())
+                ),
+                status: if oom {
+                    format!("exit status {code}, killed: out of memory")
+                } else {
+                    format!("exit status {code}")
+                },
+                log_tail: r.log.tail(ERROR_LOG_LINES),
+            });
+        }
         if let Some(process) = &r.process
             && let Some(status) = process.try_exit()?
         {
@@ -476,7 +837,11 @@ async fn wait_ready(
                 log_tail: r.log.tail(ERROR_LOG_LINES),
             });
         }
-        let last = match check_once(check, &r.info.host, r.info.port).await {
+        let seen = match check {
+            Check::Config(check) => check_once(check, &r.info.host, r.info.port).await,
+            Check::PostgresConnection => postgres_answers(&r.info.host, r.info.port).await,
+        };
+        let last = match seen {
             Ok(()) => return Ok(()),
             Err(seen) => seen,
         };
@@ -493,6 +858,32 @@ async fn wait_ready(
         }
         tokio::time::sleep(d.ready.interval).await;
     }
+}
+
+/// Whether the PostgreSQL server at `host:port` takes a connection as the preset's user and
+/// answers `SELECT 1` (within 5 s): `Ok`, or what it said.
+async fn postgres_answers(host: &str, port: u16) -> Result<(), String> {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(host)
+        .port(port)
+        .user(POSTGRES_USER)
+        .dbname(POSTGRES_USER)
+        .connect_timeout(Duration::from_secs(5));
+    let attempt = async {
+        let (client, connection) = config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .map_err(|e| e.to_string())?;
+        let driver = tokio::spawn(connection);
+        let answer = client.simple_query("SELECT 1").await.map(|_| ());
+        drop(client);
+        let _ = driver.await;
+        answer.map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(Duration::from_secs(5), attempt)
+        .await
+        .unwrap_or_else(|_| Err("no answer within 5s".into()))
 }
 
 /// One readiness check: `Ok`, or what it saw.
@@ -806,9 +1197,10 @@ mod tests {
             ready = {{ command = ["test", "-f", "{d}/first"], interval = "20ms" }}
             "#
         ));
-        let running = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let running =
+            boot_dependencies(&deps, TargetKind::Process, "run-test", dir.path(), &|_| {})
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
         let infos = running.infos();
         let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
         assert_eq!(names, ["first", "second"]);
@@ -853,7 +1245,7 @@ mod tests {
             depends-on = ["up"]
             "#
         ));
-        let err = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
+        let err = boot_dependencies(&deps, TargetKind::Process, "run-test", dir.path(), &|_| {})
             .await
             .expect_err("never is never ready");
         let TargetError::DependencyNotReady(e) = &err else {
@@ -902,9 +1294,10 @@ mod tests {
             depends-on = ["shared"]
             "#
         ));
-        let running = boot_dependencies(&deps, TargetKind::Process, dir.path(), &|_| {})
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let running =
+            boot_dependencies(&deps, TargetKind::Process, "run-test", dir.path(), &|_| {})
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
         let infos = running.infos();
         assert_eq!(infos[0].kind, DependencyKind::Url);
         assert_eq!((infos[0].host.as_str(), infos[0].port), ("127.0.0.1", 5432));
@@ -912,6 +1305,22 @@ mod tests {
         let seen = std::fs::read_to_string(dir.path().join("db")).unwrap();
         assert_eq!(seen.trim(), "postgres://app@127.0.0.1/app 127.0.0.1:5432");
         assert!(running.shutdown().await.is_empty());
+    }
+
+    #[test]
+    fn a_reference_splits_into_name_and_tag_as_the_pull_api_takes_them() {
+        assert_eq!(split_reference("postgres:16"), ("postgres", "16"));
+        assert_eq!(split_reference("postgres"), ("postgres", "latest"));
+        // A registry's port is not a tag.
+        assert_eq!(
+            split_reference("registry.local:5000/team/pg"),
+            ("registry.local:5000/team/pg", "latest")
+        );
+        assert_eq!(
+            split_reference("registry.local:5000/team/pg:15"),
+            ("registry.local:5000/team/pg", "15")
+        );
+        assert_eq!(split_reference("pg@sha256:abc"), ("pg@sha256:abc", ""));
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot, innermo
 pub use cleanup::{StopSignal, install_cleanup_handlers};
 pub use data::{DataContext, DataRecord, DataStepRecord};
 pub use dependency::{
-    DEPENDENCY_SHUTDOWN_GRACE, DependencyInfo, RunningDependencies, boot_dependencies, resolve_kind,
+    DEPENDENCY_SHUTDOWN_GRACE, DependencyImage, DependencyInfo, RunningDependencies,
+    boot_dependencies, resolve_kind,
 };
 pub use docker::{DockerInfo, detect_docker};
 #[cfg(test)]

@@ -192,6 +192,7 @@ impl Drop for RunGuard {
         cleanup::remove_containers_blocking(
             &[],
             std::slice::from_ref(&self.0),
+            true,
             Duration::from_secs(20),
         );
     }

@@ -258,3 +258,42 @@ fn a_missing_dependency_image_is_exit_20_and_never_pulled() {
         "no teardown without a database"
     );
 }
+
+/// A dependency container that exits while booting (the packed image's entrypoint refuses to run
+/// without an authentication method, which its `env` takes away) ends the run with exit 20, its
+/// output's last lines, and no container of the run left.
+#[test]
+fn a_dependency_container_that_exits_while_booting_is_exit_20_and_removed() {
+    let test = "a_dependency_container_that_exits_while_booting_is_exit_20_and_removed";
+    if !ready(test) {
+        return;
+    }
+    let image = postgres_image();
+    let dir = tempfile::tempdir().unwrap();
+    let written = format!("image = \"{image}\"\n");
+    let text = config(image, "1s").replace(
+        &written,
+        &format!("{written}env = {{ POSTGRES_HOST_AUTH_METHOD = \"\" }}\n"),
+    );
+    assert!(text.contains("POSTGRES_HOST_AUTH_METHOD"), "{text}");
+    let path = write_config(dir.path(), &text);
+    let out_dir = dir.path().join("out");
+    let run_id = unique_run_id("container-dependency-exits");
+    let _guard = RunGuard {
+        run_id: run_id.clone(),
+    };
+    let out = run_command(&path, &out_dir, &run_id).output();
+    out.assert_code(TARGET_FAILED);
+    assert!(
+        out.stderr.contains("dependency `db`: its container")
+            && out.stderr.contains("exited unexpectedly (exit status 1)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("set POSTGRES_HOST_AUTH_METHOD"),
+        "its output's tail: {}",
+        out.stderr
+    );
+    assert_no_container_left(&run_id);
+}

@@ -210,16 +210,24 @@ async fn run_async(opts: &RunOpts) -> Result<i32, RunError> {
     outcome
 }
 
+/// Whether a container target's port is published whatever the engine says: `network =
+/// "published"`, or `auto` for an image loadgate did not build (see `targets::network::decide`).
+fn published_by_config(target: &crate::config::TargetConfig) -> bool {
+    match target.network {
+        crate::config::NetworkChoice::Published => true,
+        crate::config::NetworkChoice::Host => false,
+        crate::config::NetworkChoice::Auto => {
+            !matches!(target.source, crate::config::TargetSource::Bin { .. })
+        }
+    }
+}
+
 /// The warning for a container target on a published port beside dependencies on the host's
 /// loopback: 127.0.0.1 in its own network namespace is not theirs, so it cannot reach them there.
 fn published_beside_dependencies(
-    target: &crate::targets::TargetInfo,
+    published: bool,
     dependencies: &[crate::targets::DependencyInfo],
 ) -> Option<String> {
-    let published = target
-        .network
-        .as_ref()
-        .is_some_and(|n| n.path == crate::targets::NetworkPath::Published);
     let local: Vec<&str> = dependencies
         .iter()
         .filter(|d| d.kind != crate::config::DependencyKind::Url)
@@ -360,11 +368,22 @@ async fn run_booted(
         cpuset: target_cpuset.clone(),
         prebuilt: None,
     };
+    // Said before the boot when the config decides it (the target may then fail its readiness
+    // for want of its database), else once the boot has decided the path.
+    let predicted = kind == TargetKind::Container && published_by_config(&config.target);
+    let warning = |published: bool| {
+        if let Some(warning) = published_beside_dependencies(published, &running.infos()) {
+            eprintln!("     Warning {warning}");
+        }
+    };
+    warning(predicted);
     let target = crate::targets::boot(request.clone(), &|event| reporter.event(event)).await?;
     let info = target.info();
-    if let Some(warning) = published_beside_dependencies(&info, &running.infos()) {
-        eprintln!("     Warning {warning}");
-    }
+    let published = info
+        .network
+        .as_ref()
+        .is_some_and(|n| n.path == crate::targets::NetworkPath::Published);
+    warning(published && !predicted);
     eprintln!(
         "      Target {} at {}{}",
         kind_name(kind),
@@ -1635,6 +1654,53 @@ mod tests {
             "default",
         )
         .expect("config")
+    }
+
+    /// A container target that the config publishes (or that `auto` publishes, an image loadgate
+    /// did not build) is warned of before it boots beside dependencies on the host's loopback; a
+    /// `url` dependency, or none, is no reason to warn.
+    #[test]
+    fn a_published_target_beside_local_dependencies_is_warned_of() {
+        let target = |extra: &str| config(&format!("[target]\n{extra}\n")).target;
+        assert!(!published_by_config(&target("bin = \"app\"")));
+        assert!(published_by_config(&target("image = \"app:1\"")));
+        assert!(!published_by_config(&target(
+            "image = \"app:1\"\nnetwork = \"host\""
+        )));
+        assert!(published_by_config(&target(
+            "bin = \"app\"\nnetwork = \"published\""
+        )));
+        let dependency = |kind| crate::targets::DependencyInfo {
+            name: "db".into(),
+            kind,
+            host: "127.0.0.1".into(),
+            port: 5432,
+            preset: None,
+            program: None,
+            version: None,
+            pid: None,
+            user: None,
+            data_dir: None,
+            log: None,
+            image: None,
+            container: None,
+        };
+        use crate::config::DependencyKind;
+        let warning = published_beside_dependencies(true, &[dependency(DependencyKind::Container)])
+            .expect("a warning");
+        assert!(
+            warning.contains("cannot reach `db`") && warning.contains("network = \"host\""),
+            "{warning}"
+        );
+        assert_eq!(
+            published_beside_dependencies(false, &[dependency(DependencyKind::Process)]),
+            None
+        );
+        assert_eq!(
+            published_beside_dependencies(true, &[dependency(DependencyKind::Url)]),
+            None
+        );
+        assert_eq!(published_beside_dependencies(true, &[]), None);
     }
 
     /// A check a run could not judge is refused before anything boots, never left to pass.

@@ -421,7 +421,8 @@ pub fn cleanup_all_blocking() -> CleanupSummary {
         eprintln!("    Teardown step `{}`: {outcome}", step.name);
     }
     // Then the dependencies, and whatever else was registered meanwhile.
-    let (later, more_containers, temp_dirs) = {
+    // The run ids again: a dependency's create call may have begun since the first sweep.
+    let (later, more_containers, temp_dirs, run_ids) = {
         let mut r = registry();
         r.dependency_groups.clear();
         r.teardown_groups.clear();
@@ -431,6 +432,7 @@ pub fn cleanup_all_blocking() -> CleanupSummary {
             std::mem::take(&mut r.process_groups),
             containers,
             std::mem::take(&mut r.temp_dirs),
+            r.run_ids.clone(),
         )
     };
     for &pgid in &later {

@@ -616,13 +616,18 @@ async fn boot_container(
         true,
     ) {
         Ok((NetworkPath::Host, _)) => {}
-        Ok((NetworkPath::Published, _)) | Err(TargetError::HostNetworkUnavailable { .. }) => {
-            let why = network::host_unavailable(&site, network::local_kernel().as_deref())
-                .unwrap_or_else(|| "the engine's host network is not this loopback".into());
+        Ok((NetworkPath::Published, _))
+        | Err(
+            TargetError::HostNetworkUnavailable { .. } | TargetError::EngineNetworkElsewhere { .. },
+        ) => {
+            let why = match network::engine_elsewhere(&site, &network::LocalSite::here()) {
+                Some(reason) => reason,
+                None => network::host_unavailable(&site, network::local_kernel().as_deref())
+                    .unwrap_or_else(|| "the engine's host network is not this loopback".into()),
+            };
             return Err(unavailable(
                 format!("a container dependency runs on the host's network, and {why}"),
-                "run it as a process (`kind = \"process\"`), or point `url` at one you start"
-                    .into(),
+                instead(d, preset),
             ));
         }
         Err(e) => return Err(e),
@@ -650,6 +655,8 @@ async fn boot_container(
         .to_vec();
         fields = postgres_fields(&host, port);
     }
+    // Its own env wins (a container's environment keeps the first of two equal names).
+    env.retain(|(k, _)| !d.env.contains_key(k));
     env.extend(d.env.iter().map(|(k, v)| (k.clone(), render(v))));
     let log = LogRing::new(DEFAULT_LOG_LINES);
     let log_path = before.log_dir.join(format!("dependency-{}.log", d.name));
@@ -737,10 +744,11 @@ async fn local_or_pulled(
                 name: d.name.clone(),
                 missing: format!("the image `{reference}` is not in the local engine"),
                 help: format!(
-                    "build or load it (`docker build -t {reference} …`), or let loadgate pull it: \
-                     `pull = \"missing\"` on dependency `{}` (dependencies only; the service \
-                     under test is never pulled)",
-                    d.name
+                    "let loadgate pull it: `pull = \"missing\"` on dependency `{}` \
+                     (dependencies only; the service under test is never pulled); or build or \
+                     load it locally (`docker build -t {reference} …`, `docker load`); or {}",
+                    d.name,
+                    instead(d, None),
                 ),
             });
         }
@@ -777,6 +785,20 @@ async fn local_or_pulled(
         id: image.id,
         pulled: true,
     })
+}
+
+/// What to do instead of running `d` as a container: a preset runs as a process too.
+fn instead(d: &DependencyConfig, preset: Option<Preset>) -> String {
+    let preset = preset.or(match &d.source {
+        DependencySource::Preset { preset, .. } => Some(*preset),
+        _ => None,
+    });
+    match preset {
+        Some(_) => "run it as a process (`kind = \"process\"` on the dependency, or \
+                    `--target process`), or point `url` at one you start"
+            .into(),
+        None => "point `url` at one you start".into(),
+    }
 }
 
 /// `name[:tag]` (a digest `name@sha256:…` stays whole, with no tag) as the pull API takes it:

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Issue 16's "boot to teardown" goal: `cargo loadgate run -p demo-service --profile db` boots
-# PostgreSQL (a process), seeds its tier, boots the demo (a container, or a process with
-# `--target process`), runs, and leaves no container, process or data directory behind: on success,
-# on failure, and on SIGINT and SIGTERM at random moments. N runs of each, one line per run, and
-# the tally; exit 1 when any run left something behind. A script a person runs, not a timed test.
+# PostgreSQL (a process as the demo's config says; a container in the container modes), seeds its
+# tier, boots the demo (a container, or a process with `--target process`), runs, and leaves no
+# container, process or data directory behind: on success, on failure, and on SIGINT and SIGTERM
+# at random moments. N runs of each, one line per run, and the tally; exit 1 when any run left
+# something behind. A script a person runs, not a timed test. Every mode but `process` needs a
+# Docker engine; the container modes need PostgreSQL's server package too (to pack its image).
 #
 # Usage: bench/db-cleanup.sh N [MODES...]
 #   e.g. bench/db-cleanup.sh 10
-#   MODES (default all): success failure sigint sigterm process
+#   MODES (default all): success failure sigint sigterm process container container-sig
 #     success  the profile as written                       (exit 0, or 21 on a starved machine)
 #     failure  the demo handed a closed database port        (exit 20)
 #     sigint   SIGINT at a random moment of the run           (exit 130, or 0 when it ended first)
@@ -16,7 +18,8 @@
 #     container      the profile with PostgreSQL as a container (the image that
 #                    fixtures/postgres-image/build.sh packs), the demo a container too (exit 0, or 21)
 #     container-sig  the same, SIGINT or SIGTERM (alternating) at a random moment
-# Env:   BIN=target/release/cargo-loadgate  MAX_DELAY=25 (seconds; the signal comes 1..MAX_DELAY s in)
+# Env:   BIN=target/release/cargo-loadgate  MAX_DELAY=20 (seconds; the signal comes 1..MAX_DELAY s in,
+#        and a run of the profile takes about 20 s)
 # Every run is bounded by the `db` profile's durations (the `quick` ramp and soak) and its [abort]
 # limits; load goes to 127.0.0.1 only. Exit 1 when a run left something behind or ended with an
 # exit code its mode does not expect.
@@ -25,7 +28,7 @@ n=${1:?usage: bench/db-cleanup.sh N [success failure sigint sigterm process cont
 modes=("$@")
 [ ${#modes[@]} -gt 0 ] || modes=(success failure sigint sigterm process container container-sig)
 BIN=${BIN:-target/release/cargo-loadgate}
-MAX_DELAY=${MAX_DELAY:-25}
+MAX_DELAY=${MAX_DELAY:-20}
 [ -x "$BIN" ] || { echo "build first: cargo build --release -p cargo-loadgate -p demo-service" >&2; exit 1; }
 command -v initdb > /dev/null || ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 ||
   { echo "needs PostgreSQL's server binaries (apt-get install -y postgresql)" >&2; exit 1; }
@@ -56,8 +59,9 @@ leftovers() {
   local procs=0 p
   for p in /proc/[0-9]*; do
     [ -r "$p/cmdline" ] || continue
-    if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -e "loadgate-db-$pid-" -e "$out" ||
-      tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -qxF "LOADGATE_RUN_ID=$id"; then
+    # (2> before <: a process that ended meanwhile, or a kernel thread, is no error)
+    if tr '\0' ' ' 2>/dev/null < "$p/cmdline" | grep -qF -e "loadgate-db-$pid-" -e "$out" ||
+      tr '\0' '\n' 2>/dev/null < "$p/environ" | grep -qxF "LOADGATE_RUN_ID=$id"; then
       [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || procs=$((procs + 1))
     fi
   done

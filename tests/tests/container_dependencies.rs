@@ -14,7 +14,7 @@ use loadgate_tests::{
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 const TARGET_FAILED: i32 = 20;
@@ -73,25 +73,53 @@ mode = "stored"
     )
 }
 
-fn write_config(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("loadgate.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+/// One run of a test: its config written in a directory of its own, its out-dir there, and its
+/// run id, whose containers are removed when it is dropped (also when the test fails).
+struct Run {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    out_dir: PathBuf,
+    run_id: String,
+    _guard: RunGuard,
 }
 
-fn run_command(config: &Path, out_dir: &Path, run_id: &str) -> LoadgateCommand {
-    LoadgateCommand::new([
-        "run",
-        "-p",
-        "demo-service",
-        "--target",
-        "container",
-        "--config",
-    ])
-    .arg_path(config)
-    .args(["--out-dir"])
-    .arg_path(out_dir)
-    .env("LOADGATE_RUN_ID", run_id)
+impl Run {
+    fn new(name: &str, config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("loadgate.toml");
+        std::fs::write(&path, config).unwrap();
+        let run_id = unique_run_id(name);
+        Self {
+            out_dir: dir.path().join("out"),
+            config: path,
+            dir,
+            _guard: RunGuard {
+                run_id: run_id.clone(),
+            },
+            run_id,
+        }
+    }
+
+    /// `cargo loadgate run` of the demo as a container with this config.
+    fn command(&self) -> LoadgateCommand {
+        LoadgateCommand::new([
+            "run",
+            "-p",
+            "demo-service",
+            "--target",
+            "container",
+            "--config",
+        ])
+        .arg_path(&self.config)
+        .args(["--out-dir"])
+        .arg_path(&self.out_dir)
+        .env("LOADGATE_RUN_ID", &self.run_id)
+    }
+
+    /// What the run's teardown counted through the database, if it ran.
+    fn counted(&self) -> std::io::Result<String> {
+        std::fs::read_to_string(self.dir.path().join("counted"))
+    }
 }
 
 fn ready(test: &str) -> bool {
@@ -112,24 +140,18 @@ fn a_postgres_container_is_seeded_probed_torn_down_and_removed() {
         return;
     }
     let image = postgres_image();
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_config(dir.path(), &config(image, "2s"));
-    let out_dir = dir.path().join("out");
-    let run_id = unique_run_id("container-dependency");
-    let _guard = RunGuard {
-        run_id: run_id.clone(),
-    };
+    let run = Run::new("container-dependency", &config(image, "2s"));
     let out = {
         let _load = load_lock();
-        run_command(&path, &out_dir, &run_id).output()
+        run.command().output()
     };
     // A generator the shared machine starved makes the run invalid (21): a judgement of the
     // machine, which this test of the dependency does not make.
     if out.code != Some(INVALID_RUN) {
         out.assert_code(0);
     }
-    assert_no_container_left(&run_id);
-    let result = read_result(&out_dir);
+    assert_no_container_left(&run.run_id);
+    let result = read_result(&run.out_dir);
     assert_matches_result_schema(&result);
     let db = &result["dependencies"][0];
     assert_eq!(db["kind"], "container", "{db:#}");
@@ -163,10 +185,12 @@ fn a_postgres_container_is_seeded_probed_torn_down_and_removed() {
         "{probe:#}"
     );
     // The teardown ran while it still did.
-    let counted = std::fs::read_to_string(dir.path().join("counted"))
+    let counted = run
+        .counted()
         .unwrap_or_else(|e| panic!("the teardown did not count ({e}):\n{}", out.stderr));
     assert_eq!(counted.trim(), "50", "{}", out.stderr);
-    let log = std::fs::read_to_string(out_dir.join("dependency-db.log")).expect("its log is kept");
+    let log =
+        std::fs::read_to_string(run.out_dir.join("dependency-db.log")).expect("its log is kept");
     assert!(
         log.contains("database system is ready to accept connections"),
         "{log}"
@@ -182,18 +206,12 @@ fn sigterm_mid_run_tears_down_through_the_database_then_removes_its_container() 
         return;
     }
     let image = postgres_image();
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_config(dir.path(), &config(image, "60s"));
-    let out_dir = dir.path().join("out");
-    let run_id = unique_run_id("container-dependency-sigterm");
-    let _guard = RunGuard {
-        run_id: run_id.clone(),
-    };
+    let run = Run::new("container-dependency-sigterm", &config(image, "60s"));
     let _load = load_lock();
-    let child = run_command(&path, &out_dir, &run_id).spawn();
+    let child = run.command().spawn();
     let pid = child.id();
     // result.json is first written once the target is up, beside its dependencies.
-    let result_path = out_dir.join("result.json");
+    let result_path = run.out_dir.join("result.json");
     let booted = wait_until(Duration::from_secs(300), || {
         std::fs::read_to_string(&result_path)
             .ok()
@@ -209,7 +227,7 @@ fn sigterm_mid_run_tears_down_through_the_database_then_removes_its_container() 
         );
     }
     assert_eq!(
-        containers_with_label(&format!("loadgate.run={run_id}")).len(),
+        containers_with_label(&format!("loadgate.run={}", run.run_id)).len(),
         2,
         "the database and the target run as containers of the run"
     );
@@ -217,14 +235,14 @@ fn sigterm_mid_run_tears_down_through_the_database_then_removes_its_container() 
     kill(Pid::from_raw(pid as i32), Signal::SIGTERM).unwrap();
     let out = RunOutput::from(child.wait_with_output().unwrap());
     out.assert_code(TERMINATED);
-    let counted = std::fs::read_to_string(dir.path().join("counted")).unwrap_or_else(|e| {
+    let counted = run.counted().unwrap_or_else(|e| {
         panic!(
             "the teardown did not reach the database ({e}):\n{}",
             out.stderr
         )
     });
     assert_eq!(counted.trim(), "50", "{}", out.stderr);
-    assert_no_container_left(&run_id);
+    assert_no_container_left(&run.run_id);
 }
 
 /// An image the engine lacks is not pulled unless `pull = "missing"` says so: exit 20 at once,
@@ -235,15 +253,9 @@ fn a_missing_dependency_image_is_exit_20_and_never_pulled() {
     if !docker_or_skip(test) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let image = format!("loadgate-test/absent-{}:1", std::process::id());
-    let path = write_config(dir.path(), &config(&image, "1s"));
-    let out_dir = dir.path().join("out");
-    let run_id = unique_run_id("container-dependency-missing");
-    let _guard = RunGuard {
-        run_id: run_id.clone(),
-    };
-    let out = run_command(&path, &out_dir, &run_id).output();
+    let run = Run::new("container-dependency-missing", &config(&image, "1s"));
+    let out = run.command().output();
     out.assert_code(TARGET_FAILED);
     assert!(
         out.stderr
@@ -252,11 +264,8 @@ fn a_missing_dependency_image_is_exit_20_and_never_pulled() {
         out.stderr
     );
     assert!(out.stderr.contains("pull = \"missing\""), "{}", out.stderr);
-    assert_no_container_left(&run_id);
-    assert!(
-        !dir.path().join("counted").exists(),
-        "no teardown without a database"
-    );
+    assert_no_container_left(&run.run_id);
+    assert!(run.counted().is_err(), "no teardown without a database");
 }
 
 /// A dependency container that exits while booting (the packed image's entrypoint refuses to run
@@ -269,20 +278,14 @@ fn a_dependency_container_that_exits_while_booting_is_exit_20_and_removed() {
         return;
     }
     let image = postgres_image();
-    let dir = tempfile::tempdir().unwrap();
     let written = format!("image = \"{image}\"\n");
     let text = config(image, "1s").replace(
         &written,
         &format!("{written}env = {{ POSTGRES_HOST_AUTH_METHOD = \"\" }}\n"),
     );
     assert!(text.contains("POSTGRES_HOST_AUTH_METHOD"), "{text}");
-    let path = write_config(dir.path(), &text);
-    let out_dir = dir.path().join("out");
-    let run_id = unique_run_id("container-dependency-exits");
-    let _guard = RunGuard {
-        run_id: run_id.clone(),
-    };
-    let out = run_command(&path, &out_dir, &run_id).output();
+    let run = Run::new("container-dependency-exits", &text);
+    let out = run.command().output();
     out.assert_code(TARGET_FAILED);
     assert!(
         out.stderr.contains("dependency `db`: its container")
@@ -295,5 +298,5 @@ fn a_dependency_container_that_exits_while_booting_is_exit_20_and_removed() {
         "its output's tail: {}",
         out.stderr
     );
-    assert_no_container_left(&run_id);
+    assert_no_container_left(&run.run_id);
 }

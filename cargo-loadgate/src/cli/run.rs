@@ -1670,21 +1670,7 @@ mod tests {
         assert!(published_by_config(&target(
             "bin = \"app\"\nnetwork = \"published\""
         )));
-        let dependency = |kind| crate::targets::DependencyInfo {
-            name: "db".into(),
-            kind,
-            host: "127.0.0.1".into(),
-            port: 5432,
-            preset: None,
-            program: None,
-            version: None,
-            pid: None,
-            user: None,
-            data_dir: None,
-            log: None,
-            image: None,
-            container: None,
-        };
+        let dependency = |kind| crate::targets::DependencyInfo::at("db", kind, "127.0.0.1", 5432);
         use crate::config::DependencyKind;
         let warning = published_beside_dependencies(true, &[dependency(DependencyKind::Container)])
             .expect("a warning");

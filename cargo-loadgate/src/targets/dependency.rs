@@ -86,6 +86,27 @@ pub struct DependencyInfo {
     pub container: Option<String>,
 }
 
+impl DependencyInfo {
+    /// `name`, of `kind`, at `host:port`, with nothing else known yet.
+    pub fn at(name: &str, kind: DependencyKind, host: &str, port: u16) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind,
+            host: host.to_owned(),
+            port,
+            preset: None,
+            program: None,
+            version: None,
+            pid: None,
+            user: None,
+            data_dir: None,
+            log: None,
+            image: None,
+            container: None,
+        }
+    }
+}
+
 /// The image a container dependency ran.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DependencyImage {
@@ -274,21 +295,7 @@ async fn boot_one(
             reason: "no host and port".into(),
         })?;
         return Ok(Running {
-            info: DependencyInfo {
-                name: d.name.clone(),
-                kind: DependencyKind::Url,
-                host,
-                port,
-                preset: None,
-                program: None,
-                version: None,
-                pid: None,
-                user: None,
-                data_dir: None,
-                log: None,
-                image: None,
-                container: None,
-            },
+            info: DependencyInfo::at(&d.name, DependencyKind::Url, &host, port),
             fields: BTreeMap::from([("url", before.render(url))]),
             log: LogRing::new(1),
             process: None,
@@ -414,10 +421,6 @@ async fn boot_one(
     super::cleanup::register_dependency_group(pid as i32);
     let running = Running {
         info: DependencyInfo {
-            name: d.name.clone(),
-            kind,
-            host: host.clone(),
-            port,
             preset: match &d.source {
                 DependencySource::Preset { preset, .. } => Some(preset.name().to_owned()),
                 _ => None,
@@ -428,8 +431,7 @@ async fn boot_one(
             user,
             data_dir: data_dir.clone(),
             log: Some(log_path),
-            image: None,
-            container: None,
+            ..DependencyInfo::at(&d.name, kind, &host, port)
         },
         fields,
         log,
@@ -686,19 +688,12 @@ async fn boot_container(
     .await?;
     let running = Running {
         info: DependencyInfo {
-            name: d.name.clone(),
-            kind: DependencyKind::Container,
-            host: host.clone(),
-            port,
             preset: preset.map(|p| p.name().to_owned()),
-            program: None,
-            version: None,
             pid: (handle.pid != 0).then_some(handle.pid),
-            user: None,
-            data_dir: None,
             log: Some(log_path),
             image: Some(image),
             container: Some(short(&handle.id).to_owned()),
+            ..DependencyInfo::at(&d.name, DependencyKind::Container, &host, port)
         },
         fields,
         log,

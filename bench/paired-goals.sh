@@ -21,8 +21,8 @@
 #
 # Across commits (a series takes more than one sitting, and each sitting starts from a fresh clone):
 # `keep` copies each step's finished runs to bench/results/paired-goals/<step>/<commit>/ (their
-# qualify-run.json and qualify-series.json, and each result's pairs and overall metrics as
-# pairs.json). Commit them. A later sitting pools every kept series of the step made at another
+# qualify-run.json and qualify-series.json, and each result's pairs, blocks and overall metrics
+# as pairs.json). Commit them. A later sitting pools every kept series of the step made at another
 # commit (`qualify --pool`, which checks that its settings are the same) and makes only the runs
 # still missing from the step's totals. At the end it prints each step's report; the reports are
 # qualify.json in each step's directory.
@@ -58,6 +58,8 @@ if [ "${1:-}" = keep ]; then
       result="$(dirname "$run")/result.json"
       if [ -f "$result" ]; then
         jq '{config_hash: .config_hash, commit: .git.commit, design: .paired.design, pairs: .paired.pairs,
+             blocks: [.paired.blocks[]? | {pair, side, p50_ms: .total.p50_ms, p99_ms: .total.p99_ms,
+                                           requests: .total.requests}],
              metrics: [.comparison.metrics[]? | select(.operation == null)
                        | {metric, estimate, low, high, detectable, outcome}]}' \
           "$result" > "$dst/$name/pairs.json"

@@ -673,7 +673,8 @@ mod tests {
     /// A new key changes it on purpose; the pin is then updated, and the form without the keys
     /// added since is pinned too, to show that nothing else moved. `[paired]` and
     /// `gate.p50-floor`/`p99-floor` were added so (the operation's `gate` flag is not
-    /// serialized); the config hashes of stored runs stay pinned in `result/hash.rs`.
+    /// serialized), and the floors' defaults moved since (p99 100 → 200 µs, p50 20 → 40 µs); the
+    /// config hashes of stored runs stay pinned in `result/hash.rs`.
     #[test]
     fn the_serialized_config_does_not_change() {
         let demo = demo_config();
@@ -717,14 +718,14 @@ mod tests {
     }
 
     const PINNED_SERIALIZED_CONFIG: &[&str] = &[
-        "demo default f824ea0c3cb402aed942ca9e16d18118e114754e6115a46b47ab34a7d6b298b7",
-        "demo quick 57b5ec4a979e037ed13aaf6bf44078fdc6e6cc812eb00746ec6ef5b171455972",
-        "demo ci 3cc0e14114fce2d218ee650f126e7bf2f7ec81f2c66347eeb624e6048be04d5c",
-        "demo full 865629bdeccd27462c0575b70974cf09cbb4d1769f7ebb0e13b7d106e7d0483c",
-        "defaults default 92de3a25053be8cb6ab567bd50c3d03982de602ff82471e6660796680486400c",
-        "defaults quick 43b9a4ac22f16cfb2a819b459b60f3c42c9158bf6cd7ae615f2d060dd7a7d666",
-        "defaults ci ad153eaae72b0c3da3ea8c82b5ce7e99b5826fdb60bf8e59276aa233d03db790",
-        "defaults full 7783b3d0302f9c66d8b9d84deca485092fd2a44d79600b8eadd59cb905bb18df",
+        "demo default 570aad0ce8c0d16161f549a73dcbe8622e445e134d726c78f5b1cd7e981c61d9",
+        "demo quick 21026a024450711c2274a5abe2059fbaed28effe612124988bf7653d4ddf3cc3",
+        "demo ci 1b08244287a6314e38cb23fb402a3400b44e710a1f9c49dc76c11e5cc7e4a308",
+        "demo full 208987109da98563dbc847500e171850e3799ab0f30c8d07e3258b627a22ed53",
+        "defaults default 922cefff09d33de76a4505bacededd49eb9d7fb60196092b00a35f8cb70be38e",
+        "defaults quick 22eeaab5c9ccd0beae3e88701ece59bee2fefb47fe4f7b65ecbc40b3c022838c",
+        "defaults ci 623b319dba46074d50b77bbda78f7318958eeb07f5d3c03956c029a192856f3a",
+        "defaults full 444c16370c85dd7c34a743e6b5beb03a77e813b93e161346ba58047a049792d3",
     ];
 
     /// The pins of the serialized config without `[paired]` and the gate's floors: those before they

@@ -166,7 +166,7 @@ mod tests {
         use crate::config::validate::testing::{parse, with_workload};
         use std::time::Duration;
         let cfg = parse(&with_workload(""), "default").unwrap();
-        assert_eq!(cfg.gate.p50_floor, Duration::from_micros(20));
+        assert_eq!(cfg.gate.p50_floor, Duration::from_micros(40));
         assert_eq!(cfg.gate.p99_floor, Duration::from_micros(200));
         let text = with_workload("[gate]\np50-floor = \"50us\"\np99-floor = \"2ms\"\n");
         let cfg = parse(&text, "default").unwrap();

@@ -356,6 +356,8 @@ pub(crate) mod testing {
             soak_skipped: None,
             spike: None,
             spike_skipped: None,
+            stress: None,
+            stress_skipped: None,
             valid: Some(true),
             baseline: None,
             comparison: None,

@@ -171,6 +171,8 @@ async fn replay(
         soak_skipped: None,
         spike: None,
         spike_skipped: None,
+        stress: None,
+        stress_skipped: None,
         valid: None,
         baseline: None,
         comparison: None,

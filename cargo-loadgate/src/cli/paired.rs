@@ -609,6 +609,9 @@ async fn run_both(
                 // A paired run's ramps do not soak, so they do not spike either.
                 PlanEvent::SpikeDone { .. } => {}
                 PlanEvent::SpikeSkipped { reason } => r.spike_skipped = Some(reason),
+                // Nor do they stress (a paired run with a `[stress]` is refused before it boots).
+                PlanEvent::StressDone { .. } => {}
+                PlanEvent::StressSkipped { reason } => r.stress_skipped = Some(reason),
             }
             if let Err(e) = write_result(path, r) {
                 write_error.get_or_insert(e);

@@ -432,6 +432,8 @@ async fn run_booted(
         soak_skipped: None,
         spike: None,
         spike_skipped: None,
+        stress: None,
+        stress_skipped: None,
         valid: None,
         baseline: None,
         comparison: None,
@@ -556,6 +558,15 @@ async fn run_booted(
                 }
                 PlanEvent::SpikeSkipped { reason } => {
                     display.line(&format!("        Spike skipped: {reason}"));
+                }
+                PlanEvent::StressDone { outcome, .. } => {
+                    announce = Some(format!(
+                        "        Stress {}",
+                        crate::report::stress_sentence(outcome)
+                    ));
+                }
+                PlanEvent::StressSkipped { reason } => {
+                    display.line(&format!("        Stress skipped: {reason}"));
                 }
             }
             record_plan_event(&mut result, event, &config.gate, config.slo.recovery);
@@ -749,6 +760,20 @@ pub(super) fn record_plan_event(
             result.spike = Some(spike);
         }
         PlanEvent::SpikeSkipped { reason } => result.spike_skipped = Some(reason),
+        PlanEvent::StressDone {
+            outcome,
+            measurement,
+            schedule_hash,
+        } => {
+            result.phases.push(PhaseRecord {
+                schedule_hash,
+                measurement: *measurement,
+            });
+            let mut stress = *outcome;
+            stress.check = crate::compare::stress_recovery_check(&stress, recovery_limit);
+            result.stress = Some(stress);
+        }
+        PlanEvent::StressSkipped { reason } => result.stress_skipped = Some(reason),
     }
 }
 
@@ -763,10 +788,10 @@ fn refuse_unjudged_checks(
 ) -> Result<(), RunError> {
     let probe_limits = config.probes.iter().any(|p| !p.limits.is_empty());
     let mut why = Vec::new();
-    if config.slo.recovery.is_some() && config.spike.is_disabled() {
+    if config.slo.recovery.is_some() && config.spike.is_disabled() && config.stress.is_disabled() {
         why.push(
-            "`[slo] recovery` limits the time to stable SLO after a spike, and this profile \
-             declares no `[spike]`",
+            "`[slo] recovery` limits the time to stable SLO after a spike or a stress, and this \
+             profile declares no `[spike]` and no `[stress]`",
         );
     }
     if paired {
@@ -779,6 +804,12 @@ fn refuse_unjudged_checks(
         if config.slo.recovery.is_some() {
             why.push(
                 "`[slo] recovery` needs the spike after the soak, and a paired run has neither",
+            );
+        }
+        if !config.stress.is_disabled() {
+            why.push(
+                "`[stress]` compares one service before and after an overload that follows the \
+                 soak, and a paired run boots two and does not soak",
             );
         }
         if config
@@ -802,6 +833,12 @@ fn refuse_unjudged_checks(
         }
         if probe_limits {
             why.push("probe limits (`[[probe]] limits`) are not judged on shards or their merge");
+        }
+        if !config.stress.is_disabled() {
+            why.push(
+                "`[stress]` compares one run's stretches before and after the overload, and a \
+                 shard's are a slice (`merge` does not judge a stress)",
+            );
         }
         if !config.data.steps.is_empty() || !config.teardown.steps.is_empty() {
             why.push(
@@ -1532,6 +1569,29 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     } else if let Some(reason) = result.spike_skipped.as_ref() {
         out.push_str(&format!("\nspike skipped: {reason}\n"));
     }
+    if let Some(stress) = result.stress.as_ref().or(outcome.stress.as_ref()) {
+        out.push_str(&format!(
+            "\nstress {}: {}\n",
+            crate::report::stress_word(stress),
+            crate::report::stress_sentence(stress)
+        ));
+        let table = crate::report::Table::new(&[
+            "metric",
+            "before",
+            "after",
+            "change",
+            "interval",
+            "threshold",
+            "outcome",
+        ])
+        .rows(crate::report::stress_rows(stress));
+        out.push_str(&table.terminal());
+        if let Some(check) = &stress.check {
+            out.push_str(&format!("{}\n", crate::report::check_line(check)));
+        }
+    } else if let Some(reason) = result.stress_skipped.as_ref() {
+        out.push_str(&format!("\nstress skipped: {reason}\n"));
+    }
     // The recorded soak, which carries the leak finding (the plan's outcome leaves it to compare).
     if let Some(soak) = result.soak.as_ref().or(outcome.soak.as_ref()) {
         out.push_str(&format!(
@@ -1725,6 +1785,15 @@ mod tests {
         assert!(message.contains("declares no `[spike]`"), "{message}");
         let message = refused(&format!("{recovery}{spike}"), true, false).expect("paired");
         assert!(message.contains("a paired run has neither"), "{message}");
+        // A stress is judged in a stored run of the whole load only; it is an event `[slo]
+        // recovery` can follow.
+        let stress = "[stress]\nto = \"200%\"\nfor = \"5s\"\n";
+        assert_eq!(refused(stress, false, false), None);
+        assert_eq!(refused(&format!("{recovery}{stress}"), false, false), None);
+        let message = refused(stress, true, false).expect("paired stress");
+        assert!(message.contains("a paired run boots two"), "{message}");
+        let message = refused(stress, false, true).expect("sharded stress");
+        assert!(message.contains("a shard's are a slice"), "{message}");
         // Every reason at once.
         let message = refused(&format!("{audit}{recovery}"), true, true).expect("all");
         assert_eq!(message.matches("; ").count(), 3, "{message}");

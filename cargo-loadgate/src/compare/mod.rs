@@ -26,6 +26,7 @@ mod paired;
 mod probe;
 mod recovery;
 mod settle;
+mod stress;
 #[cfg(test)]
 mod testkit;
 
@@ -55,5 +56,6 @@ pub use options::{
 };
 pub use paired::{PairedInputs, compare_paired};
 pub use probe::{probe_checks, settle_probe_checks};
-pub use recovery::{recovery_check, settle_recovery};
+pub use recovery::{recovery_check, settle_recovery, stress_recovery_check};
 pub use settle::settle_checks;
+pub use stress::settle_stress;

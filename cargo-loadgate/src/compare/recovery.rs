@@ -1,10 +1,10 @@
-//! The `[slo] recovery` rule: the time to stable SLO after a spike against its limit, and how it
-//! settles the verdict. A failed check is a regression (exit 10) whatever the comparison with the
-//! baseline found, like a failed `[slo] headroom`; docs/decisions.md says why the time to stable
-//! SLO is checked against a limit and reported beside the baseline's rather than compared by
-//! ratio.
+//! The `[slo] recovery` rule: the time to stable SLO after a spike or a stress against its limit,
+//! and how it settles the verdict. A failed check is a regression (exit 10) whatever the
+//! comparison with the baseline found, like a failed `[slo] headroom`; docs/decisions.md says why
+//! the time to stable SLO is checked against a limit and reported beside the baseline's rather
+//! than compared by ratio.
 
-use crate::plan::{Recovery, RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome};
+use crate::plan::{Recovery, RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome, StressOutcome};
 use crate::result::{Comparison, RunResult, Verdict, VerdictOutcome};
 use std::time::Duration;
 
@@ -16,22 +16,53 @@ use std::time::Duration;
 /// - **inconclusive**: the generator did not keep the phase's schedule, so the windows do not
 ///   show what the service did.
 pub fn recovery_check(spike: &SpikeOutcome, limit: Option<Duration>) -> Option<RecoveryCheck> {
+    event_check(
+        "spike",
+        (spike.valid, &spike.invalid_reasons),
+        &spike.recovery,
+        spike.recovery_windows,
+        limit,
+    )
+}
+
+/// The same check of the time to stable SLO after a stress's overload.
+pub fn stress_recovery_check(
+    stress: &StressOutcome,
+    limit: Option<Duration>,
+) -> Option<RecoveryCheck> {
+    event_check(
+        "stress",
+        (stress.valid, &stress.invalid_reasons),
+        &stress.recovery,
+        stress.recovery_windows,
+        limit,
+    )
+}
+
+/// The check of the time to stable SLO after the end of `event` (a spike, a stress).
+fn event_check(
+    event: &str,
+    (valid, invalid_reasons): (bool, &[String]),
+    recovery: &Recovery,
+    recovery_windows: usize,
+    limit: Option<Duration>,
+) -> Option<RecoveryCheck> {
     let limit = limit?;
     let secs = |d: Duration| format!("{:.1} s", d.as_secs_f64());
-    let (outcome, reason) = if !spike.valid {
+    let (outcome, reason) = if !valid {
         (
             RecoveryCheckOutcome::Inconclusive,
             format!(
-                "the spike phase is invalid ({}): its windows do not show the service's recovery",
-                spike.invalid_reasons.join("; ")
+                "the {event} phase is invalid ({}): its windows do not show the service's recovery",
+                invalid_reasons.join("; ")
             ),
         )
     } else {
-        match &spike.recovery {
+        match recovery {
             Recovery::Recovered { after, .. } if *after <= limit => (
                 RecoveryCheckOutcome::Pass,
                 format!(
-                    "stable SLO {} after the spike, within {}",
+                    "stable SLO {} after the {event}, within {}",
                     secs(*after),
                     secs(limit)
                 ),
@@ -39,7 +70,7 @@ pub fn recovery_check(spike: &SpikeOutcome, limit: Option<Duration>) -> Option<R
             Recovery::Recovered { after, .. } => (
                 RecoveryCheckOutcome::Fail,
                 format!(
-                    "time to stable SLO after the spike {} > {}",
+                    "time to stable SLO after the {event} {} > {}",
                     secs(*after),
                     secs(limit)
                 ),
@@ -50,9 +81,9 @@ pub fn recovery_check(spike: &SpikeOutcome, limit: Option<Duration>) -> Option<R
             } => (
                 RecoveryCheckOutcome::Fail,
                 format!(
-                    "not stable within {} after the spike ({} good windows in a row needed, longest run {longest_run}); the limit is {}",
+                    "not stable within {} after the {event} ({} good windows in a row needed, longest run {longest_run}); the limit is {}",
                     secs(*observed),
-                    spike.recovery_windows,
+                    recovery_windows,
                     secs(limit)
                 ),
             ),
@@ -65,17 +96,35 @@ pub fn recovery_check(spike: &SpikeOutcome, limit: Option<Duration>) -> Option<R
     })
 }
 
-/// Settles `verdict` by the head's recovery check: a failure makes it a regression (or adds its
-/// reason to one), an inconclusive check makes a pass inconclusive.
+/// Settles `verdict` by the head's recovery checks (the spike's, then the stress's): a failure
+/// makes it a regression (or adds its reason to one), an inconclusive check makes a pass
+/// inconclusive.
 pub fn settle_recovery(
     head: &RunResult,
     comparison: Option<&mut Comparison>,
     verdict: &mut Verdict,
 ) {
-    let Some(check) = head.spike.as_ref().and_then(|s| s.check.as_ref()) else {
+    let checks: Vec<&RecoveryCheck> = [
+        head.spike.as_ref().and_then(|s| s.check.as_ref()),
+        head.stress.as_ref().and_then(|s| s.check.as_ref()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if checks.is_empty() {
         settle_unmade_recovery(head, comparison, verdict);
         return;
-    };
+    }
+    for check in checks {
+        settle_one(check, verdict);
+    }
+    if let Some(c) = comparison {
+        c.verdict = verdict.clone();
+    }
+}
+
+/// Settles `verdict` by one recovery check.
+fn settle_one(check: &RecoveryCheck, verdict: &mut Verdict) {
     let decide = |verdict: &mut Verdict, outcome: VerdictOutcome| {
         let before = std::mem::replace(
             &mut verdict.rule_fired,
@@ -88,7 +137,7 @@ pub fn settle_recovery(
         verdict.metrics.clear();
     };
     match (check.outcome, verdict.outcome) {
-        (RecoveryCheckOutcome::Pass, _) => return,
+        (RecoveryCheckOutcome::Pass, _) => {}
         (RecoveryCheckOutcome::Fail, VerdictOutcome::Regression) => {
             verdict
                 .rule_fired
@@ -103,9 +152,6 @@ pub fn settle_recovery(
             check.reason
         )),
     }
-    if let Some(c) = comparison {
-        c.verdict = verdict.clone();
-    }
 }
 
 /// A `[slo] recovery` limit whose check was never made, because the spike did not run (the ramp
@@ -119,7 +165,7 @@ fn settle_unmade_recovery(
 ) {
     // A spike that ran records its check whenever a limit is set; only a missing spike is
     // settled here.
-    if head.spike.is_some() {
+    if head.spike.is_some() || head.stress.is_some() {
         return;
     }
     let Some(limit_ms) = head.slo.as_ref().and_then(|s| s.recovery_limit_ms) else {
@@ -128,6 +174,7 @@ fn settle_unmade_recovery(
     let why = head
         .spike_skipped
         .as_deref()
+        .or(head.stress_skipped.as_deref())
         .unwrap_or("the run has no spike phase");
     let reason = format!(
         "the recovery check ([slo] recovery = {:.1} s) was not made: {why}",

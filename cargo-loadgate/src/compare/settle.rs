@@ -1,13 +1,13 @@
 //! The checks with absolute limits, settled on a verdict after the comparison: the headroom over
-//! the production load (`[slo] headroom`), the recovery after a spike (`[slo] recovery`), the
-//! audits (`[[audit]]`) and the probes' limits (`[[probe]] limits`). Each reads the head alone
+//! the production load (`[slo] headroom`), the recovery after a spike or a stress (`[slo]
+//! recovery`), the stress's lasting harm (`[stress]`), the audits (`[[audit]]`) and the probes' limits (`[[probe]] limits`). Each reads the head alone
 //! and can fail a run whatever its baseline says. [`settle_checks`] is the one place they are
 //! applied, so the gate, `cargo loadgate compare` and a paired run judge them alike.
 
 use crate::result::{Comparison, RunResult, Verdict};
 
 /// Settles `verdict`, and the comparison's copy of it, by every absolute check the head recorded,
-/// in this order: headroom, recovery, audits, probe limits. A failed check makes the verdict a
+/// in this order: headroom, recovery, stress, audits, probe limits. A failed check makes the verdict a
 /// regression (a regression's rule gains it); an inconclusive headroom or recovery check makes a
 /// pass inconclusive; checks that held change nothing.
 pub fn settle_checks(
@@ -17,6 +17,7 @@ pub fn settle_checks(
 ) {
     super::settle_headroom(head, comparison.as_deref_mut(), verdict);
     super::settle_recovery(head, comparison.as_deref_mut(), verdict);
+    super::settle_stress(head, comparison.as_deref_mut(), verdict);
     super::settle_audits(head, comparison.as_deref_mut(), verdict);
     super::settle_probe_checks(head, comparison, verdict);
 }

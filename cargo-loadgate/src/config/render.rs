@@ -4,7 +4,8 @@
 use super::elements::key::Section;
 use super::elements::operation::{expected_requests_per_session, keys as op};
 use super::elements::{
-    abort, data, gate, generator, paired, ramp, recovery, retry, slo, soak, spike, target, workload,
+    abort, data, gate, generator, paired, ramp, recovery, retry, slo, soak, spike, stress, target,
+    workload,
 };
 use super::error::{Diagnostic, Sources};
 use super::types::*;
@@ -262,6 +263,13 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     kv(&mut out, spike::FOR.name, &duration(spk.duration));
     kv(&mut out, spike::BEFORE.name, &duration(spk.before));
     kv(&mut out, spike::AFTER.name, &duration(spk.after));
+
+    let st = &cfg.stress;
+    section(&mut out, &stress::SECTION);
+    kv(&mut out, stress::TO.name, &string(&format_percent(st.to)));
+    kv(&mut out, stress::FOR.name, &duration(st.duration));
+    kv(&mut out, stress::BEFORE.name, &duration(st.before));
+    kv(&mut out, stress::AFTER.name, &duration(st.after));
 
     section(&mut out, &recovery::SECTION);
     kv(

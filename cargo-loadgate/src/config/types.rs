@@ -30,6 +30,9 @@ pub struct LoadgateConfig {
     /// config without a spike (and every stored baseline's match) does not change.
     #[serde(skip_serializing_if = "SpikeConfig::is_disabled")]
     pub spike: SpikeConfig,
+    /// `[stress]`. Left out of the serialized config while it is disabled, like `[spike]`.
+    #[serde(skip_serializing_if = "StressConfig::is_disabled")]
+    pub stress: StressConfig,
     /// `[recovery]`: a judgement of the windows, not of the load, so (like `slo.headroom`) left
     /// out of the serialized config and its hash.
     #[serde(skip)]
@@ -1091,6 +1094,29 @@ pub struct SpikeConfig {
 
 impl SpikeConfig {
     /// Whether no spike runs (`spike.for = "0s"`).
+    pub fn is_disabled(&self) -> bool {
+        self.duration.is_zero()
+    }
+}
+
+/// `[stress]`: the soak's load for `before`, an overload at `to` × capacity for `duration`, then
+/// the soak's load for `after`, inside one phase; the stretch before is compared with the last
+/// `before` of the stretch after, on the same boot.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StressConfig {
+    /// The load during the overload as a fraction of capacity (the soak's capacity); above 1.
+    pub to: f64,
+    /// How long the overload lasts (`stress.for`); zero disables it.
+    pub duration: Duration,
+    /// Measured at the soak's load before the overload: the level it is compared with.
+    pub before: Duration,
+    /// Measured at the soak's load after the overload; its last `before` is compared. At least
+    /// `before`.
+    pub after: Duration,
+}
+
+impl StressConfig {
+    /// Whether no stress runs (`stress.for = "0s"`).
     pub fn is_disabled(&self) -> bool {
         self.duration.is_zero()
     }

@@ -10,7 +10,7 @@
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
     SECTIONS, abort, accept, audit, data, dependency, gate, generator, paired, probe, profile_keys,
-    ramp, recovery, retry, slo, soak, spike, target, top_keys, workload,
+    ramp, recovery, retry, slo, soak, spike, stress, target, top_keys, workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -268,6 +268,7 @@ fn build(
     let ramp = ramp::build(cx, look, profile);
     let soak = soak::build(cx, look);
     let spike = spike::build(cx, look, profile, soak.as_ref());
+    let stress = stress::build(cx, look, profile);
     let recovery = recovery::build(cx, look);
     let abort = abort::build(cx, look);
     let gate = gate::build(cx, look);
@@ -293,6 +294,7 @@ fn build(
         ramp: ramp?,
         soak: soak?,
         spike: spike?,
+        stress: stress?,
         recovery: recovery?,
         abort: abort?,
         gate: gate?,

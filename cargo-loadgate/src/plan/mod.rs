@@ -16,6 +16,7 @@ mod recovery;
 mod run;
 mod soak;
 mod spike;
+mod stress;
 
 pub use abort::{ABORT_LIMITS, AbortWatch, CONSECUTIVE_BAD_WINDOWS, abort_watch};
 pub use judge::{
@@ -36,3 +37,9 @@ pub use run::{
 };
 pub use soak::{CapacitySource, Slopes, SoakOutcome, format_bytes_per_sec, soak_slopes};
 pub use spike::{RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome, spike_figures, spike_steps};
+#[cfg(test)]
+pub(crate) use stress::testing as stress_testing;
+pub use stress::{
+    ChangeOutcome, Harm, MIN_STRETCH_WINDOWS, StressChange, StressJudge, StressMetric,
+    StressOutcome, StretchFigures, stress_figures, stress_steps,
+};

@@ -7,6 +7,7 @@ use super::judge::{first_step_failures, judge_step};
 use super::ramp::{RampOutcome, StepKind, StepRecord, StepStatus};
 use super::soak::{CapacitySource, SoakOutcome, soak_slopes};
 use super::spike::{SpikeOutcome, spike_figures, spike_steps};
+use super::stress::{StressJudge, StressOutcome, stress_figures, stress_steps};
 use crate::config::LoadgateConfig;
 use crate::engine::{PhaseSpec, WindowDecision};
 use crate::measure::{PhaseMeasurement, Window};
@@ -100,6 +101,10 @@ pub struct PlanOutcome {
     pub spike: Option<SpikeOutcome>,
     /// Why the declared spike did not run, when it did not (`None` when none was declared).
     pub spike_skipped: Option<String>,
+    /// The stress phase, when it ran.
+    pub stress: Option<StressOutcome>,
+    /// Why the declared stress did not run, when it did not (`None` when none was declared).
+    pub stress_skipped: Option<String>,
     /// Whether every phase that ran was valid, a step at the generator's limit and a re-measured
     /// transient aside. A run exits with `INVALID_RUN` only when no phase at all was valid.
     pub valid: bool,
@@ -157,6 +162,20 @@ pub enum PlanEvent {
     },
     /// The declared spike will not run.
     SpikeSkipped {
+        /// Why.
+        reason: String,
+    },
+    /// The stress phase was measured.
+    StressDone {
+        /// What it found.
+        outcome: Box<StressOutcome>,
+        /// What it measured, for the run result's phases.
+        measurement: Box<PhaseMeasurement>,
+        /// The hash of the (stepped) schedule it followed.
+        schedule_hash: String,
+    },
+    /// The declared stress will not run.
+    StressSkipped {
         /// Why.
         reason: String,
     },
@@ -591,6 +610,78 @@ impl<R: PhaseRunner> Driver<'_, R> {
         };
         Ok(Ok((outcome, m, schedule_hash)))
     }
+
+    /// The stress: one phase at the soak's rate with the rate stepped to `stress.to` × the soak's
+    /// capacity for `stress.for` after `stress.before`, then `stress.after` at the soak's rate
+    /// again; the stretch before is compared with the last `stress.before` of the stretch after.
+    async fn stress(
+        &mut self,
+        soak: &SoakOutcome,
+    ) -> Result<Result<(StressOutcome, PhaseMeasurement, String), String>, (String, R::Error)> {
+        let stress = &self.config.stress;
+        let from = soak.at_sessions_per_sec;
+        let to = stress.to * soak.capacity_sessions_per_sec;
+        if !(from > 0.0 && to.is_finite()) {
+            return Ok(Err("the soak ran at no load to overload from".to_owned()));
+        }
+        let mut spec = self.spec(
+            "stress".to_owned(),
+            from,
+            stress.before + stress.duration + stress.after,
+        );
+        // Each stretch's p50 and p99 are read from all its requests: its windows' histograms.
+        spec.keep_window_histograms = true;
+        let steps = match stress_steps(stress, spec.warmup, to / from) {
+            Ok(steps) => steps,
+            Err(e) => return Ok(Err(format!("the stress's rate steps are not usable: {e}"))),
+        };
+        let schedule = phase_schedule(&self.config.workload, &spec).with_rate_steps(steps);
+        let (run, schedule_hash) = self.run_schedule(spec, schedule).await?;
+        let m = run.measurement;
+        let required = self.config.recovery.windows;
+        let invalid: Vec<String> = m.validity.reasons.iter().map(ToString::to_string).collect();
+        let judge = StressJudge {
+            stress,
+            gate: &self.config.gate,
+            slo: &self.config.slo,
+            required,
+            alpha: crate::compare::DEFAULT_ALPHA,
+        };
+        let figures = stress_figures(
+            &m.windows.windows,
+            &m.windows.histograms,
+            &run.resources,
+            run.measured_s,
+            &judge,
+            if m.validity.is_valid() {
+                Ok(())
+            } else {
+                Err(invalid.as_slice())
+            },
+        );
+        let outcome = StressOutcome {
+            phase: m.name.clone(),
+            capacity_sessions_per_sec: soak.capacity_sessions_per_sec,
+            capacity_from: soak.capacity_from,
+            from_sessions_per_sec: from,
+            to_sessions_per_sec: to,
+            starts: stress.before,
+            ends: stress.before + stress.duration,
+            compared_from: figures.compared_from,
+            before: figures.before,
+            after: figures.after,
+            changes: figures.changes,
+            harm: figures.harm,
+            reason: figures.reason,
+            recovery: figures.recovery,
+            recovery_windows: required,
+            check: None,
+            aborted: m.stopped.clone(),
+            valid: m.validity.is_valid(),
+            invalid_reasons: invalid,
+        };
+        Ok(Ok((outcome, m, schedule_hash)))
+    }
 }
 
 /// Runs the phases: the ramp's steps (each `ramp.hold` after a `ramp.warmup` at `step ×
@@ -634,6 +725,8 @@ pub async fn run_plan<R: PhaseRunner>(
                 soak_skipped: Some(soak_skipped.to_owned()),
                 spike: None,
                 spike_skipped: None,
+                stress: None,
+                stress_skipped: None,
             }),
             source,
         }
@@ -711,15 +804,56 @@ pub async fn run_plan<R: PhaseRunner>(
             }
         }
     };
+    let (stress, stress_skipped) = if config.stress.is_disabled() {
+        (None, None)
+    } else {
+        let ran = match &soak {
+            Some(soak) => driver.stress(soak).await,
+            None => Ok(Err(format!(
+                "the stress overloads from the soak's load, and the soak did not run: {}",
+                soak_skipped.as_deref().unwrap_or("no soak")
+            ))),
+        };
+        match ran {
+            Err((phase, source)) => {
+                let mut error = failed(&driver, phase, source, "");
+                if let PlanError::Phase { partial, .. } = &mut error {
+                    partial.soak = soak.clone();
+                    partial.soak_skipped = soak_skipped.clone();
+                    partial.spike = spike.clone();
+                    partial.spike_skipped = spike_skipped.clone();
+                    partial.stress_skipped = Some("the stress could not run".to_owned());
+                }
+                return Err(error);
+            }
+            Ok(Ok((outcome, measurement, schedule_hash))) => {
+                (driver.observer)(PlanEvent::StressDone {
+                    outcome: Box::new(outcome.clone()),
+                    measurement: Box::new(measurement),
+                    schedule_hash,
+                });
+                (Some(outcome), None)
+            }
+            Ok(Err(reason)) => {
+                (driver.observer)(PlanEvent::StressSkipped {
+                    reason: reason.clone(),
+                });
+                (None, Some(reason))
+            }
+        }
+    };
     Ok(PlanOutcome {
         valid: ramp.valid
             && soak.as_ref().is_none_or(|s| s.valid)
-            && spike.as_ref().is_none_or(|s| s.valid),
+            && spike.as_ref().is_none_or(|s| s.valid)
+            && stress.as_ref().is_none_or(|s| s.valid),
         ramp,
         soak,
         soak_skipped,
         spike,
         spike_skipped,
+        stress,
+        stress_skipped,
     })
 }
 
@@ -1036,6 +1170,10 @@ pub(super) mod tests {
                     format!("spike done: {}", outcome.admission.admission.label())
                 }
                 PlanEvent::SpikeSkipped { reason } => format!("spike skipped: {reason}"),
+                PlanEvent::StressDone { outcome, .. } => {
+                    format!("stress done: {}", outcome.harm.label())
+                }
+                PlanEvent::StressSkipped { reason } => format!("stress skipped: {reason}"),
             })
         };
         let rt = tokio::runtime::Builder::new_current_thread()

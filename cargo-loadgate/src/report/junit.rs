@@ -178,21 +178,7 @@ pub fn junit_report(result: &RunResult) -> Report {
         && let Some(check) = &spike.check
     {
         let mut suite = TestSuite::new("spike");
-        let status = match check.outcome {
-            RecoveryCheckOutcome::Pass => TestCaseStatus::success(),
-            RecoveryCheckOutcome::Fail => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                s.set_message(format!("regression: {}", check.reason))
-                    .set_type("recovery");
-                s
-            }
-            RecoveryCheckOutcome::Inconclusive => {
-                let mut s = TestCaseStatus::skipped();
-                s.set_message(format!("inconclusive: {}", check.reason))
-                    .set_type("inconclusive");
-                s
-            }
-        };
+        let status = recovery_status(check);
         let mut case = TestCase::new(
             format!(
                 "time to stable SLO within {}",
@@ -202,6 +188,41 @@ pub fn junit_report(result: &RunResult) -> Report {
         );
         case.set_system_out(crate::report::spike_sentence(spike));
         suite.add_test_case(with_class(case, "spike"));
+        report.add_test_suite(suite);
+    }
+    // The stress: its before/after comparison (lasting harm fails the gate by
+    // `compare::settle_stress`), and its `[slo] recovery` check when a limit is set.
+    if let Some(stress) = &result.stress {
+        let mut suite = TestSuite::new("stress");
+        let status = match stress.harm {
+            crate::plan::Harm::Recovered => TestCaseStatus::success(),
+            crate::plan::Harm::LastingHarm => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("regression: {}", stress.reason))
+                    .set_type("lasting-harm");
+                s
+            }
+            crate::plan::Harm::Inconclusive => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("inconclusive: {}", stress.reason))
+                    .set_type("inconclusive");
+                s
+            }
+        };
+        let mut case = TestCase::new("no lasting harm after the stress", status);
+        case.set_system_out(crate::report::stress_sentence(stress));
+        suite.add_test_case(with_class(case, "stress"));
+        if let Some(check) = &stress.check {
+            let mut case = TestCase::new(
+                format!(
+                    "time to stable SLO within {}",
+                    crate::config::format_duration(check.limit)
+                ),
+                recovery_status(check),
+            );
+            case.set_system_out(check.reason.clone());
+            suite.add_test_case(with_class(case, "stress"));
+        }
         report.add_test_suite(suite);
     }
     // Each `[[probe]] limits` entry, as `compare::probe_checks` judged it.
@@ -380,6 +401,26 @@ fn properties(result: &RunResult) -> Vec<Property> {
     props
 }
 
+/// The JUnit status of a `[slo] recovery` check: a failure fails the gate, an inconclusive one is
+/// skipped with why.
+fn recovery_status(check: &crate::plan::RecoveryCheck) -> TestCaseStatus {
+    match check.outcome {
+        RecoveryCheckOutcome::Pass => TestCaseStatus::success(),
+        RecoveryCheckOutcome::Fail => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("regression: {}", check.reason))
+                .set_type("recovery");
+            s
+        }
+        RecoveryCheckOutcome::Inconclusive => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("inconclusive: {}", check.reason))
+                .set_type("inconclusive");
+            s
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +454,8 @@ mod tests {
             soak_skipped: None,
             spike: None,
             spike_skipped: None,
+            stress: None,
+            stress_skipped: None,
             valid: Some(true),
             baseline: None,
             comparison: None,
@@ -694,6 +737,73 @@ mod tests {
         let passed = case(30.0, None, Some(1.2)).expect("a case");
         assert!(matches!(passed.status, TestCaseStatus::Success { .. }));
         assert!(case(30.0, None, None).is_none(), "no limit, no case");
+    }
+
+    /// A stress is a `stress` suite: its case fails on lasting harm (typed `lasting-harm`), is
+    /// skipped when inconclusive, passes when recovered; its `[slo] recovery` check is a second
+    /// case when a limit is set.
+    #[test]
+    fn a_stress_is_a_suite_whose_case_fails_on_lasting_harm() {
+        use crate::plan::{Harm, RecoveryCheck, RecoveryCheckOutcome};
+        let mut result = empty_result();
+        let suite_of = |result: &RunResult| {
+            junit_report(result)
+                .test_suites
+                .into_iter()
+                .find(|s| s.name.as_str() == "stress")
+        };
+        assert!(suite_of(&result).is_none(), "no stress, no suite");
+        let mut stress = crate::plan::stress_testing::outcome();
+        stress.check = Some(RecoveryCheck {
+            limit: std::time::Duration::from_secs(10),
+            outcome: RecoveryCheckOutcome::Pass,
+            reason: "stable SLO 4.0 s after the stress, within 10.0 s".to_owned(),
+        });
+        result.stress = Some(stress.clone());
+        let suite = suite_of(&result).expect("a stress suite");
+        let names: Vec<&str> = suite.test_cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "no lasting harm after the stress",
+                "time to stable SLO within 10s"
+            ]
+        );
+        match &suite.test_cases[0].status {
+            TestCaseStatus::NonSuccess {
+                kind: NonSuccessKind::Failure,
+                ty,
+                message,
+                ..
+            } => {
+                assert_eq!(ty.as_deref(), Some("lasting-harm"));
+                assert!(
+                    message
+                        .as_deref()
+                        .unwrap()
+                        .starts_with("regression: lasting harm: p99 +40.0%"),
+                    "{message:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            suite.test_cases[1].status,
+            TestCaseStatus::Success { .. }
+        ));
+        for (harm, skipped) in [(Harm::Recovered, false), (Harm::Inconclusive, true)] {
+            stress.harm = harm;
+            result.stress = Some(stress.clone());
+            let suite = suite_of(&result).expect("a stress suite");
+            assert_eq!(
+                matches!(suite.test_cases[0].status, TestCaseStatus::Skipped { .. }),
+                skipped
+            );
+            assert_eq!(
+                matches!(suite.test_cases[0].status, TestCaseStatus::Success { .. }),
+                !skipped
+            );
+        }
     }
 
     /// An audit is its own case of an `audit` suite (a failure when it did not pass, typed

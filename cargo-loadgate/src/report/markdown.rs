@@ -220,6 +220,34 @@ pub fn markdown_summary(result: &RunResult) -> String {
     } else if let Some(reason) = &result.spike_skipped {
         let _ = writeln!(md, "**Spike:** skipped: {}\n", escape(reason));
     }
+    if let Some(stress) = &result.stress {
+        let icon = match stress.harm {
+            crate::plan::Harm::Recovered => VerdictOutcome::Pass.icon(),
+            crate::plan::Harm::LastingHarm => VerdictOutcome::Regression.icon(),
+            crate::plan::Harm::Inconclusive => VerdictOutcome::Inconclusive.icon(),
+        };
+        let _ = writeln!(
+            md,
+            "**Stress:** {icon} {}\n",
+            escape(&crate::report::stress_sentence(stress))
+        );
+        let table = Table::new(&[
+            "metric",
+            "before",
+            "after",
+            "change",
+            "interval",
+            "threshold",
+            "outcome",
+        ])
+        .rows(crate::report::stress_rows(stress));
+        let _ = writeln!(md, "{}\n", table.markdown());
+        if let Some(check) = &stress.check {
+            let _ = writeln!(md, "**{}**\n", escape(&crate::report::check_line(check)));
+        }
+    } else if let Some(reason) = &result.stress_skipped {
+        let _ = writeln!(md, "**Stress:** skipped: {}\n", escape(reason));
+    }
     if let Some(soak) = &result.soak {
         soak_section(&mut md, soak, result.verdict.as_ref());
     } else if let Some(reason) = &result.soak_skipped {
@@ -560,6 +588,8 @@ pub(in crate::report) mod tests {
             soak_skipped: None,
             spike: None,
             spike_skipped: None,
+            stress: None,
+            stress_skipped: None,
             valid: value["valid"].as_bool(),
             baseline: Some(BaselineRef {
                 commit: text(&value["baseline"]["commit"]),

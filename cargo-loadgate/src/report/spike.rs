@@ -2,7 +2,7 @@
 //! table: formatting only, from the recorded [`SpikeOutcome`] and the phase's windows.
 
 use crate::measure::Window;
-use crate::plan::{Recovery, RecoveryCheckOutcome, SpikeOutcome, format_rate};
+use crate::plan::{Recovery, RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome, format_rate};
 
 /// "spike to 300% of this run's capacity (60.0 → 300.0 sessions/s) for 10.0 s: rejected cheaply
 /// (67% failed answers, 0% transport failures, goodput 60.0 → 100.0/s, p50 3 ms, p99 30 ms);
@@ -43,13 +43,17 @@ pub fn spike_sentence(s: &SpikeOutcome) -> String {
 
 /// The `[slo] recovery` check's line, when there is one: "recovery check: FAIL: …".
 pub fn recovery_check_line(s: &SpikeOutcome) -> Option<String> {
-    let check = s.check.as_ref()?;
+    s.check.as_ref().map(check_line)
+}
+
+/// "recovery check: PASS: …" for any event's `[slo] recovery` check (a spike's, a stress's).
+pub fn check_line(check: &RecoveryCheck) -> String {
     let word = match check.outcome {
         RecoveryCheckOutcome::Pass => "PASS",
         RecoveryCheckOutcome::Fail => "FAIL",
         RecoveryCheckOutcome::Inconclusive => "INCONCLUSIVE",
     };
-    Some(format!("recovery check: {word}: {}", check.reason))
+    format!("recovery check: {word}: {}", check.reason)
 }
 
 /// The burst second by second: each window's start relative to the spike's start, requests

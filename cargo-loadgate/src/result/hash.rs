@@ -35,6 +35,9 @@ struct Measured<'a> {
     /// Only when a spike runs (so stored runs without one keep the hash they had).
     #[serde(skip_serializing_if = "crate::config::SpikeConfig::is_disabled")]
     spike: &'a crate::config::SpikeConfig,
+    /// Only when a stress runs, like the spike.
+    #[serde(skip_serializing_if = "crate::config::StressConfig::is_disabled")]
+    stress: &'a crate::config::StressConfig,
     abort: &'a crate::config::AbortConfig,
     slo: &'a crate::config::SloConfig,
     /// The blocks' design, in paired mode only (so stored runs keep the hash they had).
@@ -77,6 +80,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         ramp,
         soak,
         spike,
+        stress,
         abort,
     } = config;
     let measured = Measured {
@@ -87,6 +91,7 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         ramp,
         soak,
         spike,
+        stress,
         abort,
         slo,
         paired: (mode == MeasurementMode::Paired).then_some(paired),

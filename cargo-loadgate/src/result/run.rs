@@ -68,6 +68,15 @@ pub struct RunResult {
     /// Why a declared spike did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spike_skipped: Option<String>,
+    /// The stress phase: the overload, the comparison of the stretches before and after it on the
+    /// same boot ("recovered" or "lasting harm"), and the time to stable SLO. Absent when no
+    /// stress was declared (and in results written before it existed). Lasting harm makes the
+    /// verdict a regression (`compare::settle_stress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stress: Option<crate::plan::StressOutcome>,
+    /// Why a declared stress did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stress_skipped: Option<String>,
     /// Whether every phase kept its schedule; `None` until the run is over.
     #[serde(default)]
     pub valid: Option<bool>,

@@ -306,7 +306,7 @@ mod tests {
     #[test_case("[[accept]]\ncommits = [\"3f2a91c\"]\nmetric = \"all\"\nchange = \"+15%\"\nreason = \"r\"\n", 9, 10, "`change` cannot be given with `metric = \"all\"`: it accepts any change", Some("remove `change`, or name one metric"); "all with change")]
     #[test_case("[[accept]]\ncommits = [\"3f2a91c\"]\nmetric = \"capacity\"\noperation = \"home\"\nchange = \"-10%\"\nreason = \"r\"\n", 9, 13, "capacity is not compared per operation", Some("only p50 and p99 take `of <operation>`"); "capacity per operation")]
     #[test_case("[[accept]]\ncommits = [\"3f2a91c\"]\nmetric = \"p99\"\nchnage = \"+15%\"\nreason = \"r\"\n", 9, 1, "unknown key `chnage` in entry 1 of `[[accept]]`", Some("did you mean `change`?"); "typo")]
-    #[test_case("[profile.ci]\naccept = 1\n", 7, 1, "unknown key `accept` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `recovery`, `abort`, `gate`, `paired`, `data`, `teardown`"); "in a profile")]
+    #[test_case("[profile.ci]\naccept = 1\n", 7, 1, "unknown key `accept` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `stress`, `recovery`, `abort`, `gate`, `paired`, `data`, `teardown`"); "in a profile")]
     fn one_problem_is_reported(
         extra: &str,
         line: usize,

@@ -1454,7 +1454,7 @@ mod tests {
     #[test_case("[[dependency]]\nname = \"self\"\ncommand = \"x\"\n", 7, 8, "`self` cannot name a dependency", Some("`{{self.port}}` is how a dependency names itself; choose another name"); "self as a name")]
     #[test_case("[[dependency]]\nname = \"var\"\ncommand = \"x\"\n", 7, 8, "`var` cannot name a dependency", Some("`{{var.…}}` in a data step means a `[data] vars` entry; choose another name"); "var as a name")]
     #[test_case("[[dependency]]\nname = \"target\"\ncommand = \"x\"\n", 7, 8, "`target` cannot name a dependency", Some("`{{target.…}}` in a data step means the target; choose another name"); "target as a name")]
-    #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `recovery`, `abort`, `gate`, `paired`, `data`, `teardown`"); "in a profile")]
+    #[test_case("[profile.ci]\ndependency = []\n", 7, 1, "unknown key `dependency` in `[profile.ci]`", Some("expected one of `inherits`, `target`, `slo`, `workload`, `generator`, `ramp`, `soak`, `spike`, `stress`, `recovery`, `abort`, `gate`, `paired`, `data`, `teardown`"); "in a profile")]
     fn one_problem_is_reported(
         extra: &str,
         line: usize,

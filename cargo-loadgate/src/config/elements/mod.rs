@@ -21,13 +21,14 @@ pub(crate) mod retry;
 pub(crate) mod slo;
 pub(crate) mod soak;
 pub(crate) mod spike;
+pub(crate) mod stress;
 pub(crate) mod target;
 pub(crate) mod workload;
 
 use key::Section;
 
 /// Every section, in the order messages list them.
-pub(crate) const SECTIONS: [&Section; 13] = [
+pub(crate) const SECTIONS: [&Section; 14] = [
     &target::SECTION,
     &slo::SECTION,
     &workload::SECTION,
@@ -35,6 +36,7 @@ pub(crate) const SECTIONS: [&Section; 13] = [
     &ramp::SECTION,
     &soak::SECTION,
     &spike::SECTION,
+    &stress::SECTION,
     &recovery::SECTION,
     &abort::SECTION,
     &gate::SECTION,

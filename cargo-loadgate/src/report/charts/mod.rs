@@ -29,7 +29,7 @@ pub use latency::render_latency;
 pub use pairs::render_pairs;
 pub use probes::render_probes;
 pub use soak::render_soak;
-pub use spike::render_spike;
+pub use spike::{render_spike, render_stress};
 pub use throughput::render_throughput;
 
 use crate::result::RunResult;
@@ -46,6 +46,8 @@ pub const SOAK_CHART: &str = "soak.svg";
 pub const PAIRS_CHART: &str = "pairs.svg";
 /// The file name of the chart of a spike phase, second by second.
 pub const SPIKE_CHART: &str = "spike.svg";
+/// The file name of the chart of a stress phase, second by second.
+pub const STRESS_CHART: &str = "stress.svg";
 /// The file name of the chart of the probes' series through the soak.
 pub const PROBES_CHART: &str = "probes.svg";
 
@@ -76,7 +78,7 @@ pub enum ChartError {
 ///
 /// `latency.svg` and `throughput.svg` are written when the run has ramp steps, `soak.svg` when it
 /// has a soak, `pairs.svg` when it is a paired run with pairs used, `spike.svg` when it has a
-/// spike, `probes.svg` when a probe has samples through the soak; `base`, the baseline's stored
+/// spike, `stress.svg` when it has a stress, `probes.svg` when a probe has samples through the soak; `base`, the baseline's stored
 /// result, is drawn dashed beside the head in the first two. A chart that has nothing to draw is not written, and one left in `dir` by an earlier run
 /// is removed, so the directory never shows another run's chart beside this run's result.
 pub fn write_charts(
@@ -94,6 +96,7 @@ pub fn write_charts(
         (SOAK_CHART, render_soak(head)?),
         (PAIRS_CHART, render_pairs(head)?),
         (SPIKE_CHART, render_spike(head)?),
+        (STRESS_CHART, render_stress(head)?),
         (PROBES_CHART, render_probes(head)?),
     ];
     let mut written = Vec::new();

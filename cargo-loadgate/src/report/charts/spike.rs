@@ -1,12 +1,13 @@
-//! `spike.svg`: a spike phase second by second (issue 15): the requests sent, answered correctly
-//! and failed per second, with the spike shaded, and the p99 of each window against the SLO's p99
-//! limit, with the moment the service was stable again.
+//! `spike.svg` and `stress.svg`: a spike or a stress phase second by second (issue 15): the
+//! requests sent, answered correctly and failed per second, with the spike (the overload) shaded,
+//! and the p99 of each window against the SLO's p99 limit, with the moment the service was stable
+//! again; a stress's compared stretches are shaded lightly.
 
 use super::draw::{
     Area, DrawResult, GOODPUT_COLOR, INK, LEGEND_WIDTH, LegendRow, Marker, SERIES_COLOR, SLO_COLOR,
     WIDTH, draw_legend, draw_markers, heading, linear_chart, render, zero_to,
 };
-use super::{ChartError, SPIKE_CHART};
+use super::{ChartError, SPIKE_CHART, STRESS_CHART};
 use crate::measure::Window;
 use crate::plan::{Recovery, format_rate};
 use crate::result::RunResult;
@@ -26,10 +27,128 @@ pub fn render_spike(head: &RunResult) -> Result<Option<String>, ChartError> {
     let Some(spike) = &head.spike else {
         return Ok(None);
     };
+    let title = format!(
+        "Spike from {} to {} sessions/s: {}",
+        format_rate(spike.from_sessions_per_sec),
+        format_rate(spike.to_sessions_per_sec),
+        spike.admission.admission.label()
+    );
+    let mut subtitle = vec![recovery_line(
+        &spike.recovery,
+        spike.recovery_windows,
+        "the spike",
+    )];
+    if let Some(check) = &spike.check {
+        subtitle.push(format!("Recovery check: {}.", check.reason));
+    }
+    if !spike.valid {
+        subtitle.push(invalid_line(&spike.invalid_reasons));
+    }
+    render_event(
+        head,
+        EventChart {
+            file: SPIKE_CHART,
+            phase: &spike.phase,
+            event: "the spike",
+            shaded: spike.starts.as_secs_f64()..spike.ends.as_secs_f64(),
+            compared: Vec::new(),
+            stable_after: spike.recovery.after(),
+            title,
+            subtitle,
+        },
+    )
+}
+
+/// Renders `stress.svg`: the stress phase as `spike.svg` draws a spike, the overload shaded, and
+/// the two stretches compared (before the overload, and the end of the stretch after it) shaded
+/// lightly. `None` when the run has no stress, or its phase no window.
+pub fn render_stress(head: &RunResult) -> Result<Option<String>, ChartError> {
+    let Some(stress) = &head.stress else {
+        return Ok(None);
+    };
+    let title = format!(
+        "Stress from {} to {} sessions/s and back: {}",
+        format_rate(stress.from_sessions_per_sec),
+        format_rate(stress.to_sessions_per_sec),
+        stress.harm.label()
+    );
+    let mut subtitle = vec![
+        format!("{}.", stress.reason),
+        recovery_line(&stress.recovery, stress.recovery_windows, "the overload"),
+    ];
+    if let Some(check) = &stress.check {
+        subtitle.push(format!("Recovery check: {}.", check.reason));
+    }
+    if !stress.valid {
+        subtitle.push(invalid_line(&stress.invalid_reasons));
+    }
+    let end = (stress.compared_from + stress.starts).as_secs_f64();
+    render_event(
+        head,
+        EventChart {
+            file: STRESS_CHART,
+            phase: &stress.phase,
+            event: "the overload",
+            shaded: stress.starts.as_secs_f64()..stress.ends.as_secs_f64(),
+            compared: vec![
+                0.0..stress.starts.as_secs_f64(),
+                stress.compared_from.as_secs_f64()..end,
+            ],
+            stable_after: stress.recovery.after(),
+            title,
+            subtitle,
+        },
+    )
+}
+
+/// "Stable SLO again 2.0 s after the spike (5 good windows in a row)." or not.
+fn recovery_line(recovery: &Recovery, windows: usize, event: &str) -> String {
+    match recovery {
+        Recovery::Recovered { after, .. } => format!(
+            "Stable SLO again {:.1} s after {event} ({windows} good windows in a row).",
+            after.as_secs_f64(),
+        ),
+        Recovery::NotRecovered {
+            observed,
+            longest_run,
+        } => format!(
+            "Not stable within the {:.1} s after {event} ({windows} good windows in a row needed, \
+             longest run {longest_run}).",
+            observed.as_secs_f64(),
+        ),
+    }
+}
+
+fn invalid_line(reasons: &[String]) -> String {
+    format!(
+        "Invalid: {} (the windows may not show what the service did).",
+        reasons.join("; ")
+    )
+}
+
+/// A phase with an event in it, drawn second by second.
+struct EventChart<'a> {
+    file: &'static str,
+    /// The phase's name in the result.
+    phase: &'a str,
+    /// "the spike": what the shading is, in the legends.
+    event: &'static str,
+    /// The event's interval, from the start of the phase's measured part.
+    shaded: Range<f64>,
+    /// Stretches shaded lightly: the ones compared (a stress's).
+    compared: Vec<Range<f64>>,
+    /// From the event's end to stability again.
+    stable_after: Option<std::time::Duration>,
+    title: String,
+    subtitle: Vec<String>,
+}
+
+/// Draws `chart`'s phase of `head`: the rates panel and the p99 panel.
+fn render_event(head: &RunResult, chart: EventChart<'_>) -> Result<Option<String>, ChartError> {
     let Some(phase) = head
         .phases
         .iter()
-        .find(|p| p.measurement.name == spike.phase)
+        .find(|p| p.measurement.name == chart.phase)
     else {
         return Ok(None);
     };
@@ -67,71 +186,67 @@ pub fn render_spike(head: &RunResult) -> Result<Option<String>, ChartError> {
             .find(|l| (l.quantile - 0.99).abs() < 1e-9)
             .map(|l| l.limit_ms)
     });
-    let shaded = spike.starts.as_secs_f64()..spike.ends.as_secs_f64();
-    let stable = spike
-        .recovery
-        .after()
-        .map(|after| shaded.end + after.as_secs_f64());
-
-    let title = format!(
-        "Spike from {} to {} sessions/s: {}",
-        format_rate(spike.from_sessions_per_sec),
-        format_rate(spike.to_sessions_per_sec),
-        spike.admission.admission.label()
-    );
-    let mut subtitle = vec![match &spike.recovery {
-        Recovery::Recovered { after, .. } => format!(
-            "Stable SLO again {:.1} s after the spike ({} good windows in a row).",
-            after.as_secs_f64(),
-            spike.recovery_windows
-        ),
-        Recovery::NotRecovered {
-            observed,
-            longest_run,
-        } => format!(
-            "Not stable within the {:.1} s after the spike ({} good windows in a row needed, \
-             longest run {longest_run}).",
-            observed.as_secs_f64(),
-            spike.recovery_windows
-        ),
-    }];
-    if let Some(check) = &spike.check {
-        subtitle.push(format!("Recovery check: {}.", check.reason));
-    }
-    if !spike.valid {
-        subtitle.push(format!(
-            "Invalid: {} (the windows may not show what the service did).",
-            spike.invalid_reasons.join("; ")
-        ));
-    }
+    let stable = chart
+        .stable_after
+        .map(|after| chart.shaded.end + after.as_secs_f64());
     let x_max = windows
         .iter()
         .map(|w| (w.start + w.length).as_secs_f64())
         .fold(0.0, f64::max);
     let x = 0.0..x_max;
-    let height = 110 + 300 * 2 + 18 * (subtitle.len() as u32 - 1);
-    let svg = render(SPIKE_CHART, (WIDTH, height), |root| {
-        let area = heading(root, &title, &subtitle)?;
+    let shading = Shading {
+        x_label: format!("time into the {} phase's measured part (s)", chart.phase),
+        event: chart.event,
+        shaded: chart.shaded.clone(),
+        compared: chart.compared.clone(),
+    };
+    let height = 110 + 300 * 2 + 18 * (chart.subtitle.len() as u32 - 1);
+    let svg = render(chart.file, (WIDTH, height), |root| {
+        let area = heading(root, &chart.title, &chart.subtitle)?;
         let areas = area.split_evenly((2, 1));
         draw_rates(
             &areas[0],
             x.clone(),
-            &shaded,
+            &shading,
             [sent.as_slice(), good.as_slice(), failed.as_slice()],
         )?;
-        draw_p99(&areas[1], x.clone(), &shaded, &p99, limit, stable)
+        draw_p99(&areas[1], x.clone(), &shading, &p99, limit, stable)
     })?;
     Ok(Some(svg))
 }
 
-/// The spike's interval, shaded across the panel's height.
+/// What both panels shade, and how they name it.
+struct Shading {
+    x_label: String,
+    event: &'static str,
+    shaded: Range<f64>,
+    compared: Vec<Range<f64>>,
+}
+
+impl Shading {
+    /// The legend's notes of the shading.
+    fn notes(&self, rows: &mut Vec<LegendRow>) {
+        rows.push(LegendRow::note(format!("shaded: {}", self.event)));
+        if !self.compared.is_empty() {
+            rows.push(LegendRow::note("lightly: the stretches compared"));
+        }
+    }
+}
+
+/// The event's interval, shaded across the panel's height, and the compared stretches lightly.
 fn shade(
     chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    shaded: &Range<f64>,
+    shading: &Shading,
     y: &Range<f64>,
 ) -> DrawResult {
+    chart.draw_series(
+        shading
+            .compared
+            .iter()
+            .map(|r| Rectangle::new([(r.start, y.start), (r.end, y.end)], INK.mix(0.03).filled())),
+    )?;
     chart.draw_series(std::iter::once(Rectangle::new(
-        [(shaded.start, y.start), (shaded.end, y.end)],
+        [(shading.shaded.start, y.start), (shading.shaded.end, y.end)],
         INK.mix(0.08).filled(),
     )))?;
     Ok(())
@@ -141,7 +256,7 @@ fn shade(
 fn draw_rates(
     area: &Area<'_>,
     x: Range<f64>,
-    shaded: &Range<f64>,
+    shading: &Shading,
     [sent, good, failed]: [&[(f64, f64)]; 3],
 ) -> DrawResult {
     let (plot, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
@@ -155,12 +270,9 @@ fn draw_rates(
     let mut chart = linear_chart(
         &plot,
         (x, y.clone()),
-        (
-            "time into the spike phase's measured part (s)",
-            "requests per second",
-        ),
+        (shading.x_label.as_str(), "requests per second"),
     )?;
-    shade(&mut chart, shaded, &y)?;
+    shade(&mut chart, shading, &y)?;
     let mut rows = vec![LegendRow::heading("per 1 s window")];
     for (points, label, color, triangle) in [
         (sent, "sent", SERIES_COLOR, false),
@@ -184,7 +296,7 @@ fn draw_rates(
         draw_markers(&mut chart, marker(), points, color.filled())?;
         rows.push(LegendRow::line(label, color, 2, false).with_marker(marker(), true));
     }
-    rows.push(LegendRow::note("shaded: the spike"));
+    shading.notes(&mut rows);
     draw_legend(&legend, &rows)
 }
 
@@ -192,7 +304,7 @@ fn draw_rates(
 fn draw_p99(
     area: &Area<'_>,
     x: Range<f64>,
-    shaded: &Range<f64>,
+    shading: &Shading,
     p99: &[(f64, f64)],
     limit: Option<f64>,
     stable: Option<f64>,
@@ -203,12 +315,9 @@ fn draw_p99(
     let mut chart = linear_chart(
         &plot,
         (x.clone(), y.clone()),
-        (
-            "time into the spike phase's measured part (s)",
-            "p99 latency (ms)",
-        ),
+        (shading.x_label.as_str(), "p99 latency (ms)"),
     )?;
-    shade(&mut chart, shaded, &y)?;
+    shade(&mut chart, shading, &y)?;
     let mut rows = vec![LegendRow::heading("per 1 s window")];
     if !p99.is_empty() {
         chart.draw_series(LineSeries::new(
@@ -246,6 +355,6 @@ fn draw_p99(
         }
         None => rows.push(LegendRow::note("not stable again in the phase")),
     }
-    rows.push(LegendRow::note("shaded: the spike"));
+    shading.notes(&mut rows);
     draw_legend(&legend, &rows)
 }

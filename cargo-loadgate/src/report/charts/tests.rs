@@ -906,6 +906,45 @@ fn spike_chart_draws_the_rates_the_p99_and_the_moment_of_stability() {
     );
 }
 
+/// The stress chart: the `result` fixture's soak windows (20 s) as a stress phase, the overload
+/// from 5 s to 8 s, the stretches compared shaded lightly, its conclusion in the subtitle; none
+/// without a stress, and write_charts removes an old one.
+#[test]
+fn stress_chart_draws_the_overload_and_the_stretches_compared() {
+    let mut head = result(HEAD, 1.0, true);
+    let mut stress = crate::plan::stress_testing::outcome();
+    stress.phase = "soak".to_owned();
+    stress.starts = Duration::from_secs(5);
+    stress.ends = Duration::from_secs(8);
+    stress.compared_from = Duration::from_secs(15);
+    head.stress = Some(stress);
+    let svg = render_stress(&head).unwrap().expect("a stress chart");
+    assert!(
+        svg.contains("Stress from 60.0 to 200 sessions/s and back: lasting harm"),
+        "{svg}"
+    );
+    assert!(svg.contains("lasting harm: p99 +40.0%"), "{svg}");
+    assert!(
+        svg.contains("Stable SLO again 4.0 s after the overload"),
+        "{svg}"
+    );
+    assert!(svg.contains("lightly: the stretches compared"), "{svg}");
+    assert!(svg.contains("time into the soak phase"), "{svg}");
+    let png = rasterize(&svg);
+    assert!(count(&png, SERIES_COLOR) > 600, "a series is lost");
+    let plain = result(HEAD, 1.0, true);
+    assert_eq!(render_stress(&plain).unwrap(), None);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(STRESS_CHART), "old").unwrap();
+    write_charts(dir.path(), &plain, None).unwrap();
+    assert!(!dir.path().join(STRESS_CHART).exists());
+    let written = write_charts(dir.path(), &head, None).unwrap();
+    assert!(
+        written.contains(&dir.path().join(STRESS_CHART)),
+        "{written:?}"
+    );
+}
+
 fn recovered_at(secs: u64) -> crate::plan::Recovery {
     crate::plan::Recovery::Recovered {
         after: Duration::from_secs(secs),

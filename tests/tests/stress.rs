@@ -116,6 +116,12 @@ fn a_service_as_fast_after_the_stress_as_before_is_not_harmed_and_passes() {
     let word = if stress["harm"] == "recovered" {
         "RECOVERED"
     } else {
+        // Inconclusive: without a baseline the run still exits 0, with a warning that says so.
+        let warnings = result["verdict"]["warnings"].to_string();
+        assert!(
+            warnings.contains("the stress is inconclusive: "),
+            "{warnings}"
+        );
         "INCONCLUSIVE"
     };
     assert!(

@@ -780,7 +780,8 @@ pub(super) fn record_plan_event(
 /// Refuses, before anything boots, a run that could not judge a check its config asks for: a
 /// check that cannot run must never let the run pass. Audits read one whole service (a paired run
 /// boots two; a shard sends a slice of the load, and `merge` does not judge them); probe limits are
-/// judged in stored runs only; `[slo] recovery` needs a `[spike]`, which a paired run never runs.
+/// judged in stored runs only; `[slo] recovery` needs a `[spike]` or a `[stress]`, which a paired
+/// run never runs; a `[stress]` compares one whole run's stretches (neither paired nor a shard).
 fn refuse_unjudged_checks(
     config: &crate::config::LoadgateConfig,
     paired: bool,

@@ -340,4 +340,45 @@ mod tests {
         settle_recovery(&head, None, &mut v);
         assert_eq!(v.outcome, VerdictOutcome::Pass);
     }
+
+    /// The stress's time to stable SLO is checked as the spike's, and both checks settle the
+    /// verdict: a stress that recovered too late fails a run whose spike recovered in time, and a
+    /// stress alone satisfies a limit (no "check not made").
+    #[test]
+    fn the_stress_is_checked_too_and_both_checks_settle_the_verdict() {
+        let limit = Some(Duration::from_secs(10));
+        let mut stress = crate::plan::stress_testing::outcome();
+        stress.recovery = recovered(12);
+        let check = stress_recovery_check(&stress, limit).expect("a limit");
+        assert_eq!(check.outcome, RecoveryCheckOutcome::Fail);
+        assert_eq!(
+            check.reason,
+            "time to stable SLO after the stress 12.0 s > 10.0 s"
+        );
+        assert_eq!(stress_recovery_check(&stress, None), None);
+        stress.check = Some(check);
+        let mut head = crate::result::testing::before();
+        let mut s = spike(recovered(3), true);
+        s.check = recovery_check(&s, limit);
+        head.spike = Some(s);
+        head.stress = Some(stress.clone());
+        let mut v = verdict(VerdictOutcome::Pass);
+        settle_recovery(&head, None, &mut v);
+        assert_eq!(v.outcome, VerdictOutcome::Regression);
+        assert_eq!(
+            v.rule_fired,
+            "regression: time to stable SLO after the stress 12.0 s > 10.0 s"
+        );
+        // A stress alone, recovered in time: the limit was checked, the run passes.
+        head.spike = None;
+        stress.recovery = recovered(4);
+        stress.check = stress_recovery_check(&stress, limit);
+        head.stress = Some(stress);
+        if let Some(slo) = head.slo.as_mut() {
+            slo.recovery_limit_ms = Some(10_000.0);
+        }
+        let mut v = verdict(VerdictOutcome::Pass);
+        settle_recovery(&head, None, &mut v);
+        assert_eq!(v.outcome, VerdictOutcome::Pass, "{}", v.rule_fired);
+    }
 }

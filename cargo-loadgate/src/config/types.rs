@@ -1110,7 +1110,7 @@ pub struct StressConfig {
     pub duration: Duration,
     /// Measured at the soak's load before the overload: the level it is compared with.
     pub before: Duration,
-    /// Measured at the soak's load after the overload; its last `before` is compared. At least
+    /// Measured at the soak's load after the overload; its last `before` is compared. Longer than
     /// `before`.
     pub after: Duration,
 }

@@ -268,7 +268,7 @@ fn build(
     let ramp = ramp::build(cx, look, profile);
     let soak = soak::build(cx, look);
     let spike = spike::build(cx, look, profile, soak.as_ref());
-    let stress = stress::build(cx, look, profile);
+    let stress = stress::build(cx, look, profile, soak.as_ref());
     let recovery = recovery::build(cx, look);
     let abort = abort::build(cx, look);
     let gate = gate::build(cx, look);

@@ -41,5 +41,5 @@ pub use spike::{RecoveryCheck, RecoveryCheckOutcome, SpikeOutcome, spike_figures
 pub(crate) use stress::testing as stress_testing;
 pub use stress::{
     ChangeOutcome, Harm, MIN_STRETCH_WINDOWS, StressChange, StressJudge, StressMetric,
-    StressOutcome, StretchFigures, stress_figures, stress_steps,
+    StressOutcome, StressPhase, StretchFigures, stress_figures, stress_steps,
 };

@@ -7,7 +7,7 @@ use super::judge::{first_step_failures, judge_step};
 use super::ramp::{RampOutcome, StepKind, StepRecord, StepStatus};
 use super::soak::{CapacitySource, SoakOutcome, soak_slopes};
 use super::spike::{SpikeOutcome, spike_figures, spike_steps};
-use super::stress::{StressJudge, StressOutcome, stress_figures, stress_steps};
+use super::stress::{StressJudge, StressOutcome, StressPhase, stress_figures, stress_steps};
 use crate::config::LoadgateConfig;
 use crate::engine::{PhaseSpec, WindowDecision};
 use crate::measure::{PhaseMeasurement, Window};
@@ -646,18 +646,22 @@ impl<R: PhaseRunner> Driver<'_, R> {
             slo: &self.config.slo,
             required,
             alpha: crate::compare::DEFAULT_ALPHA,
+            max_lag: self.config.generator.max_lag,
         };
         let figures = stress_figures(
-            &m.windows.windows,
-            &m.windows.histograms,
-            &run.resources,
-            run.measured_s,
-            &judge,
-            if m.validity.is_valid() {
-                Ok(())
-            } else {
-                Err(invalid.as_slice())
+            &StressPhase {
+                windows: &m.windows.windows,
+                histograms: &m.windows.histograms,
+                resources: &run.resources,
+                measured_s: run.measured_s,
+                valid: if m.validity.is_valid() {
+                    Ok(())
+                } else {
+                    Err(invalid.as_slice())
+                },
+                stopped: m.stopped.as_deref(),
             },
+            &judge,
         );
         let outcome = StressOutcome {
             phase: m.name.clone(),
@@ -843,10 +847,11 @@ pub async fn run_plan<R: PhaseRunner>(
         }
     };
     Ok(PlanOutcome {
+        // The stress is judged on its own stretches (an overload the generator could not keep up
+        // with does not void them), never by the comparison with a baseline: it is left out.
         valid: ramp.valid
             && soak.as_ref().is_none_or(|s| s.valid)
-            && spike.as_ref().is_none_or(|s| s.valid)
-            && stress.as_ref().is_none_or(|s| s.valid),
+            && spike.as_ref().is_none_or(|s| s.valid),
         ramp,
         soak,
         soak_skipped,

@@ -5,11 +5,12 @@
 //! after it, so the service has `after − before` to recover first; and the time to stable SLO is
 //! read from the overload's end.
 //!
-//! The comparison works on the phase's 1 s windows: each metric of a stretch is the median of its
-//! windows' figures (p50 and p99 on the log scale), its standard error a moving-block bootstrap
-//! over those windows (they are autocorrelated). "Lasting harm" needs a metric's interval to lie
-//! wholly beyond its `[gate]` threshold at α/3 (Bonferroni over p50, p99 and the error rate);
-//! "recovered" needs every interval, at α, to lie within. Pure: windows in, a record out.
+//! The comparison reads each stretch's requests from its windows' latency histograms (p50 and p99
+//! of all of them, as ratios on the log scale) and the error rate, each with a moving-block
+//! bootstrap standard error over the windows (they are autocorrelated). "Lasting harm" needs a
+//! metric's interval to lie wholly beyond its `[gate]` threshold at α/3 (Bonferroni over p50, p99
+//! and the error rate), or the abort limits to stop the phase after the overload; "recovered"
+//! needs every interval, at α, to lie within. Pure: windows in, a record out.
 
 use super::recovery::{Recovery, time_to_stable};
 use super::soak::CapacitySource;
@@ -89,9 +90,10 @@ pub struct StretchFigures {
     pub completed: u64,
     /// Of those and the dropped ones, the failures.
     pub failures: u64,
-    /// The median of its windows' p50, in milliseconds.
+    /// The p50 of all its requests, in milliseconds (the median of its windows' when their
+    /// histograms were not kept).
     pub p50_ms: Option<f64>,
-    /// The median of its windows' p99, in milliseconds.
+    /// The p99 of all its requests, in milliseconds (likewise).
     pub p99_ms: Option<f64>,
     /// Failures over requests due (completed and dropped).
     pub error_rate: Option<f64>,
@@ -144,7 +146,8 @@ pub struct StressChange {
     /// After / before for latencies, after − before for the error rate; `None` without enough
     /// windows on either side.
     pub estimate: Option<f64>,
-    /// The interval's lower end (at α/3 when harm was found, else at α).
+    /// The interval's lower end: at α/3 when harm was tested beyond the threshold (found, or the
+    /// interval at α lay beyond it), else at α.
     pub low: Option<f64>,
     /// Its upper end.
     pub high: Option<f64>,
@@ -254,21 +257,46 @@ pub struct StressJudge<'a> {
     pub required: usize,
     /// The comparison's α (one-sided, per metric for "recovered").
     pub alpha: f64,
+    /// `generator.max-lag`: a stretch whose windows all kept it was paced as planned, whatever
+    /// the generator did during the overload.
+    pub max_lag: Duration,
 }
 
-/// Reads the stress phase: its windows (origin: the measured part's start) with their latency
-/// histograms (`windows.histograms` of a phase that kept them; when some stretch window has none,
-/// its p50 and p99 are the medians of its windows' instead), and the target's resource samples over
-/// it (their clock's origin at `measured_s[0]`, else at the first sample). `valid` is the phase's
-/// validity with its reasons; an invalid phase is inconclusive whatever its windows say.
-pub fn stress_figures(
-    windows: &[Window],
-    histograms: &[WindowHistograms],
-    resources: &[ResourceSample],
-    measured_s: Option<[f64; 2]>,
-    judge: &StressJudge<'_>,
-    valid: Result<(), &[String]>,
-) -> StressFigures {
+/// What the stress phase measured.
+#[derive(Clone, Copy)]
+pub struct StressPhase<'a> {
+    /// Its 1 s windows (origin: the measured part's start).
+    pub windows: &'a [Window],
+    /// Their latency histograms, by window index (empty when not kept).
+    pub histograms: &'a [WindowHistograms],
+    /// The target's resource samples over the phase.
+    pub resources: &'a [ResourceSample],
+    /// The measured part's start and end on the samples' clock, when known.
+    pub measured_s: Option<[f64; 2]>,
+    /// The phase's validity, with its reasons.
+    pub valid: Result<(), &'a [String]>,
+    /// Why the phase stopped early (an abort condition), if it did.
+    pub stopped: Option<&'a str>,
+}
+
+/// Reads the stress phase: its windows with their latency histograms (when some stretch window
+/// has none, its p50 and p99 are the medians of its windows' instead), and the target's resource
+/// samples over it (their clock's origin at `measured_s[0]`, else at the first sample).
+///
+/// An invalid phase is judged all the same when every window of both stretches kept
+/// `generator.max-lag` (the generator fell behind only during the overload, where nothing is
+/// compared); otherwise it is inconclusive. A phase the abort limits stopped after the overload's
+/// end is lasting harm: the service was still beyond the envelope when it should have been at the
+/// soak's load again; one stopped during the overload is inconclusive.
+pub fn stress_figures(phase: &StressPhase<'_>, judge: &StressJudge<'_>) -> StressFigures {
+    let StressPhase {
+        windows,
+        histograms,
+        resources,
+        measured_s,
+        valid,
+        stopped,
+    } = *phase;
     let stress = judge.stress;
     let starts = stress.before;
     let ends = stress.before + stress.duration;
@@ -388,7 +416,18 @@ pub fn stress_figures(
         z_harm,
         |x| x,
     ));
-    let (harm, reason) = conclude(&changes, valid, before.len(), after.len());
+    let last_end = windows
+        .iter()
+        .map(|w| w.start + w.length)
+        .max()
+        .unwrap_or_default();
+    let paced = |ws: &[&Window]| ws.iter().all(|w| w.lag_p99 <= judge.max_lag);
+    let valid = match valid {
+        Err(_) if paced(&before) && paced(&after) && !after.is_empty() => Ok(()),
+        other => other,
+    };
+    let stopped = stopped.map(|why| (why, last_end, ends));
+    let (harm, reason) = conclude(&changes, valid, stopped, before.len(), after.len());
     StressFigures {
         compared_from,
         before: before_figures,
@@ -576,7 +615,14 @@ fn judged(
         };
     };
     let harm = map(e - z_harm * se) > threshold;
-    let z = if harm { z_harm } else { z_pass };
+    // Harm is tested at α/3: an interval at α wholly beyond the threshold whose α/3 interval is
+    // not is shown at α/3, so the interval agrees with "neither within nor beyond".
+    let beyond_at_alpha = map(e - z_pass * se) > threshold;
+    let z = if harm || beyond_at_alpha {
+        z_harm
+    } else {
+        z_pass
+    };
     let (low, high) = (map(e - z * se), map(e + z * se));
     let outcome = if harm {
         ChangeOutcome::Harm
@@ -599,9 +645,31 @@ fn judged(
 fn conclude(
     changes: &[StressChange],
     valid: Result<(), &[String]>,
+    stopped: Option<(&str, Duration, Duration)>,
     before: usize,
     after: usize,
 ) -> (Harm, String) {
+    // (why, where the last window ended, where the overload ended)
+    if let Some((why, stopped_at, ends)) = stopped {
+        return if stopped_at > ends {
+            (
+                Harm::LastingHarm,
+                format!(
+                    "lasting harm: the service was still beyond the abort limits {:.0} s after \
+                     the overload ended ({why})",
+                    (stopped_at - ends).as_secs_f64()
+                ),
+            )
+        } else {
+            (
+                Harm::Inconclusive,
+                format!(
+                    "the abort limits stopped the phase during the overload ({why}): nothing \
+                     after it to compare"
+                ),
+            )
+        };
+    }
     if let Err(reasons) = valid {
         return (
             Harm::Inconclusive,
@@ -761,6 +829,27 @@ mod tests {
         windows
     }
 
+    fn figures(
+        windows: &[Window],
+        histograms: &[WindowHistograms],
+        resources: &[ResourceSample],
+        measured_s: Option<[f64; 2]>,
+        judge: &StressJudge<'_>,
+        valid: Result<(), &[String]>,
+    ) -> StressFigures {
+        stress_figures(
+            &StressPhase {
+                windows,
+                histograms,
+                resources,
+                measured_s,
+                valid,
+                stopped: None,
+            },
+            judge,
+        )
+    }
+
     fn judge<'a>(
         stress: &'a StressConfig,
         gate: &'a GateConfig,
@@ -772,6 +861,7 @@ mod tests {
             slo,
             required: 3,
             alpha: 0.01,
+            max_lag: Duration::from_millis(25),
         }
     }
 
@@ -779,7 +869,7 @@ mod tests {
     fn a_service_as_fast_after_the_stress_as_before_recovered() {
         let (stress, gate, slo) = (stress(), gate(), slo());
         for seed in 0..20 {
-            let f = stress_figures(
+            let f = figures(
                 &phase(seed, 1.0, 0),
                 &[],
                 &[],
@@ -802,7 +892,7 @@ mod tests {
     #[test]
     fn a_service_left_slower_is_harmed_and_the_reason_names_the_metric() {
         let (stress, gate, slo) = (stress(), gate(), slo());
-        let f = stress_figures(
+        let f = figures(
             &phase(1, 1.5, 0),
             &[],
             &[],
@@ -824,7 +914,7 @@ mod tests {
     fn errors_that_stay_after_the_stress_are_harm() {
         let (stress, gate, slo) = (stress(), gate(), slo());
         // 5 failed answers of every 100: +5 pp against a 0.5 pp threshold.
-        let f = stress_figures(
+        let f = figures(
             &phase(2, 1.0, 5),
             &[],
             &[],
@@ -842,17 +932,61 @@ mod tests {
         let (stress, gate, slo) = (stress(), gate(), slo());
         let judge = judge(&stress, &gate, &slo);
         // +5% p50 against a 5% threshold: neither within nor beyond.
-        let f = stress_figures(&phase(3, 1.05, 0), &[], &[], None, &judge, Ok(()));
+        let f = figures(&phase(3, 1.05, 0), &[], &[], None, &judge, Ok(()));
         assert_eq!(f.harm, Harm::Inconclusive, "{}", f.reason);
+        // An invalid phase whose stretches fell behind: inconclusive, naming why.
         let reasons = vec!["pacing lag".to_owned()];
-        let f = stress_figures(&phase(3, 2.0, 0), &[], &[], None, &judge, Err(&reasons));
+        let mut late = phase(3, 2.0, 0);
+        late[35].lag_p99 = Duration::from_millis(300);
+        let f = figures(&late, &[], &[], None, &judge, Err(&reasons));
         assert_eq!(f.harm, Harm::Inconclusive);
         assert!(f.reason.contains("pacing lag"), "{}", f.reason);
+        // The generator fell behind during the overload only: the stretches are judged.
+        let mut overload_late = phase(3, 2.0, 0);
+        overload_late[12].lag_p99 = Duration::from_millis(300);
+        let f = figures(&overload_late, &[], &[], None, &judge, Err(&reasons));
+        assert_eq!(f.harm, Harm::LastingHarm, "{}", f.reason);
         // Stopped during the overload: nothing after it to compare.
         let short: Vec<Window> = phase(3, 1.0, 0).into_iter().take(13).collect();
-        let f = stress_figures(&short, &[], &[], None, &judge, Ok(()));
+        let f = figures(&short, &[], &[], None, &judge, Ok(()));
         assert_eq!(f.harm, Harm::Inconclusive);
         assert!(f.reason.starts_with("too few windows"), "{}", f.reason);
+    }
+
+    /// Stopped by the abort limits after the overload ended: lasting harm (the worst harm must
+    /// not pass as "too few windows"); stopped during it: inconclusive.
+    #[test]
+    fn an_abort_after_the_overload_is_lasting_harm_and_during_it_inconclusive() {
+        let (stress, gate, slo) = (stress(), gate(), slo());
+        let judge = judge(&stress, &gate, &slo);
+        let why = "p99 5.09 s > 5.00 s in 2 consecutive windows (abort limits)";
+        let stopped = |n: usize| {
+            let windows: Vec<Window> = phase(5, 1.0, 0).into_iter().take(n).collect();
+            stress_figures(
+                &StressPhase {
+                    windows: &windows,
+                    histograms: &[],
+                    resources: &[],
+                    measured_s: None,
+                    valid: Ok(()),
+                    stopped: Some(why),
+                },
+                &judge,
+            )
+        };
+        // The overload ends at 15 s; windows to 22 s.
+        let f = stopped(22);
+        assert_eq!(f.harm, Harm::LastingHarm, "{}", f.reason);
+        assert_eq!(
+            f.reason,
+            format!(
+                "lasting harm: the service was still beyond the abort limits 7 s after the \
+                 overload ended ({why})"
+            )
+        );
+        let f = stopped(13);
+        assert_eq!(f.harm, Harm::Inconclusive, "{}", f.reason);
+        assert!(f.reason.contains("during the overload"), "{}", f.reason);
     }
 
     #[test]
@@ -868,7 +1002,7 @@ mod tests {
                 fds: 0,
             })
             .collect();
-        let f = stress_figures(
+        let f = figures(
             &phase(4, 1.0, 0),
             &[],
             &resources,
@@ -928,7 +1062,7 @@ mod tests {
         let judge = judge(&stress, &gate, &slo);
         for seed in 0..10 {
             let (windows, histograms) = with_histograms(seed, 1.0);
-            let f = stress_figures(&windows, &histograms, &[], None, &judge, Ok(()));
+            let f = figures(&windows, &histograms, &[], None, &judge, Ok(()));
             assert_eq!(f.harm, Harm::Recovered, "seed {seed}: {}", f.reason);
             let p50 = f.before.p50_ms.expect("a p50");
             assert!((9.5..10.5).contains(&p50), "{p50}");
@@ -937,14 +1071,14 @@ mod tests {
             assert!((18.5..21.5).contains(&p99), "{p99}");
         }
         let (windows, histograms) = with_histograms(3, 1.3);
-        let f = stress_figures(&windows, &histograms, &[], None, &judge, Ok(()));
+        let f = figures(&windows, &histograms, &[], None, &judge, Ok(()));
         assert_eq!(f.harm, Harm::LastingHarm, "{}", f.reason);
         assert_eq!(f.changes[0].outcome, ChangeOutcome::Harm);
         assert_eq!(f.changes[1].outcome, ChangeOutcome::Harm);
         let p99 = f.changes[1].estimate.expect("estimated");
         assert!((1.2..1.4).contains(&p99), "{p99}");
         // A window without its histogram: the medians of the windows' decide instead.
-        let f = stress_figures(&windows, &histograms[1..], &[], None, &judge, Ok(()));
+        let f = figures(&windows, &histograms[1..], &[], None, &judge, Ok(()));
         assert_eq!(
             f.before.p50_ms,
             median(

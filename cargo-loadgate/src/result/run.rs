@@ -141,8 +141,8 @@ pub struct SloSummary {
     /// A class needs at least this many requests in a step to be judged on its own; with fewer in
     /// every class the step is judged pooled, with fewer in all together not at all.
     pub min_requests: u64,
-    /// The `[slo] recovery` limit, in milliseconds, when set: a run whose spike did not run
-    /// cannot pass on it (`compare::settle_recovery`). Absent in results written before it.
+    /// The `[slo] recovery` limit, in milliseconds, when set: a run whose spike or stress did not
+    /// run cannot pass on it (`compare::settle_recovery`). Absent in results written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_limit_ms: Option<f64>,
 }

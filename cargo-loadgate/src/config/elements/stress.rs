@@ -5,8 +5,9 @@
 use super::key::{Key, Section};
 use super::profile::Look;
 use crate::config::source::{Cx, duration, positive_duration, positive_share};
-use crate::config::types::StressConfig;
+use crate::config::types::{SoakConfig, StressConfig};
 use crate::config::units::format_percent;
+use crate::plan::MIN_STRETCH_WINDOWS;
 use std::time::Duration;
 
 /// `stress.to`.
@@ -30,7 +31,7 @@ pub(crate) const BEFORE: Key<Duration> = Key::new(
 /// `stress.after`.
 pub(crate) const AFTER: Key<Duration> = Key::new(
     "after",
-    "measured at the soak's load after the overload; its last `before` is compared, so at least `before`",
+    "measured at the soak's load after the overload; its last `before` is compared, so longer than `before`",
     positive_duration,
 );
 
@@ -42,9 +43,16 @@ pub(crate) const SECTION: Section = Section {
 };
 
 /// Pass 2: `[stress]` of one profile. A stress whose load is not above capacity does not
-/// overload, reported at `to`; an `after` shorter than `before` leaves no stretch as long as
-/// `before` to compare, reported at `after`.
-pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>, profile: &str) -> Option<StressConfig> {
+/// overload, reported at `to`; a `before` under the windows a comparison needs, at `before`; an
+/// `after` not longer than `before` leaves the service no time to recover before the compared
+/// stretch, at `after`; a soak that never runs, at `for` (each at the user's own key, else at
+/// their `[stress]`).
+pub(crate) fn build(
+    cx: &Cx<'_>,
+    look: &Look<'_>,
+    profile: &str,
+    soak: Option<&SoakConfig>,
+) -> Option<StressConfig> {
     let s = &SECTION;
     let to = look.need(cx, s, &TO);
     let duration = look.need(cx, s, &FOR);
@@ -60,40 +68,61 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>, profile: &str) -> Option<Stres
         return Some(stress);
     }
     let mut ok = true;
-    if stress.to <= 1.0
-        && let Some(v) = look.get(&[s.name, TO.name])
-    {
-        cx.error(
-            v.file,
-            v.span(),
+    // Where a problem is shown: the user's own key when they wrote it, else their `[stress]`.
+    let at = |key: &str| {
+        look.get_where(&[s.name, key], |l| !l.defaults)
+            .map(|v| (v.file, v.span()))
+            .unwrap_or_else(|| look.section_anchor(s.name))
+    };
+    let mut error = |(file, span): (usize, std::ops::Range<usize>), message: String, help: &str| {
+        cx.error(file, span, message, Some(help.to_owned()));
+        ok = false;
+    };
+    if stress.to <= 1.0 {
+        error(
+            at(TO.name),
             format!(
                 "in profile `{profile}`, {} ({}) does not overload: a stress runs above capacity",
                 TO.what(s.name),
                 format_percent(stress.to)
             ),
-            Some("write a `to` above 100% of capacity, e.g. \"200%\"".to_owned()),
+            "write a `to` above 100% of capacity, e.g. \"200%\"",
         );
-        ok = false;
     }
-    if stress.after < stress.before
-        && let Some(v) = look.get(&[s.name, AFTER.name])
-    {
-        cx.error(
-            v.file,
-            v.span(),
+    let window = Duration::from_secs(MIN_STRETCH_WINDOWS as u64);
+    if stress.before < window {
+        error(
+            at(BEFORE.name),
             format!(
-                "in profile `{profile}`, `stress.after` ({}) is shorter than `stress.before` ({}): \
-                 its last `before` is what is compared",
+                "in profile `{profile}`, `stress.before` ({}) holds fewer than \
+                 {MIN_STRETCH_WINDOWS} one-second windows: nothing could be compared",
+                crate::config::format_duration(stress.before)
+            ),
+            "write a `before` of several seconds, e.g. \"10s\"",
+        );
+    } else if stress.after <= stress.before {
+        error(
+            at(AFTER.name),
+            format!(
+                "in profile `{profile}`, `stress.after` ({}) is not longer than `stress.before` \
+                 ({}): its last `before` is what is compared, and the service needs time to \
+                 recover first",
                 crate::config::format_duration(stress.after),
                 crate::config::format_duration(stress.before)
             ),
-            Some(
-                "make `after` longer than `before` by the time the service may take to recover, \
-                 e.g. before = \"10s\", after = \"30s\""
-                    .to_owned(),
-            ),
+            "make `after` longer than `before` by the time the service may take to recover, \
+             e.g. before = \"10s\", after = \"30s\"",
         );
-        ok = false;
+    }
+    if soak.is_some_and(|soak| soak.duration.is_zero()) {
+        error(
+            at(FOR.name),
+            format!(
+                "in profile `{profile}`, the stress overloads from the soak's load, and \
+                 `soak.duration` is 0s: it would never run"
+            ),
+            "give the soak a duration, or set `stress.for = \"0s\"` in this profile",
+        );
     }
     ok.then_some(stress)
 }
@@ -139,7 +168,7 @@ mod tests {
         );
         assert!(
             messages.iter().any(|m| m.starts_with(
-                "in profile `default`, `stress.after` (5s) is shorter than `stress.before` (10s)"
+                "in profile `default`, `stress.after` (5s) is not longer than `stress.before` (10s)"
             )),
             "{messages:?}"
         );
@@ -150,9 +179,47 @@ mod tests {
         assert_eq!((to.line, to.col), (8, 6));
         let after = diags
             .iter()
-            .find(|d| d.message.contains("is shorter than"))
+            .find(|d| d.message.contains("is not longer than"))
             .expect("reported");
         assert_eq!((after.line, after.col), (10, 9));
+    }
+
+    /// A `before` too short to compare, an `after` no longer than `before` (no time to recover),
+    /// and a soak that never runs; an `after` the user did not write is reported at their
+    /// `[stress]`, not in the built-in defaults.
+    #[test]
+    fn stretches_too_short_to_compare_and_a_stress_without_a_soak_are_reported() {
+        let problems = |text: &str| {
+            let err = parse(&with_workload(text), "default").expect_err("invalid");
+            err.diagnostics()
+                .iter()
+                .filter(|d| d.message.starts_with("in profile `default`"))
+                .map(|d| (d.message.clone(), d.line, d.col))
+                .collect::<Vec<_>>()
+        };
+        let short = problems("[stress]\nfor = \"5s\"\nbefore = \"2s\"\n");
+        assert_eq!(short.len(), 1, "{short:?}");
+        assert!(
+            short[0]
+                .0
+                .contains("`stress.before` (2s) holds fewer than 3"),
+            "{short:?}"
+        );
+        assert_eq!((short[0].1, short[0].2), (8, 10));
+        let equal = problems("[stress]\nfor = \"5s\"\nbefore = \"10s\"\nafter = \"10s\"\n");
+        assert_eq!(equal.len(), 1, "{equal:?}");
+        assert!(equal[0].0.contains("is not longer than"), "{equal:?}");
+        // The built-in `after` (30s) under a user's `before` of 40s: shown at their `[stress]`.
+        let unwritten = problems("[stress]\nfor = \"5s\"\nbefore = \"40s\"\n");
+        assert_eq!(unwritten.len(), 1, "{unwritten:?}");
+        assert_eq!(unwritten[0].1, 6, "{unwritten:?}");
+        let no_soak = problems("[soak]\nduration = \"0s\"\n[stress]\nfor = \"5s\"\n");
+        assert_eq!(no_soak.len(), 1, "{no_soak:?}");
+        assert!(
+            no_soak[0].0.contains("`soak.duration` is 0s"),
+            "{no_soak:?}"
+        );
+        assert_eq!((no_soak[0].1, no_soak[0].2), (9, 7));
     }
 
     #[test]

@@ -22,8 +22,6 @@ use crate::stats::{
 };
 use crate::targets::ResourceSample;
 use crate::workload::{RateStep, RateSteps, RateStepsError};
-use rand::{Rng as _, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -534,31 +532,23 @@ impl HistogramStretch {
         for c in &counts {
             add(&mut all, c);
         }
+        // `stats::block_bootstrap_sd` over the windows' indices: each resample adds the counts of
+        // the windows it drew. The same seed draws the same resamples for both quantiles.
         let block = ((n as f64).cbrt().ceil() as usize).clamp(1, n);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
-        let mut resample = vec![0u64; values.len()];
-        for _ in 0..HISTOGRAM_RESAMPLES {
-            resample.iter_mut().for_each(|c| *c = 0);
-            let mut taken = 0;
-            while taken < n {
-                let start = rng.random_range(0..=n - block);
-                let take = block.min(n - taken);
-                for c in &counts[start..start + take] {
-                    add(&mut resample, c);
+        let indices: Vec<usize> = (0..n).collect();
+        let sd = |q: f64| {
+            let mut resample = vec![0u64; values.len()];
+            block_bootstrap_sd(&indices, block, HISTOGRAM_RESAMPLES, seed, |drawn| {
+                resample.iter_mut().for_each(|c| *c = 0);
+                for &i in drawn {
+                    add(&mut resample, &counts[i]);
                 }
-                taken += take;
-            }
-            p50s.push(log_ms(&resample, 0.5));
-            p99s.push(log_ms(&resample, 0.99));
-        }
-        let sd = |xs: &[f64]| {
-            let m = xs.iter().sum::<f64>() / xs.len() as f64;
-            (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)).sqrt()
+                Some(log_ms(&resample, q))
+            })
         };
         Some(Self {
-            p50: (log_ms(&all, 0.5), sd(&p50s)),
-            p99: (log_ms(&all, 0.99), sd(&p99s)),
+            p50: (log_ms(&all, 0.5), sd(0.5)?),
+            p99: (log_ms(&all, 0.99), sd(0.99)?),
         })
     }
 
@@ -781,6 +771,8 @@ pub(crate) mod testing {
 mod tests {
     use super::*;
     use crate::plan::recovery::tests::{slo, window};
+    use rand::{Rng as _, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     fn stress() -> StressConfig {
         StressConfig {

@@ -207,7 +207,7 @@ fn signal_mid_run(kind: &str, signal: Signal, expected: i32) {
                 if let Some(rest) = line.split("(pid ").nth(1) {
                     pid = rest.trim_end_matches(')').parse::<i32>().ok();
                 }
-                // A finished ramp step prints `ramp-10%: offered …`; by then result.json holds it.
+                // A finished ramp step prints `ramp-25%: offered …`; by then result.json holds it.
                 let sending = line.contains("ramp-") && line.contains(": offered");
                 seen.push(line);
                 if sending {

@@ -194,6 +194,7 @@ mod tests {
         ConfigHashes {
             current: h.to_owned(),
             legacy: format!("legacy-{h}"),
+            earlier_steps: None,
         }
     }
 

@@ -408,6 +408,7 @@ mod tests {
             config_hashes: ConfigHashes {
                 current: config.to_owned(),
                 legacy: format!("legacy-{config}"),
+                earlier_steps: None,
             },
             fingerprint: Fingerprint::of_result(&r),
             schedule_hash: Some("s1".to_owned()),

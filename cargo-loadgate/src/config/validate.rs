@@ -704,6 +704,12 @@ mod tests {
             got.push(format!("{name} {}", hash(&json)));
             let map = json.as_object_mut().expect("an object");
             map.remove("paired");
+            // The default ramp steps started at 10% then.
+            let steps = map.get_mut("ramp").and_then(|r| r.get_mut("steps"));
+            let steps = steps.expect("[ramp] steps");
+            if *steps == serde_json::json!([0.25, 0.5, 0.75, 1.0, 1.5]) {
+                *steps = serde_json::json!([0.1, 0.25, 0.5, 0.75, 1.0, 1.5]);
+            }
             let gate = map.get_mut("gate").and_then(|g| g.as_object_mut());
             let gate = gate.expect("[gate] is an object");
             gate.remove("p50_floor");
@@ -720,18 +726,18 @@ mod tests {
     }
 
     const PINNED_SERIALIZED_CONFIG: &[&str] = &[
-        "demo default 570aad0ce8c0d16161f549a73dcbe8622e445e134d726c78f5b1cd7e981c61d9",
+        "demo default 6b321b4bd659e601bfae5a04402d0689a7479afa404afb1fbd3d4954989bd25e",
         "demo quick 21026a024450711c2274a5abe2059fbaed28effe612124988bf7653d4ddf3cc3",
-        "demo ci 1b08244287a6314e38cb23fb402a3400b44e710a1f9c49dc76c11e5cc7e4a308",
-        "demo full 208987109da98563dbc847500e171850e3799ab0f30c8d07e3258b627a22ed53",
-        "defaults default 922cefff09d33de76a4505bacededd49eb9d7fb60196092b00a35f8cb70be38e",
+        "demo ci 361be759e7f32a85a07792eea1df94c9d1a3ac19b3aae1c5a0f3c005f32b57a9",
+        "demo full ea761c494ccc7c82020af01eb5e6dae304f71b90900a8e5c50878ae8ef55101e",
+        "defaults default 0af14cf19c89d03ae03d75362e4d744d201a665432d50854d348ceca116b8dba",
         "defaults quick 22eeaab5c9ccd0beae3e88701ece59bee2fefb47fe4f7b65ecbc40b3c022838c",
-        "defaults ci 623b319dba46074d50b77bbda78f7318958eeb07f5d3c03956c029a192856f3a",
-        "defaults full 444c16370c85dd7c34a743e6b5beb03a77e813b93e161346ba58047a049792d3",
+        "defaults ci af170eafac26a33aca296a9f75fbb65b174c6b737d88ca0833cf515623c01f1e",
+        "defaults full bda99bfb436ad24baac176f4633dfa620c96a75e2819b5bff1f85b65f2afd139",
     ];
 
-    /// The pins of the serialized config without `[paired]` and the gate's floors: those before they
-    /// were added (the `ci` ones since its `refine` became 3; the demo's since its landing page and
+    /// The pins of the serialized config without `[paired]` and the gate's floors, and with the
+    /// default ramp steps from 10%: those before they were added (the `ci` ones since its `refine` became 3; the demo's since its landing page and
     /// ledger send the session's user for the access log, issue 17).
     const PINNED_BEFORE_PAIRED: &[&str] = &[
         "demo default 4c12fb34513b17f630eef91ab9bf7b29d9d48411a74e9190808e701deba01aa7",

@@ -136,6 +136,14 @@ pub fn legacy_config_hash(config: &LoadgateConfig) -> String {
     hex_sha256(value.to_string().as_bytes())
 }
 
+/// The default `[ramp] steps` before they started at 25%: a baseline stored with them measured
+/// everything a comparison reads as the current default does (the 10% step fed no judged metric;
+/// docs/decisions.md, "The ramp starts at 25%").
+const STEPS_FROM_10: [f64; 6] = [0.10, 0.25, 0.50, 0.75, 1.00, 1.50];
+
+/// The default `[ramp] steps` since.
+const STEPS_FROM_25: [f64; 5] = [0.25, 0.50, 0.75, 1.00, 1.50];
+
 /// The config hashes a stored run may carry and still match this configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigHashes {
@@ -143,20 +151,34 @@ pub struct ConfigHashes {
     pub current: String,
     /// [`legacy_config_hash`]: what a baseline of the same configuration stored before recorded.
     pub legacy: String,
+    /// Both hashes of the same configuration under the earlier default ramp steps, when its
+    /// steps are the current default ones: baselines stored before the default changed.
+    pub earlier_steps: Option<[String; 2]>,
 }
 
 impl ConfigHashes {
     /// Both hashes of `config` measured in `mode`.
     pub fn of(config: &LoadgateConfig, mode: MeasurementMode) -> Self {
+        let earlier_steps = (config.ramp.steps == STEPS_FROM_25).then(|| {
+            let mut earlier = config.clone();
+            earlier.ramp.steps = STEPS_FROM_10.to_vec();
+            [config_hash(&earlier, mode), legacy_config_hash(&earlier)]
+        });
         Self {
             current: config_hash(config, mode),
             legacy: legacy_config_hash(config),
+            earlier_steps,
         }
     }
 
     /// Whether a stored run with config hash `stored` measured this configuration.
     pub fn matches(&self, stored: &str) -> bool {
-        stored == self.current || stored == self.legacy
+        stored == self.current
+            || stored == self.legacy
+            || self
+                .earlier_steps
+                .as_ref()
+                .is_some_and(|hashes| hashes.iter().any(|h| h == stored))
     }
 }
 
@@ -206,26 +228,53 @@ mod tests {
     #[test]
     fn the_legacy_hash_is_the_config_hash_results_recorded_before() {
         let config = with("");
-        assert_eq!(legacy_config_hash(&config), LEGACY_MINIMAL);
         let hashes = ConfigHashes::of(&config, STORED);
         assert!(hashes.matches(LEGACY_MINIMAL));
         assert!(hashes.matches(&config_hash(&config, STORED)));
+        assert!(hashes.matches(&legacy_config_hash(&config)));
         assert!(!hashes.matches(&"0".repeat(64)));
         assert_ne!(hashes.current, hashes.legacy);
+        // Written with the earlier default steps, the same config hashes as those baselines did.
+        let earlier =
+            with("[ramp]\nsteps = [\"10%\", \"25%\", \"50%\", \"75%\", \"100%\", \"150%\"]\n");
+        assert_eq!(legacy_config_hash(&earlier), LEGACY_MINIMAL);
     }
 
     /// `legacy_config_hash` of `MINIMAL_CONFIG`, as `config_hash` computed it before `[gate]` was
-    /// left out.
+    /// left out (and before the default ramp steps started at 25%).
     const LEGACY_MINIMAL: &str = "991e59d287edf087c9d5b9216f96db4a8984607e9490643827ea2a67adfead91";
 
     /// The current hash of `MINIMAL_CONFIG`, pinned for the same reason.
     #[test]
     fn the_config_hash_of_the_minimal_config_is_pinned() {
-        assert_eq!(config_hash(&with(""), STORED), CURRENT_MINIMAL);
+        let config = with("");
+        assert_eq!(config_hash(&config, STORED), CURRENT_MINIMAL);
+        // Baselines stored before the default steps started at 25% still match.
+        assert!(ConfigHashes::of(&config, STORED).matches(CURRENT_MINIMAL_FROM_10));
     }
 
     const CURRENT_MINIMAL: &str =
+        "d31c77894fea46bc5d9bc3522795dc6b11ffbef1f43471e0b4aa3db270de91aa";
+
+    /// `CURRENT_MINIMAL` before the default ramp steps started at 25%.
+    const CURRENT_MINIMAL_FROM_10: &str =
         "1c16ee2c72273e7932258c2ce6d63c841c8fa4e55b63d09095c81ade201f3032";
+
+    /// Only the default steps alias the earlier ones: other steps, or a paired run with the
+    /// default ones against a stored baseline, never match.
+    #[test]
+    fn only_the_default_steps_match_baselines_of_the_earlier_default() {
+        let from_10 =
+            with("[ramp]\nsteps = [\"10%\", \"25%\", \"50%\", \"75%\", \"100%\", \"150%\"]\n");
+        let stored_from_10 = config_hash(&from_10, STORED);
+        assert!(ConfigHashes::of(&with(""), STORED).matches(&stored_from_10));
+        let other = with("[ramp]\nsteps = [\"25%\", \"50%\", \"100%\"]\n");
+        assert!(ConfigHashes::of(&other, STORED).earlier_steps.is_none());
+        assert!(!ConfigHashes::of(&other, STORED).matches(&stored_from_10));
+        assert!(!ConfigHashes::of(&with(""), MeasurementMode::Paired).matches(&stored_from_10));
+        // The earlier config itself does not alias the current one back.
+        assert!(!ConfigHashes::of(&from_10, STORED).matches(&config_hash(&with(""), STORED)));
+    }
 
     #[test]
     fn gate_thresholds_do_not_change_the_config_hash() {

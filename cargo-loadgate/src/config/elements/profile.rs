@@ -321,7 +321,7 @@ mod tests {
             Duration::from_secs(1),
             "built-in default"
         );
-        assert_eq!(default.ramp.steps.len(), 6, "built-in default");
+        assert_eq!(default.ramp.steps.len(), 5, "built-in default");
 
         let quick = parse(LAYERED, "quick").unwrap();
         assert_eq!(

@@ -5,9 +5,11 @@
 #   bench/paired-goals.sh                 every step, in order
 #   STEPS="slow-aa fast" bench/paired-goals.sh
 #   bench/paired-goals.sh keep            copy the finished runs into bench/results/ (to commit)
+#   AA=10 INJECTED=0 STEPS=fast bench/paired-goals.sh
+#                                         at most that many runs of each kind this sitting
 #
 # Steps (each a `qualify --paired --resume` in its own directory under
-# target/loadgate/paired-goals/<step>/<commit>/):
+# target/loadgate/paired-goals/<series>/<step>/<commit>/):
 #   slow-aa    the demo with DEMO_CPU_US=1000 (p50 ≈ 1-2 ms), 20 A/A runs and 10 with
 #              DEMO_CPU_US=1080 on the head (+8% CPU: about +15% p50 at 60% of the knee)
 #   slow-p99   10 runs with DEMO_CPU_US=1100 on the head (+10% CPU: +29…36% p99 measured), no A/A runs
@@ -20,7 +22,7 @@
 # commit differ from the kept runs' is refused (exit 2) rather than pooled.
 #
 # Across commits (a series takes more than one sitting, and each sitting starts from a fresh clone):
-# `keep` copies each step's finished runs to bench/results/paired-goals/<step>/<commit>/ (their
+# `keep` copies each step's finished runs to bench/results/paired-goals/<series>/<step>/<commit>/ (their
 # qualify-run.json and qualify-series.json, and each result's pairs, blocks and overall metrics
 # as pairs.json). Commit them. A later sitting pools every kept series of the step made at another
 # commit (`qualify --pool`, which checks that its settings are the same) and makes only the runs
@@ -32,8 +34,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${STEPS:-"slow-aa slow-p99 slow-cap fast"}
-root=target/loadgate/paired-goals
-kept=bench/results/paired-goals
+# The series: the defaults changed what every step measures at 226464b (the ramp starts at 25%),
+# so its runs are kept apart from the earlier ones (bench/results/paired-goals/<step>/, with the
+# ramp from 10%), which no longer pool.
+series=${SERIES:-ramp25}
+root=target/loadgate/paired-goals/$series
+kept=bench/results/paired-goals/$series
 commit=$(git rev-parse --short=12 HEAD)
 
 if [ "${1:-}" = keep ]; then
@@ -101,6 +107,8 @@ step() {
   injected=$((injected - $(pooled "$name" injected)))
   [ "$aa" -gt 0 ] || aa=0
   [ "$injected" -gt 0 ] || injected=0
+  [ -z "${AA:-}" ] || [ "$aa" -le "$AA" ] || aa=$AA
+  [ -z "${INJECTED:-}" ] || [ "$injected" -le "$INJECTED" ] || injected=$INJECTED
   mkdir -p "$out"
   echo "=== $name: $* ($((${#pools[@]} / 2)) kept series pooled; making $aa A/A and $injected injected run(s))"
   # Each run is bounded by the gate's own [abort] max-duration; this bounds the whole step.

@@ -16,5 +16,6 @@ pub mod plan;
 pub mod report;
 pub mod result;
 pub mod stats;
+pub mod stub;
 pub mod targets;
 pub mod workload;

@@ -375,6 +375,8 @@ pub(crate) mod testing {
             audits: Vec::new(),
             probes: Vec::new(),
             probe_checks: Vec::new(),
+            stubs: Vec::new(),
+            faults: Vec::new(),
             data: None,
         }
     }

@@ -348,8 +348,21 @@ async fn run_booted(
             );
         }
     }
+    // The stubs next (issue 15): the target's env gets their URLs. Each serves on a thread of its
+    // own until the run ends; dropped on any path, it stops.
+    let stubs = crate::stub::StubSet::start(&config.stubs, config.workload.seed)?;
+    for line in stubs.lines() {
+        eprintln!("        Stub {line}");
+    }
+    if kind == TargetKind::Url && !stubs.is_empty() {
+        eprintln!(
+            "     Warning a url target is not booted by loadgate, so it does not get the stubs' \
+             environment: point it at the stubs yourself (give each a fixed `port`)"
+        );
+    }
     let mut target_config = config.target.clone();
     target_config.env = running.render_env(&target_config.env);
+    target_config.env.extend(stubs.env());
     let request = BootRequest {
         kind,
         config: target_config,
@@ -384,6 +397,12 @@ async fn run_booted(
         .as_ref()
         .is_some_and(|n| n.path == crate::targets::NetworkPath::Published);
     warning(published && !predicted);
+    if published && !stubs.is_empty() {
+        eprintln!(
+            "     Warning the target's container listens on a published port: it cannot reach \
+             the stubs on the host's 127.0.0.1 (set `[target] network = \"host\"`)"
+        );
+    }
     eprintln!(
         "      Target {} at {}{}",
         kind_name(kind),
@@ -448,6 +467,8 @@ async fn run_booted(
         audits: Vec::new(),
         probes: Vec::new(),
         probe_checks: Vec::new(),
+        stubs: Vec::new(),
+        faults: Vec::new(),
         data: (!config.data.is_empty()).then(|| crate::targets::DataRecord {
             tier: config.data.tier.clone(),
             seed: config.workload.seed,
@@ -532,6 +553,8 @@ async fn run_booted(
         return Err(e);
     }
     let mut write_error: Option<RunError> = None;
+    let mut scheduled: Vec<ScheduledFault> = Vec::new();
+    let mut finished: Vec<FinishedFault> = Vec::new();
     let planned = {
         let mut observe = |event: PlanEvent| {
             let mut announce: Option<String> = None;
@@ -539,7 +562,28 @@ async fn run_booted(
                 PlanEvent::PhaseStarting {
                     spec,
                     offered_rate_per_sec,
-                } => display.phase_starting(spec, *offered_rate_per_sec),
+                } => {
+                    display.phase_starting(spec, *offered_rate_per_sec);
+                    // A fault's phase is over when the next one starts.
+                    finish_faults(&mut scheduled, &mut finished);
+                    // The phase's faults, timed from the start of its measured part.
+                    let measured_from = Instant::now() + spec.warmup;
+                    for f in config.faults.iter().filter(|f| f.phase == spec.name) {
+                        if let Some(stub) = stubs.get(&f.stub) {
+                            scheduled.push((
+                                f.clone(),
+                                stub.controller(),
+                                crate::stub::fault::schedule(
+                                    stub.controller(),
+                                    f.change,
+                                    measured_from,
+                                    f.at,
+                                    f.duration,
+                                ),
+                            ));
+                        }
+                    }
+                }
                 PlanEvent::StepDone { record, .. } => {
                     announce = Some(format!(
                         "        {}",
@@ -549,7 +593,7 @@ async fn run_booted(
                 PlanEvent::RampDone { outcome } => {
                     announce = Some(format!("        Ramp {}", outcome.sentence));
                 }
-                PlanEvent::SoakDone { .. } => {}
+                PlanEvent::SoakDone { .. } => finish_faults(&mut scheduled, &mut finished),
                 PlanEvent::SoakSkipped { reason } => {
                     display.line(&format!("        Soak skipped: {reason}"));
                 }
@@ -572,6 +616,9 @@ async fn run_booted(
             record_plan_event(&mut result, event, &config.gate, config.slo.recovery);
             result.resources = sampler.snapshot();
             result.probes = probes.snapshot();
+            if !stubs.is_empty() {
+                result.stubs = stubs.records();
+            }
             if let Err(e) = write_result(&result_path, &result) {
                 write_error.get_or_insert(e);
             }
@@ -583,6 +630,52 @@ async fn run_booted(
         run_plan(&config, &mut runner, &options, &mut observe).await
     };
     display.clear();
+    // Each fault: removed if its phase ended first, verified from its stub's figures, with the
+    // time to stable SLO after it from its phase's windows. A fault whose phase never ran is
+    // recorded as such (never verified).
+    finish_faults(&mut scheduled, &mut finished);
+    for f in &config.faults {
+        if !finished.iter().any(|(done, _, _)| done.name == f.name) {
+            let record = crate::stub::fault::FaultRecord::not_run(f, config.recovery.windows);
+            display.line(&format!("       Fault {}", record.statement()));
+            result.faults.push(record);
+        }
+    }
+    for (fault, controller, times) in finished {
+        let phase = result
+            .phases
+            .iter()
+            .find(|p| p.measurement.name == fault.phase);
+        let windows = phase
+            .map(|p| p.measurement.windows.windows.as_slice())
+            .unwrap_or_default();
+        let valid = phase.is_some_and(|p| p.measurement.validity.is_valid());
+        let reasons: Vec<String> = phase
+            .map(|p| {
+                p.measurement
+                    .validity
+                    .reasons
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut record = crate::stub::fault::record(
+            &fault,
+            &controller,
+            times,
+            windows,
+            config.recovery.windows,
+            &config.slo,
+        );
+        record.check = crate::compare::fault_recovery_check(
+            &record,
+            (valid, reasons.as_slice()),
+            config.slo.recovery,
+        );
+        display.line(&format!("       Fault {}", record.statement()));
+        result.faults.push(record);
+    }
     // The audits read the service the run drove, before it is torn down; a run that failed
     // has no counts to reconcile.
     if planned.is_ok() && !config.audit.is_empty() {
@@ -624,6 +717,8 @@ async fn run_booted(
     if let Ok(exit) = &exit {
         result.target_exit = Some(exit.clone());
     }
+    // After the target: it no longer holds connections to them.
+    result.stubs = stubs.stop();
     if let Some(e) = write_error {
         return Err(e);
     }
@@ -782,6 +877,27 @@ pub(super) fn record_plan_event(
 /// boots two; a shard sends a slice of the load, and `merge` does not judge them); probe limits are
 /// judged in stored runs only; `[slo] recovery` needs a `[spike]` or a `[stress]`, which a paired
 /// run never runs; a `[stress]` compares one whole run's stretches (neither paired nor a shard).
+/// A fault whose schedule runs: its config, its stub's handle, the schedule.
+type ScheduledFault = (
+    crate::config::FaultConfig,
+    crate::stub::StubController,
+    crate::stub::fault::ScheduledFault,
+);
+
+/// A fault whose phase is over: its config, its stub's handle, when it was applied and removed.
+type FinishedFault = (
+    crate::config::FaultConfig,
+    crate::stub::StubController,
+    crate::stub::fault::FaultTimes,
+);
+
+/// Ends every scheduled fault (removing one still applied: its phase is over) into `finished`.
+fn finish_faults(scheduled: &mut Vec<ScheduledFault>, finished: &mut Vec<FinishedFault>) {
+    for (config, controller, schedule) in scheduled.drain(..) {
+        finished.push((config, controller, schedule.finish()));
+    }
+}
+
 fn refuse_unjudged_checks(
     config: &crate::config::LoadgateConfig,
     paired: bool,
@@ -789,13 +905,20 @@ fn refuse_unjudged_checks(
 ) -> Result<(), RunError> {
     let probe_limits = config.probes.iter().any(|p| !p.limits.is_empty());
     let mut why = Vec::new();
-    if config.slo.recovery.is_some() && config.spike.is_disabled() && config.stress.is_disabled() {
+    if config.slo.recovery.is_some()
+        && config.spike.is_disabled()
+        && config.stress.is_disabled()
+        && config.faults.is_empty()
+    {
         why.push(
-            "`[slo] recovery` limits the time to stable SLO after a spike or a stress, and this \
-             profile declares no `[spike]` and no `[stress]`",
+            "`[slo] recovery` limits the time to stable SLO after a spike, a stress or a fault, \
+             and this profile declares no `[spike]`, no `[stress]` and no `[[fault]]`",
         );
     }
     if paired {
+        if !config.faults.is_empty() {
+            why.push("faults (`[[fault]]`) run in the soak, and a paired run does not soak");
+        }
         if !config.audit.is_empty() {
             why.push("audits (`[[audit]]`) read one service, and a paired run boots two");
         }
@@ -826,6 +949,12 @@ fn refuse_unjudged_checks(
         }
     }
     if shard {
+        if !config.faults.is_empty() {
+            why.push(
+                "faults (`[[fault]]`) are verified on one run's soak, and a shard's is a slice \
+                 (`merge` does not judge them)",
+            );
+        }
         if !config.audit.is_empty() {
             why.push(
                 "audits (`[[audit]]`) read the whole service, and a shard sends a slice of the \
@@ -1683,6 +1812,12 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     }
     for audit in &result.audits {
         out.push_str(&format!("{}\n", audit.statement()));
+    }
+    for stub in &result.stubs {
+        out.push_str(&format!("{}\n", crate::report::stub_line(stub)));
+    }
+    for fault in &result.faults {
+        out.push_str(&format!("{}\n", fault.statement()));
     }
     out
 }

@@ -56,6 +56,6 @@ pub use options::{
 };
 pub use paired::{PairedInputs, compare_paired};
 pub use probe::{probe_checks, settle_probe_checks};
-pub use recovery::{recovery_check, settle_recovery, stress_recovery_check};
+pub use recovery::{fault_recovery_check, recovery_check, settle_recovery, stress_recovery_check};
 pub use settle::settle_checks;
 pub use stress::settle_stress;

@@ -39,6 +39,23 @@ pub fn stress_recovery_check(
     )
 }
 
+/// The same check of the time to stable SLO after a fault's removal; `None` without a limit or
+/// without a time (a fault never applied, or its phase over before its removal: the fault is
+/// then not verified, which settles the verdict on its own).
+pub fn fault_recovery_check(
+    fault: &crate::stub::fault::FaultRecord,
+    phase: (bool, &[String]),
+    limit: Option<Duration>,
+) -> Option<RecoveryCheck> {
+    event_check(
+        &format!("fault `{}`", fault.name),
+        phase,
+        fault.recovery.as_ref()?,
+        fault.recovery_windows,
+        limit,
+    )
+}
+
 /// The check of the time to stable SLO after the end of `event` (a spike, a stress).
 fn event_check(
     event: &str,
@@ -110,6 +127,7 @@ pub fn settle_recovery(
     ]
     .into_iter()
     .flatten()
+    .chain(head.faults.iter().filter_map(|f| f.check.as_ref()))
     .collect();
     if checks.is_empty() {
         settle_unmade_recovery(head, comparison, verdict);
@@ -171,10 +189,16 @@ fn settle_unmade_recovery(
     let Some(limit_ms) = head.slo.as_ref().and_then(|s| s.recovery_limit_ms) else {
         return;
     };
+    let unmeasured_fault = head
+        .faults
+        .iter()
+        .find(|f| f.recovery.is_none())
+        .map(|f| format!("fault `{}` was not removed within its phase", f.name));
     let why = head
         .spike_skipped
         .as_deref()
         .or(head.stress_skipped.as_deref())
+        .or(unmeasured_fault.as_deref())
         .unwrap_or("the run has no spike phase");
     let reason = format!(
         "the recovery check ([slo] recovery = {:.1} s) was not made: {why}",

@@ -19,7 +19,8 @@ pub fn settle_checks(
     super::settle_recovery(head, comparison.as_deref_mut(), verdict);
     super::settle_stress(head, comparison.as_deref_mut(), verdict);
     super::settle_audits(head, comparison.as_deref_mut(), verdict);
-    super::settle_probe_checks(head, comparison, verdict);
+    super::settle_probe_checks(head, comparison.as_deref_mut(), verdict);
+    crate::stub::fault::settle_faults(head, comparison, verdict);
 }
 
 #[cfg(test)]

@@ -373,7 +373,90 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     for a in &cfg.audit {
         render_audit(&mut out, a);
     }
+    for s in &cfg.stubs {
+        render_stub(&mut out, s);
+    }
+    for f in &cfg.faults {
+        render_fault(&mut out, f);
+    }
     out
+}
+
+/// One `[[fault]]` (without `profiles`).
+fn render_fault(out: &mut String, f: &FaultConfig) {
+    let _ = write!(out, "\n[[fault]]\n");
+    kv(out, "name", &string(&f.name));
+    kv(out, "phase", &string(&f.phase));
+    kv(out, "at", &string(&format_duration(f.at)));
+    kv(out, "for", &string(&format_duration(f.duration)));
+    kv(out, "stub", &string(&f.stub));
+    if !f.change.extra.is_zero() {
+        kv(
+            out,
+            "latency",
+            &string(&format!("+{}", format_duration(f.change.extra))),
+        );
+    } else if f.change.factor != 1.0 {
+        kv(out, "latency", &string(&format_factor(f.change.factor)));
+    }
+    if let Some(errors) = f.change.errors {
+        kv(out, "errors", &string(&format_percent(errors)));
+    }
+}
+
+/// One `[[stub]]` with its routes (without `profiles`: the listing is of one profile).
+fn render_stub(out: &mut String, s: &StubConfig) {
+    let _ = write!(out, "\n[[stub]]\n");
+    kv(out, "name", &string(&s.name));
+    kv(out, "env", &string(&s.env));
+    if s.port != 0 {
+        kv(out, "port", &s.port.to_string());
+    }
+    kv(out, "latency", &latency_value(&s.latency));
+    kv(out, "errors", &string(&format_percent(s.errors)));
+    kv(out, "error-status", &s.error_status.to_string());
+    kv(out, "timeouts", &string(&format_percent(s.timeouts)));
+    for r in &s.routes {
+        let _ = write!(out, "\n[[stub.route]]\n");
+        if let Some(method) = &r.method {
+            kv(out, "method", &string(method));
+        }
+        kv(out, "path", &string(&r.path));
+        kv(out, "status", &r.status.to_string());
+        kv(out, "body", &string(&r.body));
+        kv(out, "content-type", &string(&r.content_type));
+        if let Some(latency) = &r.latency {
+            kv(out, "latency", &latency_value(latency));
+        }
+    }
+}
+
+/// A stub's latency as it is written: `"20ms"`, `{ mean = "20ms" }`, `{ kind = "lognormal", … }`
+/// or a percentile table (`"p99.9"` quoted: a bare dot would nest).
+fn latency_value(l: &crate::stub::Latency) -> String {
+    use crate::stub::Latency;
+    let d = |d: &std::time::Duration| string(&format_duration(*d));
+    match l {
+        Latency::Fixed { delay } => d(delay),
+        Latency::Exponential { mean } => inline_table([("mean", d(mean))]),
+        Latency::Lognormal { p50, p99 } => inline_table([
+            ("kind", string("lognormal")),
+            ("p50", d(p50)),
+            ("p99", d(p99)),
+        ]),
+        Latency::Table { points } => {
+            let names: Vec<String> = points
+                .iter()
+                .map(|p| crate::stub::quantile_name(p.quantile))
+                .collect();
+            inline_table(
+                names
+                    .iter()
+                    .zip(points)
+                    .map(|(name, p)| (name.as_str(), d(&p.delay))),
+            )
+        }
+    }
 }
 
 /// The `request = {…}` table of an operation or an audit.

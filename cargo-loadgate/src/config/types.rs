@@ -60,6 +60,14 @@ pub struct LoadgateConfig {
     /// Not serialized: a probe watches a measurement without changing it.
     #[serde(skip)]
     pub probes: Vec<ProbeConfig>,
+    /// `[[stub]]`: the downstream stubs loadgate serves beside the target, this profile's. Not
+    /// serialized: the config hash takes each one's identity ([`StubConfig::identity`]).
+    #[serde(skip)]
+    pub stubs: Vec<StubConfig>,
+    /// `[[fault]]`: changes to the stubs' answers scheduled inside a phase, this profile's. Not
+    /// serialized: the config hash takes each one's identity ([`FaultConfig::identity`]).
+    #[serde(skip)]
+    pub faults: Vec<FaultConfig>,
     /// `[data]`: the steps that load this profile's data tier. Not serialized: the config hash
     /// takes its identity ([`DataConfig::identity`]: the tier, the variables, each step and the
     /// digest of each SQL file), so that configs without one keep the hash they had.
@@ -314,6 +322,116 @@ pub struct AuditConfig {
     pub checks: Vec<AuditCheck>,
     /// Where it is written, `file:line:col`, for people.
     pub location: String,
+}
+
+/// One `[[stub]]`: a fake downstream service loadgate serves on 127.0.0.1 beside the target
+/// (issue 15, seed 000), whose address the target reads from `env`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StubConfig {
+    /// Unique among the stubs; the result and the reports name it.
+    pub name: String,
+    /// The target's environment variable that gets its URL, `http://127.0.0.1:PORT`.
+    pub env: String,
+    /// Its port on 127.0.0.1; 0 takes a free one.
+    pub port: u16,
+    /// The delay of its answers.
+    pub latency: crate::stub::Latency,
+    /// The share of requests answered with `error_status`.
+    pub errors: f64,
+    /// The status of those answers.
+    pub error_status: u16,
+    /// The share of requests never answered.
+    pub timeouts: f64,
+    /// Its routes, matched in order.
+    pub routes: Vec<crate::stub::Route>,
+    /// Where it is written, `file:line:col`, for people.
+    pub location: String,
+}
+
+impl StubConfig {
+    /// What the stub serves, with its stream of draws derived from the workload's `seed`.
+    pub fn spec(&self, seed: u64) -> crate::stub::StubSpec {
+        crate::stub::StubSpec {
+            name: self.name.clone(),
+            port: self.port,
+            routes: self.routes.clone(),
+            latency: self.latency.clone(),
+            errors: self.errors,
+            error_status: self.error_status,
+            timeouts: self.timeouts,
+            seed: crate::stats::derive_seed(seed, &format!("stub {}", self.name)),
+        }
+    }
+
+    /// What the config hash takes of a stub: everything that shapes its answers, not its port.
+    pub fn identity(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "env": self.env,
+            "latency": self.latency,
+            "errors": self.errors,
+            "error_status": self.error_status,
+            "timeouts": self.timeouts,
+            "routes": self.routes,
+        })
+    }
+}
+
+/// One `[[fault]]`: a change to a stub's answers, applied `at` into the soak's measured part and
+/// removed `duration` later (issue 15, seed 002).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultConfig {
+    /// Unique among the faults; the result and the reports name it.
+    pub name: String,
+    /// The phase it runs in: `soak`, the only one for now.
+    pub phase: String,
+    /// When it is applied, from the start of the phase's measured part.
+    pub at: Duration,
+    /// How long it holds.
+    pub duration: Duration,
+    /// The `[[stub]]` it changes.
+    pub stub: String,
+    /// What it does to the stub's answers.
+    pub change: crate::stub::StubFault,
+    /// Where it is written, `file:line:col`, for people.
+    pub location: String,
+}
+
+impl FaultConfig {
+    /// What it does, for people: `latency +180ms`, `latency ×3`, `errors 50%`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.change.extra.is_zero() {
+            parts.push(format!(
+                "latency +{}",
+                super::units::format_duration(self.change.extra)
+            ));
+        }
+        if self.change.factor != 1.0 {
+            parts.push(format!(
+                "latency ×{}",
+                super::units::format_number(self.change.factor)
+            ));
+        }
+        if let Some(errors) = self.change.errors {
+            parts.push(format!("errors {}", super::units::format_percent(errors)));
+        }
+        parts.join(", ")
+    }
+
+    /// What the config hash takes of a fault: all of it but where it is written.
+    pub fn identity(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "phase": self.phase,
+            "at_ms": self.at.as_secs_f64() * 1e3,
+            "for_ms": self.duration.as_secs_f64() * 1e3,
+            "stub": self.stub,
+            "extra_ms": self.change.extra.as_secs_f64() * 1e3,
+            "factor": self.change.factor,
+            "errors": self.change.errors,
+        })
+    }
 }
 
 impl DependencyConfig {

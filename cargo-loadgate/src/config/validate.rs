@@ -9,8 +9,9 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, audit, data, dependency, gate, generator, paired, probe, profile_keys,
-    ramp, recovery, retry, slo, soak, spike, stress, target, top_keys, workload,
+    SECTIONS, abort, accept, audit, data, dependency, fault, gate, generator, paired, probe,
+    profile_keys, ramp, recovery, retry, slo, soak, spike, stress, stub, target, top_keys,
+    workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
 use super::source::{Cx, SourceFile, Tbl};
@@ -174,6 +175,9 @@ fn validate_in(
     // `[[audit]]` is the user's top level too; each profile keeps the entries that apply to it.
     let audits = audit::read(cx, &user, prefix);
     let probes = probe::read(cx, &user, prefix, &dependencies);
+    // `[[stub]]` too; each profile keeps the stubs that apply to it.
+    let stubs = stub::read(cx, &user, prefix);
+    let faults = fault::read(cx, &user, prefix, &stub::names(&stubs));
     let user_profiles = profiles_of(cx, &user, prefix);
     dependency::check_target_env(
         cx,
@@ -226,6 +230,9 @@ fn validate_in(
                 })
                 .cloned()
                 .collect();
+            // The stubs the profile serves, and the faults it runs on them.
+            let profile_stubs = stub::for_profile(cx, &stubs, &c, &available);
+            let profile_faults = fault::for_profile(cx, &faults, &c, &profile_stubs, &available);
             // What the data steps name depends on the dependencies the profile boots.
             data::check_profile(cx, &look, name, &c.data, &dependencies);
             // `[gate] operations` names operations of this profile's workload.
@@ -233,6 +240,8 @@ fn validate_in(
             LoadgateConfig {
                 accept: accepts.clone(),
                 audit: audit::for_profile(cx, &audits, &c, &available),
+                stubs: profile_stubs,
+                faults: profile_faults,
                 dependencies,
                 probes,
                 ..c
@@ -305,6 +314,8 @@ fn build(
         dependencies: Vec::new(),
         audit: Vec::new(),
         probes: Vec::new(),
+        stubs: Vec::new(),
+        faults: Vec::new(),
     })
 }
 

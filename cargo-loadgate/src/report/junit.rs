@@ -225,6 +225,42 @@ pub fn junit_report(result: &RunResult) -> Report {
         }
         report.add_test_suite(suite);
     }
+    // Each `[[fault]]`: verified from its stub's figures (one that was not is skipped: it makes the
+    // run inconclusive), and its `[slo] recovery` check when a limit is set.
+    if !result.faults.is_empty() {
+        let mut suite = TestSuite::new("faults");
+        for fault in &result.faults {
+            let status = if fault.verified {
+                TestCaseStatus::success()
+            } else {
+                // Not a failure of the service: the experiment did not run as declared, which
+                // makes the run inconclusive, as a skipped check.
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!(
+                    "inconclusive: not verified: {}",
+                    fault.problem.as_deref().unwrap_or("no figures")
+                ))
+                .set_type("fault-not-verified");
+                s
+            };
+            let mut case = TestCase::new(format!("fault {} verified", fault.name), status);
+            case.set_system_out(fault.statement());
+            suite.add_test_case(with_class(case, "faults"));
+            if let Some(check) = &fault.check {
+                let mut case = TestCase::new(
+                    format!(
+                        "time to stable SLO after fault {} within {}",
+                        fault.name,
+                        crate::config::format_duration(check.limit)
+                    ),
+                    recovery_status(check),
+                );
+                case.set_system_out(check.reason.clone());
+                suite.add_test_case(with_class(case, "faults"));
+            }
+        }
+        report.add_test_suite(suite);
+    }
     // Each `[[probe]] limits` entry, as `compare::probe_checks` judged it.
     if !result.probe_checks.is_empty() {
         let mut probes = TestSuite::new("probes");
@@ -470,6 +506,8 @@ mod tests {
             audits: Vec::new(),
             probes: Vec::new(),
             probe_checks: Vec::new(),
+            stubs: Vec::new(),
+            faults: Vec::new(),
             data: None,
         }
     }

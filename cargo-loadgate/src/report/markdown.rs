@@ -261,6 +261,11 @@ pub fn markdown_summary(result: &RunResult) -> String {
         md.push_str(probes.trim_start_matches('\n'));
         md.push('\n');
     }
+    let stubs = super::stubs::stub_markdown(result);
+    if !stubs.is_empty() {
+        md.push_str(stubs.trim_start_matches('\n'));
+        md.push('\n');
+    }
     let _ = writeln!(
         md,
         "<details><summary>Generator health, environment, commits</summary>\n"
@@ -617,6 +622,8 @@ pub(in crate::report) mod tests {
             audits: Vec::new(),
             probes: Vec::new(),
             probe_checks: Vec::new(),
+            stubs: Vec::new(),
+            faults: Vec::new(),
             data: None,
         }
     }

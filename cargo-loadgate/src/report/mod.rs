@@ -11,6 +11,7 @@ mod probes;
 mod spike;
 mod steps;
 mod stress;
+mod stubs;
 mod table;
 
 pub use charts::{
@@ -26,4 +27,5 @@ pub use probes::{probe_lines, probe_markdown};
 pub use spike::{burst_rows, check_line, recovery_check_line, spike_sentence};
 pub use steps::render_step_table;
 pub use stress::{stress_rows, stress_sentence, stress_word};
+pub use stubs::{stub_line, stub_markdown};
 pub use table::{Align, Cell, Table, display_width, table};

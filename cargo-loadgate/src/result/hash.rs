@@ -52,6 +52,13 @@ struct Measured<'a> {
     /// (`DataConfig::identity`). Absent without `[data]`, so those configs keep their hash.
     #[serde(skip_serializing_if = "Option::is_none")]
     data: Option<serde_json::Value>,
+    /// The stubs beside the target: what shapes each one's answers, not its port
+    /// (`StubConfig::identity`). Absent without stubs, so those configs keep their hash.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stubs: Vec<serde_json::Value>,
+    /// The faults on them (`FaultConfig::identity`). Absent without faults.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    faults: Vec<serde_json::Value>,
 }
 
 /// sha256 (hex) of what in `config` changes the measurement, with the `mode` of the run: not
@@ -71,6 +78,8 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
         // Run at the end; it changes nothing the run measured.
         teardown: _,
         data,
+        stubs,
+        faults,
         recovery: _,
         paired,
         target,
@@ -100,6 +109,14 @@ pub fn config_hash(config: &LoadgateConfig, mode: MeasurementMode) -> String {
             .map(crate::config::DependencyConfig::identity)
             .collect(),
         data: (!data.is_empty()).then(|| data.identity()),
+        stubs: stubs
+            .iter()
+            .map(crate::config::StubConfig::identity)
+            .collect(),
+        faults: faults
+            .iter()
+            .map(crate::config::FaultConfig::identity)
+            .collect(),
     };
     let value = serde_json::to_value(measured).unwrap_or(serde_json::Value::Null);
     hex_sha256(value.to_string().as_bytes())
@@ -120,6 +137,28 @@ pub fn legacy_config_hash(config: &LoadgateConfig) -> String {
         // Nor a data tier.
         if !config.data.is_empty() {
             map.insert("data".to_owned(), config.data.identity());
+        }
+        // Nor faults.
+        if !config.faults.is_empty() {
+            map.insert(
+                "faults".to_owned(),
+                config
+                    .faults
+                    .iter()
+                    .map(crate::config::FaultConfig::identity)
+                    .collect(),
+            );
+        }
+        // Nor stubs: a config with some never matches one.
+        if !config.stubs.is_empty() {
+            map.insert(
+                "stubs".to_owned(),
+                config
+                    .stubs
+                    .iter()
+                    .map(crate::config::StubConfig::identity)
+                    .collect(),
+            );
         }
         // No legacy result had dependencies: a config with some never matches one.
         if !config.dependencies.is_empty() {
@@ -284,6 +323,23 @@ mod tests {
         assert_eq!(config_hash(&base, STORED), config_hash(&gate, STORED));
         // The old way, they did: the legacy hash tells them apart.
         assert_ne!(legacy_config_hash(&base), legacy_config_hash(&gate));
+    }
+
+    #[test]
+    fn a_stub_changes_the_config_hash_but_its_port_does_not() {
+        let stub = |extra: &str| {
+            with(&format!(
+                "[[stub]]\nname = \"s\"\nenv = \"S_URL\"\n{extra}[[stub.route]]\npath = \"/\"\n"
+            ))
+        };
+        let none = with("");
+        let a = stub("");
+        let b = stub("port = 18081\n");
+        let c = stub("latency = \"20ms\"\n");
+        assert_ne!(config_hash(&none, STORED), config_hash(&a, STORED));
+        assert_eq!(config_hash(&a, STORED), config_hash(&b, STORED));
+        assert_ne!(config_hash(&a, STORED), config_hash(&c, STORED));
+        assert_ne!(legacy_config_hash(&none), legacy_config_hash(&a));
     }
 
     #[test]

@@ -128,6 +128,15 @@ pub struct RunResult {
     /// JUnit case. Absent without limits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probe_checks: Vec<super::ProbeCheck>,
+    /// What each `[[stub]]` served: its delays (the dependency's latency as the service met it),
+    /// errors, timeouts, per route, per second and per state of its faults. Absent without stubs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stubs: Vec<crate::stub::StubRecord>,
+    /// What each `[[fault]]` did: when it was applied and removed, what its stub served under it
+    /// and after it, whether that verifies it, and the time to stable SLO after its removal.
+    /// Absent without faults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::stub::fault::FaultRecord>,
 }
 
 /// The resolved `[slo]` of a run, as the result records it.

@@ -126,6 +126,16 @@ pub enum TargetError {
         /// The last lines of its output.
         log_tail: Vec<String>,
     },
+    /// A `[[stub]]` could not listen on 127.0.0.1.
+    #[error("stub `{name}` could not listen on 127.0.0.1:{port}: {source}")]
+    StubListen {
+        /// The stub's name.
+        name: String,
+        /// The port it asked for (0: any free one).
+        port: u16,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A URL target that is not on the loopback interface, without `--allow-remote`.
     #[error("refusing to send load to `{url}`: it is not a loopback address")]
     RemoteRefused {
@@ -249,6 +259,7 @@ impl TargetError {
             | Self::ReadinessTimeout { .. }
             | Self::Crashed { .. }
             | Self::PortInUse { .. }
+            | Self::StubListen { .. }
             | Self::EngineNetworkElsewhere { .. }
             | Self::DependencyNotReady(_)
             | Self::DependencyExited { .. }
@@ -280,6 +291,14 @@ impl TargetError {
             Self::Crashed { .. } => "the service's own output above says why it stopped".into(),
             Self::PortInUse { port, .. } => {
                 format!("another process listens on port {port}; stop it or drop the `PORT` override")
+            }
+            Self::StubListen { name, port, .. } if *port != 0 => format!(
+                "another process listens on port {port}; change stub `{name}`'s `port`, or leave \
+                 it out to take a free one"
+            ),
+            Self::StubListen { .. } => {
+                "loopback refused a listening socket; check the machine's limits (`ulimit -n`)"
+                    .into()
             }
             Self::RemoteRefused { .. } => {
                 "pass `--allow-remote` if you really mean to load a service on another host".into()
@@ -433,6 +452,14 @@ pub(crate) fn examples() -> Vec<(&'static str, TargetError)> {
             },
         ),
         (
+            "stub_listen",
+            TargetError::StubListen {
+                name: "fraud".into(),
+                port: 4001,
+                source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+            },
+        ),
+        (
             "remote_refused",
             TargetError::RemoteRefused {
                 url: "http://10.0.0.1:8080".into(),
@@ -564,6 +591,7 @@ mod tests {
     #[test_case("crashed", TargetErrorKind::Target)]
     #[test_case("crashed_silent", TargetErrorKind::Target)]
     #[test_case("port_in_use", TargetErrorKind::Target)]
+    #[test_case("stub_listen", TargetErrorKind::Target)]
     #[test_case("dependency_not_ready", TargetErrorKind::Target)]
     #[test_case("dependency_exited", TargetErrorKind::Target)]
     #[test_case("dependency_unavailable", TargetErrorKind::Target)]

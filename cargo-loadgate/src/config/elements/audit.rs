@@ -115,7 +115,9 @@ fn entry(cx: &Cx<'_>, v: Val<'_>, prefix: &str, index: usize) -> Option<RawAudit
         Some(e) => expect(cx, e, &label),
         None => Some(Default::default()),
     };
-    let profiles = t.get(PROFILES).and_then(|p| profiles(cx, p));
+    let profiles = t
+        .get(PROFILES)
+        .and_then(|p| super::profile::profile_list(cx, p, "[\"audit\"]"));
     let mut counts = Vec::new();
     let checks = match t.get(CHECK) {
         Some(c) => checks(cx, c, &label, &mut counts),
@@ -139,18 +141,6 @@ fn entry(cx: &Cx<'_>, v: Val<'_>, prefix: &str, index: usize) -> Option<RawAudit
         name_span: name_val.map_or(t.span.clone(), |n| n.span()),
         counts,
     })
-}
-
-fn profiles(cx: &Cx<'_>, v: Val<'_>) -> Option<Vec<(String, Range<usize>)>> {
-    let items = array(cx, v, "a list of profile names, e.g. [\"audit\"]")?;
-    let mut out = Vec::new();
-    for item in items {
-        out.push((
-            string(cx, item, "a string (a profile's name)")?.to_owned(),
-            item.span(),
-        ));
-    }
-    Some(out)
 }
 
 fn checks(
@@ -319,17 +309,10 @@ pub(crate) fn for_profile(
 ) -> Vec<AuditConfig> {
     let mut out = Vec::new();
     for raw in raws {
-        if let Some(profiles) = &raw.profiles {
-            super::profile::check_profile_names(
-                cx,
-                raw.file,
-                profiles,
-                available,
-                &format!("audit `{}`", raw.config.name),
-            );
-            if !profiles.iter().any(|(name, _)| *name == config.profile) {
-                continue;
-            }
+        let owner = format!("audit `{}`", raw.config.name);
+        let profiles = raw.profiles.as_deref();
+        if !super::profile::keeps(cx, profiles, raw.file, available, &config.profile, &owner) {
+            continue;
         }
         let names: Vec<&str> = config
             .workload

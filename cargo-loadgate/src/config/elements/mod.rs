@@ -7,6 +7,7 @@ pub(crate) mod accept;
 pub(crate) mod audit;
 pub(crate) mod data;
 pub(crate) mod dependency;
+pub(crate) mod fault;
 pub(crate) mod gate;
 pub(crate) mod generator;
 pub(crate) mod key;
@@ -22,6 +23,7 @@ pub(crate) mod slo;
 pub(crate) mod soak;
 pub(crate) mod spike;
 pub(crate) mod stress;
+pub(crate) mod stub;
 pub(crate) mod target;
 pub(crate) mod workload;
 
@@ -54,8 +56,10 @@ pub(crate) fn top_keys() -> Vec<&'static str> {
             accept::ACCEPT,
             audit::AUDIT,
             dependency::DEPENDENCY,
+            fault::FAULT,
             probe::PROBE,
             profile::PROFILE,
+            stub::STUB,
         ])
         .collect()
 }

@@ -181,6 +181,44 @@ pub(crate) fn layers_of<'a>(
 /// Reports `inherits` values that name no profile and inheritance cycles (each cycle once).
 /// Reports each name of a `profiles` list (`[[audit]]`, `[[dependency]]`) that is not one of
 /// `available`, as "`{owner}` names an unknown profile `…`", with the nearest name or the list.
+/// A top-level entry's `profiles`: a list of profile names, each with where it is written
+/// (`example` shows one in the message, e.g. `["audit"]`). Checked against the profiles that exist
+/// by [`keeps`].
+pub(crate) fn profile_list(
+    cx: &Cx<'_>,
+    v: crate::config::source::Val<'_>,
+    example: &str,
+) -> Option<Vec<(String, Range<usize>)>> {
+    let items =
+        crate::config::source::array(cx, v, &format!("a list of profile names, e.g. {example}"))?;
+    let mut out = Vec::new();
+    let mut ok = true;
+    for item in items {
+        match crate::config::source::string(cx, item, "a string (a profile's name)") {
+            Some(s) => out.push((s.to_owned(), item.span())),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Whether a top-level entry (`owner`, e.g. "stub `fraud`") with `profiles` (none: every profile)
+/// applies to `profile`; each name it gives is checked against `available` first.
+pub(crate) fn keeps(
+    cx: &Cx<'_>,
+    profiles: Option<&[(String, Range<usize>)]>,
+    file: usize,
+    available: &[String],
+    profile: &str,
+    owner: &str,
+) -> bool {
+    let Some(profiles) = profiles else {
+        return true;
+    };
+    check_profile_names(cx, file, profiles, available, owner);
+    profiles.iter().any(|(name, _)| name == profile)
+}
+
 pub(crate) fn check_profile_names(
     cx: &Cx<'_>,
     file: usize,

@@ -50,7 +50,7 @@ pub(crate) const HEADROOM: Key<f64> = Key::new(
 /// `slo.recovery`.
 pub(crate) const RECOVERY: Key<Duration> = Key::new(
     "recovery",
-    "the longest acceptable time to stable SLO after a spike or a stress (a gate check)",
+    "the longest acceptable time to stable SLO after a spike, a stress or a fault (a gate check)",
     positive_duration,
 );
 

@@ -1,0 +1,465 @@
+//! `[[fault]]` on a stub (issue 15, seed 002's "resilience under a named fault"): a change to a
+//! stub's answers, applied `at` into a phase's measured part and removed `for` later, then
+//! verified from the stub's own figures (what it served while the fault held, and after), with
+//! the time to stable SLO after the removal read from the phase's windows.
+//!
+//! The schedule is a task on the run's runtime (the generator runs on threads of its own), which
+//! notes when it applied and removed the fault as it goes: a phase that ends first leaves the
+//! fault applied, and [`ScheduledFault::finish`] removes it and says so.
+
+use super::server::{Applied, StubController, StubFault};
+use crate::plan::Recovery;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// When a fault was applied and removed: each the stub's state generation and the offset from the
+/// start of the phase's measured part.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaultTimes {
+    /// The generation the fault was served under, and when it was applied.
+    pub applied: Option<(u64, Duration)>,
+    /// The generation after its removal, and when it was removed.
+    pub removed: Option<(u64, Duration)>,
+    /// Whether [`ScheduledFault::finish`] had to remove it (the phase ended first).
+    pub cut_short: bool,
+}
+
+/// A fault whose schedule runs.
+#[derive(Debug)]
+pub struct ScheduledFault {
+    controller: StubController,
+    times: Arc<Mutex<FaultTimes>>,
+    measured_from: Instant,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts `change`'s schedule on `controller`'s stub: applied `at` after `measured_from` (the start
+/// of the phase's measured part), removed `duration` later. Needs a tokio runtime.
+pub fn schedule(
+    controller: StubController,
+    change: StubFault,
+    measured_from: Instant,
+    at: Duration,
+    duration: Duration,
+) -> ScheduledFault {
+    let times = Arc::new(Mutex::new(FaultTimes::default()));
+    let task = {
+        let controller = controller.clone();
+        let times = Arc::clone(&times);
+        let start = tokio::time::Instant::from_std(measured_from);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(start + at).await;
+            let generation = controller.apply(Some(change));
+            let when = measured_from.elapsed();
+            lock(&times).applied = Some((generation, when));
+            tokio::time::sleep_until(start + at + duration).await;
+            let generation = controller.apply(None);
+            let when = measured_from.elapsed();
+            lock(&times).removed = Some((generation, when));
+        })
+    };
+    ScheduledFault {
+        controller,
+        times,
+        measured_from,
+        task,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ScheduledFault {
+    /// Ends the schedule: a fault still applied is removed now (`cut_short`); returns the times.
+    pub fn finish(self) -> FaultTimes {
+        self.task.abort();
+        let mut times = *lock(&self.times);
+        if times.applied.is_some() && times.removed.is_none() {
+            let generation = self.controller.apply(None);
+            times.removed = Some((generation, self.measured_from.elapsed()));
+            times.cut_short = true;
+        }
+        times
+    }
+
+    /// The stub's handle.
+    pub fn controller(&self) -> &StubController {
+        &self.controller
+    }
+}
+
+/// What a fault did, as the result records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// Its name.
+    pub name: String,
+    /// The stub it changed.
+    pub stub: String,
+    /// The phase it ran in.
+    pub phase: String,
+    /// What it did, e.g. `latency +180ms`.
+    pub change: String,
+    /// When it was due, from the start of the phase's measured part.
+    #[serde(rename = "at_ms", with = "crate::measure::millis")]
+    pub at: Duration,
+    /// How long it was due to hold.
+    #[serde(rename = "for_ms", with = "crate::measure::millis")]
+    pub duration: Duration,
+    /// When it was applied (from the start of the measured part), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_at_ms: Option<f64>,
+    /// When it was removed, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_at_ms: Option<f64>,
+    /// What the stub served while it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<Applied>,
+    /// What the stub served after its removal, until the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Applied>,
+    /// Whether the stub's figures show it applied and removed.
+    pub verified: bool,
+    /// Why it is not verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The time to stable SLO after its removal, from the phase's windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+    /// The good windows in a row that recovery needs (`[recovery] windows`).
+    pub recovery_windows: usize,
+    /// The `[slo] recovery` check of the time to stable SLO after its removal, when a limit is
+    /// set (`compare::fault_recovery_check`): a failure is a regression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::plan::RecoveryCheck>,
+}
+
+impl FaultRecord {
+    /// The record of a fault whose phase never ran (skipped, or the plan stopped before it).
+    pub fn not_run(config: &crate::config::FaultConfig, required: usize) -> Self {
+        FaultRecord {
+            name: config.name.clone(),
+            stub: config.stub.clone(),
+            phase: config.phase.clone(),
+            change: config.describe(),
+            at: config.at,
+            duration: config.duration,
+            applied_at_ms: None,
+            removed_at_ms: None,
+            during: None,
+            after: None,
+            verified: false,
+            problem: Some(format!("its phase (`{}`) did not run", config.phase)),
+            recovery: None,
+            recovery_windows: required,
+            check: None,
+        }
+    }
+
+    /// One line: `fault slow-fraud (stub fraud: latency +180ms, soak 10.0 s to 20.0 s): verified,
+    /// 212 requests served with 181–224 ms (mean 190 ms); stable after 1.0 s`.
+    pub fn statement(&self) -> String {
+        let required = self.recovery_windows;
+        let when = match (self.applied_at_ms, self.removed_at_ms) {
+            (Some(a), Some(r)) => format!("{} {:.1} s to {:.1} s", self.phase, a / 1e3, r / 1e3),
+            (Some(a), None) => format!("{} from {:.1} s", self.phase, a / 1e3),
+            _ => format!("{}, never applied", self.phase),
+        };
+        let served = self
+            .during
+            .as_ref()
+            .map(|d| {
+                format!(
+                    "; {} requests served under it with {:.0}–{:.0} ms (mean {:.0} ms), {} errors",
+                    d.requests, d.delay_min_ms, d.delay_max_ms, d.delay_mean_ms, d.errors
+                )
+            })
+            .unwrap_or_default();
+        let verified = match &self.problem {
+            None => "verified".to_owned(),
+            Some(why) => format!("NOT verified: {why}"),
+        };
+        let recovery = self
+            .recovery
+            .as_ref()
+            .map(|r| format!("; after its removal {}", r.describe(required)))
+            .unwrap_or_default();
+        format!(
+            "fault {} (stub {}: {}, {when}): {verified}{served}{recovery}",
+            self.name, self.stub, self.change
+        )
+    }
+}
+
+/// Records what a fault did from its `times` ([`ScheduledFault::finish`]): what `controller`'s
+/// stub served under it and after it, whether that verifies it, and the time to stable SLO after
+/// its removal from `windows` (its phase's, `required` in a row).
+pub fn record(
+    config: &crate::config::FaultConfig,
+    controller: &StubController,
+    times: FaultTimes,
+    windows: &[crate::measure::Window],
+    required: usize,
+    slo: &crate::config::SloConfig,
+) -> FaultRecord {
+    let during = times.applied.and_then(|(g, _)| controller.applied(g));
+    let after = times.removed.and_then(|(g, _)| controller.applied(g));
+    let verdict = verify(
+        &config.change,
+        &config.stub,
+        &times,
+        during.as_ref(),
+        after.as_ref(),
+    );
+    let recovery = match times.removed {
+        Some((_, removed)) if !times.cut_short && !windows.is_empty() => {
+            Some(crate::plan::time_to_stable(windows, removed, required, slo))
+        }
+        _ => None,
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    FaultRecord {
+        name: config.name.clone(),
+        stub: config.stub.clone(),
+        phase: config.phase.clone(),
+        change: config.describe(),
+        at: config.at,
+        duration: config.duration,
+        applied_at_ms: times.applied.map(|(_, t)| ms(t)),
+        removed_at_ms: times.removed.map(|(_, t)| ms(t)),
+        during,
+        after,
+        verified: verdict.is_ok(),
+        problem: verdict.err(),
+        recovery,
+        recovery_windows: required,
+        check: None,
+    }
+}
+
+/// A pass with a fault that could not be verified is inconclusive: the run did not perform the
+/// experiment its config declares. Any other outcome stands, with the fault named among the
+/// warnings. The comparison's copy of the verdict follows.
+pub fn settle_faults(
+    head: &crate::result::RunResult,
+    comparison: Option<&mut crate::result::Comparison>,
+    verdict: &mut crate::result::Verdict,
+) {
+    use crate::result::VerdictOutcome;
+    let unverified: Vec<&FaultRecord> = head.faults.iter().filter(|f| !f.verified).collect();
+    if unverified.is_empty() {
+        return;
+    }
+    for fault in unverified {
+        let why = format!(
+            "fault `{}` could not be verified: {}",
+            fault.name,
+            fault.problem.as_deref().unwrap_or("no figures")
+        );
+        if verdict.outcome == VerdictOutcome::Pass {
+            let replaced =
+                std::mem::replace(&mut verdict.rule_fired, format!("inconclusive: {why}"));
+            verdict
+                .warnings
+                .insert(0, format!("without the fault's verification: {replaced}"));
+            verdict.outcome = VerdictOutcome::Inconclusive;
+            verdict.metrics.clear();
+        } else {
+            verdict.warnings.push(why);
+        }
+    }
+    if let Some(c) = comparison {
+        c.verdict = verdict.clone();
+    }
+}
+
+/// Whether `stub`'s figures show `change` applied while it held (`during`) and removed after it
+/// (`after`); `Err` says why not.
+pub fn verify(
+    change: &StubFault,
+    stub: &str,
+    times: &FaultTimes,
+    during: Option<&Applied>,
+    after: Option<&Applied>,
+) -> Result<(), String> {
+    if times.applied.is_none() {
+        return Err("the phase ended before it was due".to_owned());
+    }
+    let Some(during) = during.filter(|d| d.requests > 0) else {
+        return Err(format!(
+            "stub `{stub}` served no request while it held: nothing shows it applied"
+        ));
+    };
+    let extra_ms = change.extra.as_secs_f64() * 1e3;
+    if extra_ms > 0.0 && during.delay_min_ms + 1e-6 < extra_ms {
+        return Err(format!(
+            "stub `{stub}` served a request with {:.1} ms while it held, less than the +{extra_ms:.1} \
+             ms it adds",
+            during.delay_min_ms
+        ));
+    }
+    if let Some(share) = change.errors
+        && share >= 1.0
+        && during.errors + during.timeouts < during.requests
+    {
+        return Err(format!(
+            "stub `{stub}` answered {} of {} requests without an error while it held every one",
+            during.requests - during.errors - during.timeouts,
+            during.requests
+        ));
+    }
+    if times.cut_short {
+        return Err("the phase ended before it was due to be removed".to_owned());
+    }
+    let Some(after) = after.filter(|a| a.requests > 0) else {
+        return Err(format!(
+            "stub `{stub}` served no request after its removal: nothing shows it removed"
+        ));
+    };
+    if extra_ms > 0.0 && after.delay_min_ms + 1e-6 >= during.delay_min_ms.max(extra_ms) {
+        return Err(format!(
+            "stub `{stub}` still served every request after its removal with at least {:.1} ms",
+            after.delay_min_ms
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(requests: u64, errors: u64, min: f64, max: f64) -> Applied {
+        Applied {
+            generation: 1,
+            requests,
+            errors,
+            timeouts: 0,
+            delay_min_ms: min,
+            delay_mean_ms: (min + max) / 2.0,
+            delay_max_ms: max,
+            ..Applied::default()
+        }
+    }
+
+    fn slower() -> StubFault {
+        StubFault {
+            extra: Duration::from_millis(180),
+            factor: 1.0,
+            errors: None,
+        }
+    }
+
+    fn times() -> FaultTimes {
+        FaultTimes {
+            applied: Some((1, Duration::from_secs(10))),
+            removed: Some((2, Duration::from_secs(20))),
+            cut_short: false,
+        }
+    }
+
+    #[test]
+    fn a_fault_is_verified_from_what_the_stub_served_during_and_after() {
+        let during = applied(200, 0, 181.0, 240.0);
+        let after = applied(180, 0, 1.5, 60.0);
+        assert_eq!(
+            verify(&slower(), "fraud", &times(), Some(&during), Some(&after)),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn nothing_served_or_the_wrong_delays_are_not_verified() {
+        let during = applied(200, 0, 181.0, 240.0);
+        let after = applied(180, 0, 1.5, 60.0);
+        let why = |t: &FaultTimes, d: Option<&Applied>, a: Option<&Applied>| {
+            verify(&slower(), "fraud", t, d, a).expect_err("not verified")
+        };
+        assert!(why(&times(), None, Some(&after)).contains("served no request while it held"));
+        let short = applied(10, 0, 20.0, 200.0);
+        assert!(why(&times(), Some(&short), Some(&after)).contains("less than the +180.0 ms"));
+        assert!(why(&times(), Some(&during), None).contains("after its removal"));
+        let stuck = applied(10, 0, 185.0, 200.0);
+        assert!(why(&times(), Some(&during), Some(&stuck)).contains("still served"));
+        let never = FaultTimes::default();
+        assert!(why(&never, None, None).contains("before it was due"));
+        let cut = FaultTimes {
+            cut_short: true,
+            ..times()
+        };
+        assert!(why(&cut, Some(&during), Some(&after)).contains("due to be removed"));
+    }
+
+    #[test]
+    fn an_error_burst_of_every_request_is_checked() {
+        let burst = StubFault {
+            extra: Duration::ZERO,
+            factor: 1.0,
+            errors: Some(1.0),
+        };
+        let after = applied(5, 0, 1.0, 2.0);
+        let all = applied(50, 50, 1.0, 9.0);
+        assert_eq!(
+            verify(&burst, "s", &times(), Some(&all), Some(&after)),
+            Ok(())
+        );
+        let some = applied(50, 49, 1.0, 9.0);
+        assert!(
+            verify(&burst, "s", &times(), Some(&some), Some(&after))
+                .expect_err("one answered")
+                .contains("1 of 50 requests without an error")
+        );
+    }
+
+    /// A stub with no route, for the schedule's own tests.
+    fn idle_stub() -> super::super::RunningStub {
+        super::super::RunningStub::start(super::super::StubSpec {
+            name: "s".to_owned(),
+            port: 0,
+            routes: Vec::new(),
+            latency: super::super::Latency::NONE,
+            errors: 0.0,
+            error_status: 503,
+            timeouts: 0.0,
+            seed: 1,
+        })
+        .expect("start")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_schedule_applies_then_removes_at_its_offsets() {
+        let stub = idle_stub();
+        let scheduled = schedule(
+            stub.controller(),
+            slower(),
+            Instant::now(),
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        );
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        assert_eq!(lock(&scheduled.times).applied.map(|a| a.0), Some(1));
+        assert_eq!(lock(&scheduled.times).removed, None);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let times = scheduled.finish();
+        assert_eq!(times.removed.map(|r| r.0), Some(2));
+        assert!(!times.cut_short);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_phase_that_ends_first_removes_the_fault_and_says_so() {
+        let stub = idle_stub();
+        let scheduled = schedule(
+            stub.controller(),
+            slower(),
+            Instant::now(),
+            Duration::from_secs(1),
+            Duration::from_secs(10),
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let times = scheduled.finish();
+        assert!(times.cut_short);
+        assert_eq!(times.applied.map(|a| a.0), Some(1));
+        assert_eq!(times.removed.map(|r| r.0), Some(2));
+    }
+}

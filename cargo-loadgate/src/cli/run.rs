@@ -262,6 +262,14 @@ async fn run_booted(
 ) -> Result<i32, RunError> {
     let (cwd, config) = load_config(&opts.config)?;
     let kind = resolve_kind(opts, &config).await?;
+    if kind == TargetKind::Url && !config.faults.is_empty() {
+        return Err(RunError::Usage {
+            message: "faults (`[[fault]]`) need the target booted by loadgate, which gives it the \
+                      stubs' addresses; a url target is not\nhint: run it with `--target process` \
+                      or `--target container`, or leave the faults out of this profile"
+                .to_owned(),
+        });
+    }
     let shard = opts
         .shard
         .map(|shard| ShardState::new(shard, kind, opts.start_at, opts.max_skew))
@@ -770,7 +778,13 @@ async fn run_booted(
         .iter()
         .any(|p| p.measurement.validity.is_valid());
     if opts.save_baseline {
+        let unverified = result.faults.iter().find(|f| !f.verified);
         match (&repo, outcome.valid && any_valid) {
+            (Some(_), true) if unverified.is_some() => eprintln!(
+                "     Warning not saving this run as a baseline: fault `{}` could not be verified, \
+                 so its soak is not the one the config declares",
+                unverified.map_or("", |f| f.name.as_str())
+            ),
             (Some(repo), true) => {
                 let saved = gate::save(repo, &gate_options, &result)?;
                 eprintln!("       Saved baseline in {saved}");

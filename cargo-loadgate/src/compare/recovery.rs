@@ -189,11 +189,15 @@ fn settle_unmade_recovery(
     let Some(limit_ms) = head.slo.as_ref().and_then(|s| s.recovery_limit_ms) else {
         return;
     };
-    let unmeasured_fault = head
-        .faults
-        .iter()
-        .find(|f| f.recovery.is_none())
-        .map(|f| format!("fault `{}` was not removed within its phase", f.name));
+    let unmeasured_fault = head.faults.iter().find(|f| f.recovery.is_none()).map(|f| {
+        format!(
+            "fault `{}`: {}",
+            f.name,
+            f.problem
+                .as_deref()
+                .unwrap_or("no time to stable SLO was read")
+        )
+    });
     let why = head
         .spike_skipped
         .as_deref()

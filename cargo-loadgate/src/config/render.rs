@@ -377,15 +377,16 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
         render_stub(&mut out, s);
     }
     for f in &cfg.faults {
-        render_fault(&mut out, f);
+        render_fault(&mut out, f, &cfg.profile);
     }
     out
 }
 
-/// One `[[fault]]` (without `profiles`).
-fn render_fault(out: &mut String, f: &FaultConfig) {
+/// One `[[fault]]`, in the listed profile (a fault names its profiles).
+fn render_fault(out: &mut String, f: &FaultConfig, profile: &str) {
     let _ = write!(out, "\n[[fault]]\n");
     kv(out, "name", &string(&f.name));
+    kv(out, "profiles", &strings(&[profile.to_owned()]));
     kv(out, "phase", &string(&f.phase));
     kv(out, "at", &string(&format_duration(f.at)));
     kv(out, "for", &string(&format_duration(f.duration)));

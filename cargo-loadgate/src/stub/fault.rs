@@ -212,12 +212,16 @@ pub fn record(
         during.as_ref(),
         after.as_ref(),
     );
-    let recovery = match times.removed {
-        Some((_, removed)) if !times.cut_short && !windows.is_empty() => {
-            Some(crate::plan::time_to_stable(windows, removed, required, slo))
-        }
-        _ => None,
-    };
+    // From the removal as scheduled: the timer fires a millisecond or so after it, and a window
+    // that starts at the removal's second must count (`time_to_stable` reads no window that
+    // starts before its event).
+    let recovery =
+        match times.removed {
+            Some(_) if !times.cut_short && !windows.is_empty() => Some(
+                crate::plan::time_to_stable(windows, config.at + config.duration, required, slo),
+            ),
+            _ => None,
+        };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     FaultRecord {
         name: config.name.clone(),

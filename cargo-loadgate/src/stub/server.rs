@@ -756,14 +756,22 @@ async fn serve(
                 _ = tokio::time::sleep(delay) => {}
             }
         }
+        // 204 and 304 have no body (nor its length); a HEAD answer has the length, not the body.
+        let bodiless = status == 204 || status == 304;
+        let length = if bodiless {
+            String::new()
+        } else {
+            format!("content-length: {}\r\n", body.len())
+        };
         let head = format!(
-            "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{}\r\n",
+            "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\n{length}{}\r\n",
             reason(status),
-            body.len(),
             if close { "connection: close\r\n" } else { "" }
         );
         write.write_all(head.as_bytes()).await?;
-        write.write_all(body.as_bytes()).await?;
+        if !bodiless && !method.eq_ignore_ascii_case("HEAD") {
+            write.write_all(body.as_bytes()).await?;
+        }
         shared.served(arrived.elapsed());
         if close {
             let _ = write.shutdown().await;

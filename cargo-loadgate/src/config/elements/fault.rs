@@ -1,7 +1,7 @@
 //! `[[fault]]`: a change to a `[[stub]]`'s answers scheduled inside the soak (issue 15, seed
 //! 002): more latency (`"+180ms"`) or a multiple of it (`"3x"`), an error burst (`errors`), from
 //! `at` into the soak's measured part for `for`. A top-level array of tables like `[[stub]]`;
-//! `profiles` says which profiles run it (all by default). Each profile checks that it serves
+//! `profiles` (required) says which profiles run it. Each profile checks that it serves
 //! the stub and that the fault ends within its soak. Every problem is reported at once.
 
 use crate::config::source::{Cx, Tbl, Val, array, duration, share, string, suggest};
@@ -30,7 +30,7 @@ const PHASES: &[&str] = &["soak"];
 /// A fault as written: its config, the profiles it names, and where its parts are.
 pub(crate) struct RawFault {
     config: FaultConfig,
-    profiles: Option<Vec<(String, Range<usize>)>>,
+    profiles: Vec<(String, Range<usize>)>,
     file: usize,
     name_span: Range<usize>,
     stub_span: Range<usize>,
@@ -87,7 +87,7 @@ pub(crate) fn for_profile(
     let mut out = Vec::new();
     for raw in raws {
         let owner = format!("fault `{}`", raw.config.name);
-        let profiles = raw.profiles.as_deref();
+        let profiles = Some(raw.profiles.as_slice());
         if !super::profile::keeps(cx, profiles, raw.file, available, &config.profile, &owner) {
             continue;
         }
@@ -109,8 +109,9 @@ pub(crate) fn for_profile(
         }
         let soak = config.soak.duration;
         let ends = f.at + f.duration;
-        // The time to stable SLO after the removal needs `[recovery] windows` windows of the soak.
-        let after = config.soak.window * config.recovery.windows.max(1) as u32;
+        // The time to stable SLO after the removal needs `[recovery] windows` of the phase's 1 s
+        // windows.
+        let after = crate::engine::WINDOW * config.recovery.windows.max(1) as u32;
         if ends + after > soak {
             cx.error(
                 raw.file,
@@ -133,20 +134,24 @@ pub(crate) fn for_profile(
             );
             continue;
         }
-        // One fault at a time on a stub: a second would replace the first, and the first's
-        // removal would end both.
+        // One fault at a time, each with its recovery read before the next: on one stub a
+        // second would replace the first (and the first's removal end both), and a fault inside
+        // another's recovery would be read as that one's.
         if let Some(other) = out
             .iter()
-            .find(|o: &&FaultConfig| o.stub == f.stub && o.at < ends && f.at < o.at + o.duration)
+            .find(|o: &&FaultConfig| o.at < ends + after && f.at < o.at + o.duration + after)
         {
             cx.error(
                 raw.file,
                 raw.for_span.clone(),
                 format!(
-                    "faults `{}` and `{}` both hold on stub `{}` at once",
-                    other.name, f.name, f.stub
+                    "faults `{}` and `{}` overlap, counting the {} after each that its recovery \
+                     is read from",
+                    other.name,
+                    f.name,
+                    crate::config::format_duration(after)
                 ),
-                Some("schedule one after the other, or combine them into one fault".to_owned()),
+                Some("schedule one after the other's recovery, or combine them".to_owned()),
             );
             continue;
         }
@@ -261,10 +266,17 @@ fn entry(
         return None;
     }
     let (extra, factor) = latency.unwrap_or((Duration::ZERO, 1.0));
-    let profiles = match t.get(PROFILES) {
-        Some(p) => Some(super::profile::profile_list(cx, p, "[\"faults\"]")?),
-        None => None,
-    };
+    // Required: a fault must fit the soak of every profile that runs it, and the built-in ones'
+    // soaks differ (`quick`'s is 5 s).
+    let profiles = t
+        .required(
+            cx,
+            PROFILES,
+            &label,
+            "name the profiles that run it, e.g. profiles = [\"faults\"]: it must fit each one's \
+             soak",
+        )
+        .and_then(|p| super::profile::profile_list(cx, p, "[\"faults\"]"));
     let (line, col) = cx.files[t.file].position(t.span.start);
     Some(RawFault {
         config: FaultConfig {
@@ -280,7 +292,7 @@ fn entry(
             },
             location: format!("{}:{line}:{col}", cx.files[t.file].path.display()),
         },
-        profiles,
+        profiles: profiles?,
         file: t.file,
         name_span: name_val.map_or(t.span.clone(), |n| n.span()),
         stub_span: stub_val.map_or(t.span.clone(), |s| s.span()),
@@ -382,7 +394,7 @@ mod tests {
     fn a_fault_reads_with_its_change() {
         let cfg = parse_ok(
             "[[fault]]\nname = \"slow\"\nstub = \"fraud\"\nat = \"5s\"\nfor = \"10s\"\nlatency = \"+180ms\"\nprofiles = [\"default\"]\n\n\
-             [[fault]]\nname = \"burst\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"2s\"\nlatency = \"3x\"\nerrors = \"50%\"\nprofiles = [\"default\"]\n",
+             [[fault]]\nname = \"burst\"\nstub = \"fraud\"\nat = \"21s\"\nfor = \"2s\"\nlatency = \"3x\"\nerrors = \"50%\"\nprofiles = [\"default\"]\n",
         );
         let slow = &cfg.faults[0];
         assert_eq!(slow.phase, "soak");
@@ -404,7 +416,7 @@ mod tests {
             "[[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"1s\"\nprofiles = [\"default\"]\n";
         assert_one_error(&format!("{base}for = \"10s\"\n"), "changes nothing");
         assert_one_error(
-            "[[fault]]\nname = \"f\"\nstub = \"frud\"\nat = \"5s\"\nfor = \"1s\"\nlatency = \"+1ms\"\n",
+            "[[fault]]\nname = \"f\"\nstub = \"frud\"\nat = \"5s\"\nfor = \"1s\"\nlatency = \"+1ms\"\nprofiles = [\"default\"]\n",
             "did you mean `fraud`?",
         );
         // The default soak is 30 s.
@@ -435,7 +447,7 @@ mod tests {
         assert_one_error(
             &format!(
                 "{base}for = \"1s\"\nerrors = \"1%\"\n\n\
-                 [[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"5s\"\nfor = \"1s\"\nerrors = \"2%\"\nprofiles = [\"default\"]\n"
+                 [[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"10s\"\nfor = \"1s\"\nerrors = \"2%\"\nprofiles = [\"default\"]\n"
             ),
             "fault `f` is declared twice",
         );
@@ -444,7 +456,15 @@ mod tests {
                 "{base}for = \"1s\"\nerrors = \"1%\"\n\n\
                  [[fault]]\nname = \"g\"\nstub = \"fraud\"\nat = \"1500ms\"\nfor = \"1s\"\nerrors = \"2%\"\nprofiles = [\"default\"]\n"
             ),
-            "faults `f` and `g` both hold on stub `fraud` at once",
+            "faults `f` and `g` overlap, counting the 5s after each",
+        );
+    }
+
+    #[test]
+    fn a_fault_names_its_profiles() {
+        assert_one_error(
+            "[[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"1s\"\nerrors = \"1%\"\n",
+            "fault `f` has no `profiles`",
         );
     }
 
@@ -452,18 +472,15 @@ mod tests {
     fn a_fault_on_a_stub_its_profile_does_not_serve_is_an_error() {
         let text = with_workload(
             "[recovery]\nwindows = 1\n[[stub]]\nname = \"fraud\"\nenv = \"FRAUD_URL\"\nprofiles = [\"quick\"]\n[[stub.route]]\npath = \"/\"\n\
-             [[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"1s\"\nerrors = \"10%\"\n",
+             [[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"1s\"\nerrors = \"10%\"\nprofiles = [\"default\", \"quick\"]\n",
         );
-        let err = parse(&text, "quick").expect_err("invalid in the other profiles");
+        let err = parse(&text, "quick").expect_err("invalid in `default`");
         assert!(
             err.to_string()
                 .contains("which profile `default` does not serve"),
             "{err}"
         );
-        let scoped = text.replace(
-            "errors = \"10%\"\n",
-            "errors = \"10%\"\nprofiles = [\"quick\"]\n",
-        );
+        let scoped = text.replace("[\"default\", \"quick\"]", "[\"quick\"]");
         let quick = parse(&scoped, "quick").expect("valid");
         assert_eq!(quick.faults.len(), 1);
         assert!(parse(&scoped, "default").expect("valid").faults.is_empty());
@@ -472,8 +489,8 @@ mod tests {
     #[test]
     fn the_listing_reads_back_as_the_same_faults() {
         let text = with_workload(&format!(
-            "[recovery]\nwindows = 1\n{STUB_TOML}[[fault]]\nname = \"slow\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"2s\"\nlatency = \"+180ms\"\nerrors = \"5%\"\n\
-             [[fault]]\nname = \"x\"\nstub = \"fraud\"\nat = \"3s\"\nfor = \"1s\"\nlatency = \"2.5x\"\n"
+            "{STUB_TOML}[[fault]]\nname = \"slow\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"2s\"\nlatency = \"+180ms\"\nerrors = \"5%\"\nprofiles = [\"default\"]\n\
+             [[fault]]\nname = \"x\"\nstub = \"fraud\"\nat = \"10s\"\nfor = \"1s\"\nlatency = \"2.5x\"\nprofiles = [\"default\"]\n"
         ));
         let cfg = parse(&text, "default").expect("valid");
         let listing = crate::config::render_resolved(&cfg);

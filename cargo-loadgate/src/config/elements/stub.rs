@@ -371,7 +371,7 @@ fn route(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Route> {
             Some(s.to_owned())
         });
     let status = match t.get(STATUS) {
-        Some(s) => integer_in(cx, s, "`status`", 100..=599).map(|n| n as u16),
+        Some(s) => integer_in(cx, s, "`status`", 200..=599).map(|n| n as u16),
         None => Some(200),
     };
     let body = match t.get(BODY) {

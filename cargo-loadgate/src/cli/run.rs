@@ -580,7 +580,6 @@ async fn run_booted(
                         if let Some(stub) = stubs.get(&f.stub) {
                             scheduled.push((
                                 f.clone(),
-                                stub.controller(),
                                 crate::stub::fault::schedule(
                                     stub.controller(),
                                     f.change,
@@ -891,10 +890,9 @@ pub(super) fn record_plan_event(
 /// boots two; a shard sends a slice of the load, and `merge` does not judge them); probe limits are
 /// judged in stored runs only; `[slo] recovery` needs a `[spike]` or a `[stress]`, which a paired
 /// run never runs; a `[stress]` compares one whole run's stretches (neither paired nor a shard).
-/// A fault whose schedule runs: its config, its stub's handle, the schedule.
+/// A fault whose schedule runs: its config and the schedule.
 type ScheduledFault = (
     crate::config::FaultConfig,
-    crate::stub::StubController,
     crate::stub::fault::ScheduledFault,
 );
 
@@ -907,7 +905,8 @@ type FinishedFault = (
 
 /// Ends every scheduled fault (removing one still applied: its phase is over) into `finished`.
 fn finish_faults(scheduled: &mut Vec<ScheduledFault>, finished: &mut Vec<FinishedFault>) {
-    for (config, controller, schedule) in scheduled.drain(..) {
+    for (config, schedule) in scheduled.drain(..) {
+        let controller = schedule.controller().clone();
         finished.push((config, controller, schedule.finish()));
     }
 }

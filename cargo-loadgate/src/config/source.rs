@@ -567,6 +567,14 @@ pub(crate) fn positive_share(cx: &Cx<'_>, v: Val<'_>, what: &str, max: Option<f6
     }
 }
 
+/// Whether `s` is the name of a config entry (a dependency, a probe, a stub): letters, digits,
+/// `_` and `-`, at least one.
+pub(crate) fn is_entry_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
 /// An array, reporting anything else.
 pub(crate) fn array<'a>(cx: &Cx<'_>, v: Val<'a>, expected: &str) -> Option<Vec<Val<'a>>> {
     match v.get() {

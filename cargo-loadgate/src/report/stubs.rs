@@ -7,22 +7,17 @@ use crate::result::RunResult;
 use crate::stub::StubRecord;
 use std::fmt::Write as _;
 
+/// `20.04` (milliseconds) as `20 ms`, as the step tables write latencies.
 fn ms(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
+    crate::plan::format_latency(std::time::Duration::from_secs_f64(x.max(0.0) / 1e3))
 }
 
-/// One line for the terminal: `stub prices: 1234 requests; delay p50 20.0 ms, p99 180 ms, max
+/// One line for the terminal: `stub prices (…): 1234 requests; delay p50 20 ms, p99 180 ms, max
 /// 251 ms; served p99 181 ms; 12 errors, 0 timeouts, 0 unmatched`.
 pub fn stub_line(stub: &StubRecord) -> String {
     format!(
-        "stub {} ({}): {} requests; delay p50 {} ms, p99 {} ms, max {} ms; served p99 {} ms; {} \
-         errors, {} timeouts, {} unmatched",
+        "stub {} ({}): {} requests; delay p50 {}, p99 {}, max {}; served p99 {}; {} errors, {} \
+         timeouts, {} unmatched",
         stub.name,
         stub.latency,
         stub.requests,
@@ -49,8 +44,8 @@ pub fn stub_markdown(result: &RunResult) -> String {
     );
     let _ = writeln!(
         md,
-        "| stub | latency | requests | delay p50 ms | delay p99 ms | served p99 ms | errors | \
-         timeouts | unmatched |\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
+        "| stub | latency | requests | delay p50 | delay p99 | served p99 | errors | timeouts | \
+         unmatched |\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
     );
     for s in &result.stubs {
         let _ = writeln!(
@@ -88,7 +83,7 @@ pub fn stub_markdown(result: &RunResult) -> String {
             md,
             "\n⚠️ {}",
             escape(&format!(
-                "stub `{}` took longer to serve (p99 {} ms) than its delays (p99 {} ms): the \
+                "stub `{}` took longer to serve (p99 {}) than its delays (p99 {}): the \
                  machine slowed it, so the dependency's latency was higher than configured",
                 s.name,
                 ms(s.served.p99_ms),
@@ -133,7 +128,7 @@ mod tests {
     fn a_stub_reads_as_one_line() {
         assert_eq!(
             stub_line(&record(181.0)),
-            "stub prices (lognormal, p50 20ms, p99 180ms): 1234 requests; delay p50 20.0 ms, p99 \
+            "stub prices (lognormal, p50 20ms, p99 180ms): 1234 requests; delay p50 20 ms, p99 \
              180 ms, max 251 ms; served p99 181 ms; 12 errors, 1 timeouts, 0 unmatched"
         );
     }
@@ -145,7 +140,7 @@ mod tests {
         result.stubs = vec![record(181.0)];
         let md = stub_markdown(&result);
         assert!(
-            md.contains("| `prices` | lognormal, p50 20ms, p99 180ms | 1234 | 20.0 | 180 | 181 | 12 | 1 | 0 |"),
+            md.contains("| `prices` | lognormal, p50 20ms, p99 180ms | 1234 | 20 ms | 180 ms | 181 ms | 12 | 1 | 0 |"),
             "{md}"
         );
         assert!(!md.contains("⚠️"), "{md}");

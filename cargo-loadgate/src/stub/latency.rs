@@ -124,10 +124,7 @@ pub fn quantile_name(q: f64) -> String {
     } else if q >= 1.0 {
         "max".to_owned()
     } else {
-        let pct = q * 100.0;
-        let text = format!("{pct:.3}");
-        let text = text.trim_end_matches('0').trim_end_matches('.');
-        format!("p{text}")
+        crate::plan::quantile_label(q)
     }
 }
 

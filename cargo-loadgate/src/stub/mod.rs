@@ -63,12 +63,11 @@ impl StubSet {
         self.running
             .iter()
             .map(|(env, stub)| {
-                let record = stub.record();
                 format!(
                     "{} at {} (${env}; latency {})",
                     stub.name(),
-                    record.url,
-                    record.latency
+                    stub.url(),
+                    stub.latency().describe()
                 )
             })
             .collect()

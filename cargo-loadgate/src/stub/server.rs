@@ -515,15 +515,9 @@ impl RunningStub {
         }
     }
 
-    /// Applies `fault` (or removes any with `None`) from the next request on; returns the new
-    /// state's generation, under which the stub counts what it serves.
-    pub fn apply(&self, fault: Option<StubFault>) -> u64 {
-        self.controller().apply(fault)
-    }
-
-    /// What the stub served under state `generation` so far (`None`: no request yet).
-    pub fn applied(&self, generation: u64) -> Option<Applied> {
-        self.controller().applied(generation)
+    /// Its latency, as configured.
+    pub fn latency(&self) -> &Latency {
+        &self.shared.spec.latency
     }
 
     /// The figures so far.
@@ -904,26 +898,29 @@ mod tests {
         let stub = RunningStub::start(s).expect("start");
         let url = stub.url();
         send(&url, &get("/price")).await;
-        let generation = stub.apply(Some(StubFault {
+        let generation = stub.controller().apply(Some(StubFault {
             extra: Duration::from_millis(30),
             factor: 1.0,
             errors: Some(1.0),
         }));
         assert_eq!(generation, 1);
         assert_eq!(
-            stub.applied(generation),
+            stub.controller().applied(generation),
             None,
             "nothing served under it yet"
         );
         let started = Instant::now();
         assert_eq!(send(&url, &get("/price")).await.0, 503);
         assert!(started.elapsed() >= Duration::from_millis(31));
-        let applied = stub.applied(generation).expect("served under the fault");
+        let applied = stub
+            .controller()
+            .applied(generation)
+            .expect("served under the fault");
         assert_eq!((applied.requests, applied.errors), (1, 1));
         assert!((applied.delay_min_ms - 31.0).abs() < 1e-6, "{applied:?}");
-        let removed = stub.apply(None);
+        let removed = stub.controller().apply(None);
         assert_eq!(send(&url, &get("/price")).await.0, 200);
-        let after = stub.applied(removed).expect("served after");
+        let after = stub.controller().applied(removed).expect("served after");
         assert!((after.delay_max_ms - 1.0).abs() < 1e-6, "{after:?}");
         let record = stub.stop();
         assert_eq!(record.states.len(), 3);

@@ -228,10 +228,7 @@ const SOURCES: [&Key<String>; 4] = [&IMAGE, &DOCKERFILE, &COMMAND, &URL];
 
 fn name(cx: &Cx<'_>, v: Val<'_>, what: &str) -> Option<String> {
     let s = string(cx, v, "a string (the dependency's name)")?;
-    let ok = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
-    if !ok {
+    if !crate::config::source::is_entry_name(s) {
         cx.error(
             v.file,
             v.span(),

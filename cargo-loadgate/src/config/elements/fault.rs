@@ -4,7 +4,7 @@
 //! `profiles` (required) says which profiles run it. Each profile checks that it serves
 //! the stub and that the fault ends within its soak. Every problem is reported at once.
 
-use crate::config::source::{Cx, Tbl, Val, array, duration, share, string, suggest};
+use crate::config::source::{Cx, Tbl, Val, array_of_tables, duration, share, string, suggest};
 use crate::config::types::{FaultConfig, LoadgateConfig, StubConfig};
 use crate::stub::StubFault;
 use std::ops::Range;
@@ -40,17 +40,7 @@ pub(crate) struct RawFault {
 /// Reads every `[[fault]]` of `root` (the user's top level), checking each names a declared stub
 /// (`stubs`, every `[[stub]]`'s name) and that names are unique.
 pub(crate) fn read(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str, stubs: &[String]) -> Vec<RawFault> {
-    let Some(v) = root.get(FAULT) else {
-        return Vec::new();
-    };
-    let Some(items) = array(
-        cx,
-        v,
-        &format!("an array of tables, written [[{prefix}{FAULT}]]"),
-    ) else {
-        return Vec::new();
-    };
-    let faults: Vec<RawFault> = items
+    let faults: Vec<RawFault> = array_of_tables(cx, root, FAULT, prefix)
         .into_iter()
         .enumerate()
         .filter_map(|(i, item)| entry(cx, item, prefix, i, stubs))

@@ -29,10 +29,7 @@ pub(crate) const NAME: Key<String> = Key::new(
      `prometheus` probe of the target or a URL)",
     |cx, v, _| {
         let s = string(cx, v, "a string (the probe's name)")?;
-        let ok = !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
-        if !ok {
+        if !crate::config::source::is_entry_name(s) {
             cx.error(
                 v.file,
                 v.span(),

@@ -5,7 +5,7 @@
 //! Every problem is reported at once, at its place.
 
 use crate::config::source::{
-    Cx, Tbl, Val, array, duration, integer_in, share, string, suggest, wrong_type,
+    Cx, Tbl, Val, array, array_of_tables, duration, integer_in, share, string, suggest, wrong_type,
 };
 use crate::config::types::{LoadgateConfig, StubConfig};
 use crate::stub::{Latency, Route, TablePoint, parse_quantile_name};
@@ -83,17 +83,7 @@ pub(crate) struct RawStub {
 /// Reads every `[[stub]]` entry of `root` (the user's top level), reporting every problem: each
 /// entry's, then names, `env` and ports used twice.
 pub(crate) fn read(cx: &Cx<'_>, root: &Tbl<'_>, prefix: &str) -> Vec<RawStub> {
-    let Some(v) = root.get(STUB) else {
-        return Vec::new();
-    };
-    let Some(items) = array(
-        cx,
-        v,
-        &format!("an array of tables, written [[{prefix}{STUB}]]"),
-    ) else {
-        return Vec::new();
-    };
-    let stubs: Vec<RawStub> = items
+    let stubs: Vec<RawStub> = array_of_tables(cx, root, STUB, prefix)
         .into_iter()
         .enumerate()
         .filter_map(|(i, item)| entry(cx, item, prefix, i))
@@ -261,10 +251,7 @@ fn entry(cx: &Cx<'_>, v: Val<'_>, prefix: &str, index: usize) -> Option<RawStub>
 
 fn stub_name(cx: &Cx<'_>, v: Val<'_>) -> Option<String> {
     let s = string(cx, v, "a string (the stub's name)")?;
-    let ok = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
-    if !ok {
+    if !crate::config::source::is_entry_name(s) {
         cx.error(
             v.file,
             v.span(),

@@ -347,6 +347,30 @@ pub fn read_result(out_dir: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
+/// The suite `name` of the `junit.xml` a run wrote into `out_dir`, read back by an independent
+/// parser.
+pub fn junit_suite(out_dir: &Path, name: &str) -> junit_parser::TestSuite {
+    let path = out_dir.join("junit.xml");
+    let file = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let suites = junit_parser::from_reader(std::io::BufReader::new(file))
+        .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+    suites
+        .suites
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("{} has no suite `{name}`", path.display()))
+}
+
+/// The names of the cases of a suite, in order.
+pub fn case_names(suite: &junit_parser::TestSuite) -> Vec<&str> {
+    suite
+        .cases
+        .iter()
+        .map(|c| c.original_name.as_str())
+        .collect()
+}
+
 /// Held by every test that makes `cargo loadgate` send load. Runs pin their generator to the same
 /// core, so two at once would steal each other's time and (rightly) be judged invalid; these tests
 /// check behaviour, not speed, so they take turns.

@@ -332,6 +332,30 @@ fn a_remote_url_is_refused_without_allow_remote() {
 }
 
 #[test]
+fn replicas_of_a_url_target_are_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "\n[profile.default.target]\nreplicas = 2\n";
+    let path = write_config(dir.path(), &url_config("http://127.0.0.1:9", extra));
+    let out = LoadgateCommand::new(["run", "--config"])
+        .arg_path(&path)
+        .args(["--out-dir"])
+        .arg_path(dir.path())
+        .output();
+    out.assert_code(code::USAGE);
+    assert!(
+        out.stderr
+            .contains("`[target] replicas = 2` boots 2 instances of the service, and a url target is not booted by loadgate"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("hint: run it with `--target process`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn a_url_that_never_gets_ready_fails_the_target() {
     // Port 9 (discard) has no listener here: readiness times out after the configured 2 s.
     let dir = tempfile::tempdir().unwrap();

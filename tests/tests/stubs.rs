@@ -4,7 +4,8 @@
 //! from its lognormal (p50 5 ms, p99 40 ms), and the reports show it.
 
 use loadgate_tests::{
-    LoadgateCommand, assert_matches_result_schema, demo_manifest, load_lock, read_result,
+    LoadgateCommand, assert_matches_result_schema, case_names, demo_manifest, junit_suite,
+    load_lock, read_result,
 };
 
 /// `cargo loadgate run --profile PROFILE` of the demo, booted as a process, in stored mode.
@@ -152,19 +153,8 @@ fn a_stub_fault_in_the_soak_is_verified_and_the_time_to_stable_slo_after_it_is_m
     // No baseline outside a stored history: the verdict says so, and the fault lets it stand.
     out.assert_code(0);
     // JUnit, read back by an independent parser: the fault's case and its recovery check.
-    let file = std::fs::File::open(dir.path().join("junit.xml")).expect("junit.xml written");
-    let suites =
-        junit_parser::from_reader(std::io::BufReader::new(file)).expect("junit.xml parses");
-    let faults = suites
-        .suites
-        .into_iter()
-        .find(|s| s.name == "faults")
-        .expect("a faults suite");
-    let names: Vec<&str> = faults
-        .cases
-        .iter()
-        .map(|c| c.original_name.as_str())
-        .collect();
+    let faults = junit_suite(dir.path(), "faults");
+    let names = case_names(&faults);
     assert_eq!(
         names,
         [

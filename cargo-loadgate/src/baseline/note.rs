@@ -349,6 +349,7 @@ pub(crate) mod testing {
                 target_cpuset: None,
             },
             target: None,
+            replicas: Vec::new(),
             target_exit: None,
             ramp: None,
             headroom: None,

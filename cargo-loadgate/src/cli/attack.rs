@@ -407,7 +407,7 @@ fn attack_on_loops(
                 ..PhaseHooks::default()
             };
             run_phase_on_loops(
-                &plan.base_url,
+                std::slice::from_ref(&plan.base_url),
                 &plan.workload,
                 &plan.generator,
                 plan.slo_latency,
@@ -482,6 +482,7 @@ fn plan(opts: &AttackOpts, url: &str) -> Result<Plan, AttackError> {
         // `attack` measures the URL as it answers: no generator-wide retries (an operation's own
         // `retry` in its `--config` still applies).
         retry: None,
+        failover: None,
     };
     if let Some(path) = &opts.config {
         let text = std::fs::read_to_string(path).map_err(|source| AttackError::ReadConfig {

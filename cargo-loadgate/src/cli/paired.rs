@@ -543,7 +543,7 @@ async fn run_both(
     let requests_per_session =
         crate::workload::analyze(&config.workload).map_or(1.0, |a| a.requests_per_session);
     let mut head_runner = GeneratorRunner {
-        base_url: head.base_url().to_owned(),
+        targets: vec![head.base_url().to_owned()],
         config,
         core: generator_core,
         sampler: &head_sampler,
@@ -553,7 +553,7 @@ async fn run_both(
         shard: None,
     };
     let mut base_runner = GeneratorRunner {
-        base_url: base_target.base_url().to_owned(),
+        targets: vec![base_target.base_url().to_owned()],
         config,
         core: generator_core,
         sampler: &base_sampler,

@@ -7,7 +7,8 @@ use super::{ExitCode, RunOpts, TargetKindArg, render::render_error, render::rend
 use crate::baseline::{BaselineError, short};
 use crate::calibrate::Calibration;
 use crate::config::{
-    ConfigError, GeneratorConfig, LoadgateConfig, TargetKind, TargetSource, WorkloadConfig,
+    ConfigError, FaultTarget, GeneratorConfig, LoadgateConfig, ReplicaAction, TargetKind,
+    TargetSource, WorkloadConfig,
 };
 use crate::engine::{CancellationSignal, EngineError, PhaseHooks, PhaseSpec, Placement};
 use crate::measure::{PhaseMeasurement, Progress};
@@ -270,6 +271,7 @@ async fn run_booted(
                 .to_owned(),
         });
     }
+    refuse_replicas_without_own_ports(opts, &config, kind)?;
     let shard = opts
         .shard
         .map(|shard| ShardState::new(shard, kind, opts.start_at, opts.max_skew))
@@ -399,6 +401,58 @@ async fn run_booted(
     };
     warning(predicted);
     let target = crate::targets::boot(request.clone(), &|event| reporter.event(event)).await?;
+    // The other replicas: the same request, the binary the first one was built from; each gets a
+    // free port of its own. A failure stops the ones already up (dropped) and the first.
+    let mut replicas: Vec<crate::targets::RunningTarget> = Vec::new();
+    for index in 1..config.target.replicas {
+        let mut again = request.clone();
+        again.prebuilt = target
+            .info()
+            .binary
+            .filter(|_| matches!(config.target.source, TargetSource::Bin { .. }));
+        match crate::targets::boot(again, &|event| reporter.event(event)).await {
+            Ok(replica) => replicas.push(replica),
+            Err(e) => {
+                for replica in replicas {
+                    let _ = replica.shutdown().await;
+                }
+                let _ = target.shutdown().await;
+                eprintln!(
+                    "       Error replica {index} of {} did not boot",
+                    config.target.replicas
+                );
+                return Err(e.into());
+            }
+        }
+    }
+    // A killed replica comes back on its own port; a port the engine publishes would be another.
+    let published_kill = config.faults.iter().find_map(|f| match &f.target {
+        FaultTarget::Replica {
+            replica,
+            action: ReplicaAction::Kill,
+        } => replicas
+            .get(*replica as usize - 1)
+            .filter(|r| {
+                r.info()
+                    .network
+                    .is_some_and(|n| n.path == crate::targets::NetworkPath::Published)
+            })
+            .map(|_| f.name.clone()),
+        _ => None,
+    });
+    if let Some(name) = published_kill {
+        for replica in replicas {
+            let _ = replica.shutdown().await;
+        }
+        let _ = target.shutdown().await;
+        return Err(RunError::Usage {
+            message: format!(
+                "fault `{name}` kills a replica and boots it again on its port, and the replicas \
+                 are reached by ports the engine publishes, which a new container would not keep\n\
+                 hint: set `[target] network = \"host\"`, or run them with `--target process`"
+            ),
+        });
+    }
     let info = target.info();
     let published = info
         .network
@@ -417,6 +471,15 @@ async fn run_booted(
         info.base_url,
         info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
     );
+    for (index, replica) in replicas.iter().enumerate() {
+        let info = replica.info();
+        eprintln!(
+            "     Replica {} at {}{}",
+            index + 1,
+            info.base_url,
+            info.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        );
+    }
     // The `[data]` steps that reach the target's API, once it is ready.
     let after_target = crate::targets::data::run_data(
         &config.data,
@@ -452,6 +515,7 @@ async fn run_booted(
         config_hash: config_hashes.current.clone(),
         environment: Environment::detect(engine_version, generator_core, target_cpuset),
         target: Some(info),
+        replicas: replicas.iter().map(|r| r.info()).collect(),
         target_exit: None,
         ramp: None,
         headroom: None,
@@ -538,7 +602,10 @@ async fn run_booted(
         config.ramp.refine,
     );
     let mut runner = GeneratorRunner {
-        base_url: target.base_url().to_owned(),
+        targets: std::iter::once(&target)
+            .chain(&replicas)
+            .map(|t| t.base_url().to_owned())
+            .collect(),
         config: &config,
         core: generator_core,
         sampler: &sampler,
@@ -547,6 +614,8 @@ async fn run_booted(
         announce: None,
         shard,
     };
+    // The replicas beyond the first, shared with the faults that kill or pause one of them.
+    let replica_set = crate::targets::ReplicaSet::new(std::mem::take(&mut replicas), &request);
     let options = PlanOptions {
         keep_going: opts.keep_going,
         baseline_knee_sessions_per_sec: baseline.knee_sessions_per_sec(),
@@ -563,6 +632,12 @@ async fn run_booted(
     let mut write_error: Option<RunError> = None;
     let mut scheduled: Vec<ScheduledFault> = Vec::new();
     let mut finished: Vec<FinishedFault> = Vec::new();
+    let mut replica_scheduled: Vec<ScheduledReplicaFault> = Vec::new();
+    // Replica faults that hold through the whole ramp: applied before its first step, removed
+    // when it ends.
+    let mut ramp_scheduled: Vec<ScheduledReplicaFault> = Vec::new();
+    let mut ramp_faults_started = false;
+    let mut replica_finishing: Vec<FinishingReplicaFault> = Vec::new();
     let planned = {
         let mut observe = |event: PlanEvent| {
             let mut announce: Option<String> = None;
@@ -574,20 +649,61 @@ async fn run_booted(
                     display.phase_starting(spec, *offered_rate_per_sec);
                     // A fault's phase is over when the next one starts.
                     finish_faults(&mut scheduled, &mut finished);
+                    finish_replica_faults(&mut replica_scheduled, &mut replica_finishing);
+                    let in_ramp = is_ramp_phase(&spec.name);
+                    if !in_ramp {
+                        finish_replica_faults(&mut ramp_scheduled, &mut replica_finishing);
+                    } else if !ramp_faults_started {
+                        ramp_faults_started = true;
+                        for f in config.faults.iter().filter(|f| f.phase == "ramp") {
+                            if let FaultTarget::Replica { replica, action } = &f.target {
+                                ramp_scheduled.push((
+                                    f.clone(),
+                                    // Now, before the first step's warm-up; timed from the
+                                    // start of its measured part, as its per-replica figures.
+                                    crate::targets::replicas::schedule(
+                                        &replica_set,
+                                        *replica,
+                                        *action,
+                                        Instant::now() + spec.warmup,
+                                        Instant::now(),
+                                        None,
+                                    ),
+                                ));
+                            }
+                        }
+                    }
                     // The phase's faults, timed from the start of its measured part.
                     let measured_from = Instant::now() + spec.warmup;
                     for f in config.faults.iter().filter(|f| f.phase == spec.name) {
-                        if let Some(stub) = stubs.get(&f.stub) {
-                            scheduled.push((
-                                f.clone(),
-                                crate::stub::fault::schedule(
-                                    stub.controller(),
-                                    f.change,
-                                    measured_from,
-                                    f.at,
-                                    f.duration,
-                                ),
-                            ));
+                        match &f.target {
+                            FaultTarget::Stub { stub, change } => {
+                                if let Some(stub) = stubs.get(stub) {
+                                    scheduled.push((
+                                        f.clone(),
+                                        crate::stub::fault::schedule(
+                                            stub.controller(),
+                                            *change,
+                                            measured_from,
+                                            f.at,
+                                            f.duration,
+                                        ),
+                                    ));
+                                }
+                            }
+                            FaultTarget::Replica { replica, action } => {
+                                replica_scheduled.push((
+                                    f.clone(),
+                                    crate::targets::replicas::schedule(
+                                        &replica_set,
+                                        *replica,
+                                        *action,
+                                        measured_from,
+                                        measured_from + f.at,
+                                        Some(f.duration),
+                                    ),
+                                ));
+                            }
                         }
                     }
                 }
@@ -598,9 +714,13 @@ async fn run_booted(
                     ));
                 }
                 PlanEvent::RampDone { outcome } => {
+                    finish_replica_faults(&mut ramp_scheduled, &mut replica_finishing);
                     announce = Some(format!("        Ramp {}", outcome.sentence));
                 }
-                PlanEvent::SoakDone { .. } => finish_faults(&mut scheduled, &mut finished),
+                PlanEvent::SoakDone { .. } => {
+                    finish_faults(&mut scheduled, &mut finished);
+                    finish_replica_faults(&mut replica_scheduled, &mut replica_finishing);
+                }
                 PlanEvent::SoakSkipped { reason } => {
                     display.line(&format!("        Soak skipped: {reason}"));
                 }
@@ -641,8 +761,64 @@ async fn run_booted(
     // time to stable SLO after it from its phase's windows. A fault whose phase never ran is
     // recorded as such (never verified).
     finish_faults(&mut scheduled, &mut finished);
+    finish_replica_faults(&mut replica_scheduled, &mut replica_finishing);
+    finish_replica_faults(&mut ramp_scheduled, &mut replica_finishing);
+    let mut replica_finished = Vec::new();
+    // A replica that did not come back after its restart fails the run, with its output.
+    let mut restart_failure: Option<crate::targets::TargetError> = None;
+    for (fault, finishing) in replica_finishing {
+        match finishing.await {
+            Ok(times) => replica_finished.push((fault, times)),
+            // A panic in a schedule is a bug: the panic hook has stopped the target already.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => {}
+        }
+    }
+    for (fault, times) in replica_finished {
+        // A fault through the ramp is read from its first step, where it was applied.
+        let phase = result.phases.iter().find(|p| {
+            p.measurement.name == fault.phase
+                || (fault.phase == "ramp" && is_ramp_phase(&p.measurement.name))
+        });
+        let (valid, reasons) = phase_validity(phase);
+        let killed = matches!(
+            fault.target,
+            FaultTarget::Replica {
+                action: ReplicaAction::Kill,
+                ..
+            }
+        );
+        if killed
+            && times.removed_at_ms.is_some()
+            && times.back_at_ms.is_none()
+            && restart_failure.is_none()
+        {
+            restart_failure = Some(crate::targets::TargetError::Crashed {
+                status: times.problem.clone().unwrap_or_else(|| {
+                    format!("fault `{}`: the replica did not come back", fault.name)
+                }),
+                log_tail: times.log_tail.clone(),
+            });
+        }
+        let mut record = crate::stub::fault::record_replica(
+            &fault,
+            times,
+            phase.map(|p| &p.measurement),
+            config.recovery.windows,
+            &config.slo,
+        );
+        record.check = crate::compare::fault_recovery_check(
+            &record,
+            (valid, reasons.as_slice()),
+            config.slo.recovery,
+        );
+        display.line(&format!("       Fault {}", record.statement()));
+        result.faults.push(record);
+    }
     for f in &config.faults {
-        if !finished.iter().any(|(done, _, _)| done.name == f.name) {
+        if !finished.iter().any(|(done, _, _)| done.name == f.name)
+            && !result.faults.iter().any(|done| done.name == f.name)
+        {
             let record = crate::stub::fault::FaultRecord::not_run(f, config.recovery.windows);
             display.line(&format!("       Fault {}", record.statement()));
             result.faults.push(record);
@@ -656,17 +832,7 @@ async fn run_booted(
         let windows = phase
             .map(|p| p.measurement.windows.windows.as_slice())
             .unwrap_or_default();
-        let valid = phase.is_some_and(|p| p.measurement.validity.is_valid());
-        let reasons: Vec<String> = phase
-            .map(|p| {
-                p.measurement
-                    .validity
-                    .reasons
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let (valid, reasons) = phase_validity(phase);
         let mut record = crate::stub::fault::record(
             &fault,
             &controller,
@@ -719,11 +885,21 @@ async fn run_booted(
         }
     }
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
-    let alive = target.check_alive().await;
+    let mut alive = target.check_alive().await;
+    if let Some(failed) = restart_failure {
+        alive = alive.and(Err(failed));
+    }
+    if alive.is_ok()
+        && let Err((index, crashed)) = replica_set.check_alive().await
+    {
+        eprintln!("       Error replica {index} is down");
+        alive = Err(crashed);
+    }
     let exit = target.shutdown().await;
     if let Ok(exit) = &exit {
         result.target_exit = Some(exit.clone());
     }
+    replica_set.shutdown().await;
     // After the target: it no longer holds connections to them.
     result.stubs = stubs.stop();
     if let Some(e) = write_error {
@@ -903,12 +1079,94 @@ type FinishedFault = (
     crate::stub::fault::FaultTimes,
 );
 
+/// Whether a fault's phase (if it ran) was valid, and why not: what its recovery check reads.
+fn phase_validity(phase: Option<&crate::result::PhaseRecord>) -> (bool, Vec<String>) {
+    let valid = phase.is_some_and(|p| p.measurement.validity.is_valid());
+    let reasons = phase
+        .map(|p| {
+            p.measurement
+                .validity
+                .reasons
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    (valid, reasons)
+}
+
+/// Whether a phase is one of the ramp's: its steps (`ramp-50%`, `ramp-100%-confirm`) and its
+/// bisection (`refine-2`, `refine-2-confirm`).
+fn is_ramp_phase(name: &str) -> bool {
+    name.starts_with("ramp-") || name.starts_with("refine-")
+}
+
+/// A replica fault whose schedule runs: its config and the schedule.
+type ScheduledReplicaFault = (
+    crate::config::FaultConfig,
+    crate::targets::ScheduledReplicaFault,
+);
+
+/// A replica fault being ended (its removal, a restart among them, may take a while): its config
+/// and the task that ends it.
+type FinishingReplicaFault = (
+    crate::config::FaultConfig,
+    tokio::task::JoinHandle<crate::targets::ReplicaFaultTimes>,
+);
+
+/// Ends every scheduled replica fault, each in a task of its own (the plan's observer cannot
+/// wait): one still applied is removed, a removal under way runs to its end. Awaited after the
+/// plan.
+fn finish_replica_faults(
+    scheduled: &mut Vec<ScheduledReplicaFault>,
+    finishing: &mut Vec<FinishingReplicaFault>,
+) {
+    for (config, schedule) in scheduled.drain(..) {
+        finishing.push((config, tokio::spawn(schedule.finish())));
+    }
+}
+
 /// Ends every scheduled fault (removing one still applied: its phase is over) into `finished`.
 fn finish_faults(scheduled: &mut Vec<ScheduledFault>, finished: &mut Vec<FinishedFault>) {
     for (config, schedule) in scheduled.drain(..) {
         let controller = schedule.controller().clone();
         finished.push((config, controller, schedule.finish()));
     }
+}
+
+/// Replicas need the target booted by loadgate, each on a port of its own: a url target, or a
+/// `PORT` fixed in the environment, cannot give them that.
+fn refuse_replicas_without_own_ports(
+    opts: &RunOpts,
+    config: &crate::config::LoadgateConfig,
+    kind: TargetKind,
+) -> Result<(), RunError> {
+    let n = config.target.replicas;
+    if n < 2 {
+        return Ok(());
+    }
+    if kind == TargetKind::Url {
+        return Err(RunError::Usage {
+            message: format!(
+                "`[target] replicas = {n}` boots {n} instances of the service, and a url target \
+                 is not booted by loadgate\nhint: run it with `--target process` or `--target \
+                 container`, or leave `replicas` out of this profile"
+            ),
+        });
+    }
+    let fixed_port = opts.env.iter().any(|(k, _)| k == "PORT")
+        || opts.head_env.iter().any(|(k, _)| k == "PORT")
+        || config.target.env.contains_key("PORT");
+    if fixed_port {
+        return Err(RunError::Usage {
+            message: format!(
+                "`[target] replicas = {n}` gives each instance a free port of its own as `$PORT`, \
+                 and `PORT` is fixed in the environment (`[target] env` or `--env`): they would all \
+                 listen on it\nhint: leave `PORT` out of the environment"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn refuse_unjudged_checks(
@@ -931,6 +1189,12 @@ fn refuse_unjudged_checks(
     if paired {
         if !config.faults.is_empty() {
             why.push("faults (`[[fault]]`) run in the soak, and a paired run does not soak");
+        }
+        if config.target.replicas > 1 {
+            why.push(
+                "`[target] replicas` boots several instances of one service, and a paired run \
+                 compares one base with one head",
+            );
         }
         if !config.audit.is_empty() {
             why.push("audits (`[[audit]]`) read one service, and a paired run boots two");
@@ -1285,7 +1549,8 @@ pub(super) fn write_markdown(path: &Path, result: &RunResult) -> Result<(), RunE
 /// Runs the plan's phases on the generator thread and hands each the target's resource samples of
 /// its measured part.
 pub(super) struct GeneratorRunner<'a> {
-    pub(super) base_url: String,
+    /// The base URL of each replica of the target (one unless `[target] replicas` is above one).
+    pub(super) targets: Vec<String>,
     pub(super) config: &'a LoadgateConfig,
     pub(super) core: Option<usize>,
     pub(super) sampler: &'a ResourceSampler,
@@ -1442,7 +1707,7 @@ impl PhaseRunner for GeneratorRunner<'_> {
         let phase = spec.name.clone();
         let sent = schedule.clone();
         let measurement = run_phase_with_progress(
-            self.base_url.clone(),
+            self.targets.clone(),
             self.config.workload.clone(),
             self.config.generator.clone(),
             slo_latency,
@@ -1498,7 +1763,7 @@ pub async fn run_phase_on_generator_thread(
     on_window: OnWindow,
 ) -> Result<PhaseMeasurement, RunError> {
     run_phase_with_progress(
-        base_url,
+        vec![base_url],
         workload,
         generator,
         slo_latency,
@@ -1564,7 +1829,7 @@ fn shared_cores_warning(placement: &Placement) -> Option<String> {
     reason = "the phase's inputs and its one view; a struct would only rename them"
 )]
 async fn run_phase_with_progress(
-    base_url: String,
+    targets: Vec<String>,
     workload: WorkloadConfig,
     generator: GeneratorConfig,
     slo_latency: Duration,
@@ -1599,7 +1864,7 @@ async fn run_phase_with_progress(
                 &[]
             };
             let outcome = crate::engine::run_phase_on_loops(
-                &base_url,
+                &targets,
                 &workload,
                 &generator,
                 slo_latency,
@@ -1828,6 +2093,9 @@ pub fn render_summary(result: &RunResult, outcome: &PlanOutcome) -> String {
     }
     for stub in &result.stubs {
         out.push_str(&format!("{}\n", crate::report::stub_line(stub)));
+    }
+    for line in crate::report::replica_lines(result) {
+        out.push_str(&format!("{line}\n"));
     }
     for fault in &result.faults {
         out.push_str(&format!("{}\n", fault.statement()));

@@ -102,6 +102,9 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     );
     kv(&mut out, target::ARGS.name, &strings(&t.args));
     kv(&mut out, target::NETWORK.name, &string(t.network.as_str()));
+    if t.replicas != 1 {
+        kv(&mut out, target::REPLICAS.name, &t.replicas.to_string());
+    }
 
     section(&mut out, &slo::SECTION);
     for l in &cfg.slo.latency {
@@ -236,6 +239,9 @@ pub fn render_resolved(cfg: &LoadgateConfig) -> String {
     );
     if let Some(policy) = &g.retry {
         kv(&mut out, generator::RETRY.name, &retry_table(policy));
+    }
+    if let Some(policy) = &g.failover {
+        kv(&mut out, generator::FAILOVER.name, &failover_table(policy));
     }
 
     let r = &cfg.ramp;
@@ -388,20 +394,31 @@ fn render_fault(out: &mut String, f: &FaultConfig, profile: &str) {
     kv(out, "name", &string(&f.name));
     kv(out, "profiles", &strings(&[profile.to_owned()]));
     kv(out, "phase", &string(&f.phase));
-    kv(out, "at", &string(&format_duration(f.at)));
-    kv(out, "for", &string(&format_duration(f.duration)));
-    kv(out, "stub", &string(&f.stub));
-    if !f.change.extra.is_zero() {
-        kv(
-            out,
-            "latency",
-            &string(&format!("+{}", format_duration(f.change.extra))),
-        );
-    } else if f.change.factor != 1.0 {
-        kv(out, "latency", &string(&format_factor(f.change.factor)));
+    // A fault through the ramp has no `at` or `for`.
+    if f.phase != "ramp" {
+        kv(out, "at", &string(&format_duration(f.at)));
+        kv(out, "for", &string(&format_duration(f.duration)));
     }
-    if let Some(errors) = f.change.errors {
-        kv(out, "errors", &string(&format_percent(errors)));
+    match &f.target {
+        FaultTarget::Stub { stub, change } => {
+            kv(out, "stub", &string(stub));
+            if !change.extra.is_zero() {
+                kv(
+                    out,
+                    "latency",
+                    &string(&format!("+{}", format_duration(change.extra))),
+                );
+            } else if change.factor != 1.0 {
+                kv(out, "latency", &string(&format_factor(change.factor)));
+            }
+            if let Some(errors) = change.errors {
+                kv(out, "errors", &string(&format_percent(errors)));
+            }
+        }
+        FaultTarget::Replica { replica, action } => {
+            kv(out, "replica", &replica.to_string());
+            kv(out, "action", &string(action.as_str()));
+        }
     }
 }
 
@@ -773,6 +790,29 @@ fn retry_table(policy: &RetryPolicy) -> String {
         (retry::ATTEMPTS, policy.attempts.to_string()),
         (retry::ON, format!("[{}]", on.join(", "))),
         (retry::BACKOFF, duration(policy.backoff)),
+    ])
+}
+
+/// `{ attempts = 2, on = ["connect", "reset"], backoff = "0ms", eject = "1s" }`, or `false`.
+fn failover_table(policy: &FailoverPolicy) -> String {
+    if *policy == FailoverPolicy::OFF {
+        return "false".to_owned();
+    }
+    let on: Vec<String> = [
+        (policy.on.connect, "connect"),
+        (policy.on.reset, "reset"),
+        (policy.on.timeout, "timeout"),
+        (policy.on.status_5xx, "5xx"),
+    ]
+    .into_iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, word)| string(word))
+    .collect();
+    inline_table([
+        (retry::ATTEMPTS, policy.attempts.to_string()),
+        (retry::ON, format!("[{}]", on.join(", "))),
+        (retry::BACKOFF, duration(policy.backoff)),
+        (super::elements::failover::EJECT, duration(policy.eject)),
     ])
 }
 

@@ -377,8 +377,8 @@ impl StubConfig {
     }
 }
 
-/// One `[[fault]]`: a change to a stub's answers, applied `at` into the soak's measured part and
-/// removed `duration` later (issue 15, seed 002).
+/// One `[[fault]]`: a change to a stub's answers, or a replica of the target killed or paused,
+/// applied `at` into the soak's measured part and removed `duration` later (issue 15, seed 002).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultConfig {
     /// Unique among the faults; the result and the reports name it.
@@ -389,48 +389,112 @@ pub struct FaultConfig {
     pub at: Duration,
     /// How long it holds.
     pub duration: Duration,
-    /// The `[[stub]]` it changes.
-    pub stub: String,
-    /// What it does to the stub's answers.
-    pub change: crate::stub::StubFault,
+    /// What it acts on, and how.
+    pub target: FaultTarget,
     /// Where it is written, `file:line:col`, for people.
     pub location: String,
 }
 
+/// What a `[[fault]]` acts on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultTarget {
+    /// A `[[stub]]`'s answers (`stub = "…"` with `latency` and/or `errors`).
+    Stub {
+        /// The stub's name.
+        stub: String,
+        /// What it does to the stub's answers.
+        change: crate::stub::StubFault,
+    },
+    /// A replica of the target (`replica = N` with `action`).
+    Replica {
+        /// The replica's index, 1 up to `[target] replicas` − 1 (replica 0 is the one whose
+        /// resources are sampled, and stays up).
+        replica: u32,
+        /// What is done to it.
+        action: ReplicaAction,
+    },
+}
+
+/// What a fault does to a replica: killed and restarted, or paused and resumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaAction {
+    /// `kill`: SIGKILL at `at` (the service gets no chance to close its connections), and a new
+    /// instance on the same port when the fault is removed, ready again by its readiness check.
+    Kill,
+    /// `pause`: SIGSTOP at `at` (connections stay open and unanswered: the replica hangs), SIGCONT
+    /// when the fault is removed.
+    Pause,
+}
+
+impl ReplicaAction {
+    /// As the config writes it: `kill`, `pause`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kill => "kill",
+            Self::Pause => "pause",
+        }
+    }
+}
+
 impl FaultConfig {
-    /// What it does, for people: `latency +180ms`, `latency ×3`, `errors 50%`.
+    /// What it does, for people: `latency +180ms`, `latency ×3`, `errors 50%`, `kill replica 1`.
     pub fn describe(&self) -> String {
+        let change = match &self.target {
+            FaultTarget::Stub { change, .. } => change,
+            FaultTarget::Replica { replica, action } => {
+                return format!("{} replica {replica}", action.as_str());
+            }
+        };
         let mut parts = Vec::new();
-        if !self.change.extra.is_zero() {
+        if !change.extra.is_zero() {
             parts.push(format!(
                 "latency +{}",
-                super::units::format_duration(self.change.extra)
+                super::units::format_duration(change.extra)
             ));
         }
-        if self.change.factor != 1.0 {
+        if change.factor != 1.0 {
             parts.push(format!(
                 "latency ×{}",
-                super::units::format_number(self.change.factor)
+                super::units::format_number(change.factor)
             ));
         }
-        if let Some(errors) = self.change.errors {
+        if let Some(errors) = change.errors {
             parts.push(format!("errors {}", super::units::format_percent(errors)));
         }
         parts.join(", ")
     }
 
-    /// What the config hash takes of a fault: all of it but where it is written.
+    /// The stub it changes, if it acts on one.
+    pub fn stub(&self) -> Option<&str> {
+        match &self.target {
+            FaultTarget::Stub { stub, .. } => Some(stub),
+            FaultTarget::Replica { .. } => None,
+        }
+    }
+
+    /// What the config hash takes of a fault: all of it but where it is written. A stub fault
+    /// hashes as it did before replica faults existed.
     pub fn identity(&self) -> serde_json::Value {
-        serde_json::json!({
-            "name": self.name,
-            "phase": self.phase,
-            "at_ms": self.at.as_secs_f64() * 1e3,
-            "for_ms": self.duration.as_secs_f64() * 1e3,
-            "stub": self.stub,
-            "extra_ms": self.change.extra.as_secs_f64() * 1e3,
-            "factor": self.change.factor,
-            "errors": self.change.errors,
-        })
+        match &self.target {
+            FaultTarget::Stub { stub, change } => serde_json::json!({
+                "name": self.name,
+                "phase": self.phase,
+                "at_ms": self.at.as_secs_f64() * 1e3,
+                "for_ms": self.duration.as_secs_f64() * 1e3,
+                "stub": stub,
+                "extra_ms": change.extra.as_secs_f64() * 1e3,
+                "factor": change.factor,
+                "errors": change.errors,
+            }),
+            FaultTarget::Replica { replica, action } => serde_json::json!({
+                "name": self.name,
+                "phase": self.phase,
+                "at_ms": self.at.as_secs_f64() * 1e3,
+                "for_ms": self.duration.as_secs_f64() * 1e3,
+                "replica": replica,
+                "action": action.as_str(),
+            }),
+        }
     }
 }
 
@@ -833,6 +897,12 @@ pub struct TargetConfig {
     /// run took, which is in its fingerprint (`baseline::Fingerprint::network`).
     #[serde(skip)]
     pub network: NetworkChoice,
+    /// `[target] replicas`: how many instances of the service are booted, with identical limits,
+    /// each on its own port; the generator spreads sessions across them and fails over between
+    /// them (`generator.failover`). Left out of the serialized config when 1, so the config hash
+    /// of a config without it is what it was before the key existed.
+    #[serde(skip_serializing_if = "is_one")]
+    pub replicas: u32,
 }
 
 /// `[target] network`: how the generator reaches a container target. docs/decisions.md
@@ -1142,6 +1212,90 @@ pub struct GeneratorConfig {
     /// `None`, so the config hash of a config without it is what it was before the key existed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
+    /// `generator.failover`: where the next attempt of a logical operation goes when a replica
+    /// fails it (`[target] replicas` above one); `None` is [`FailoverPolicy::DEFAULT`]. Left out
+    /// of the serialized config when `None`, so the config hash of a config without it is what it
+    /// was before the key existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<FailoverPolicy>,
+}
+
+impl GeneratorConfig {
+    /// The failover policy in force: `generator.failover`, else [`FailoverPolicy::DEFAULT`].
+    pub fn failover_policy(&self) -> &FailoverPolicy {
+        self.failover.as_ref().unwrap_or(&FailoverPolicy::DEFAULT)
+    }
+}
+
+/// `generator.failover = { attempts, on, backoff, eject }`: how the generator's client treats
+/// the replicas of a target booted with `[target] replicas` above one, as a client behind a
+/// client-side load balancer does (seed 003). A session sticks to one replica, drawn from the
+/// seed. An attempt that fails in a way `on` names moves the session to the next replica and,
+/// while `attempts` are left, the same request is sent there (each attempt counts, as a retry's
+/// does); the replica that failed is ejected for `eject`: the requests of sessions whose replica
+/// it is go to the next one meanwhile (and those sessions stick there); after `eject` it is tried
+/// again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailoverPolicy {
+    /// The most replicas one logical operation's attempts go to, the first included; 1 never
+    /// sends an attempt to another replica.
+    pub attempts: u32,
+    /// Which failures move the session to another replica.
+    pub on: FailoverOn,
+    /// The wait before the attempt on the next replica.
+    pub backoff: Duration,
+    /// How long a replica that failed an attempt is given no sessions; zero never ejects.
+    pub eject: Duration,
+}
+
+impl FailoverPolicy {
+    /// What a client does when `generator.failover` is not written: one attempt on the next
+    /// replica after a connect error (which never reached the service, so any method may be
+    /// sent again), no wait, and the failed replica ejected for 1 s.
+    pub const DEFAULT: FailoverPolicy = FailoverPolicy {
+        attempts: 2,
+        on: FailoverOn {
+            connect: true,
+            reset: false,
+            timeout: false,
+            status_5xx: false,
+        },
+        backoff: Duration::ZERO,
+        eject: Duration::from_secs(1),
+    };
+
+    /// `failover = false`: every attempt goes to the session's own replica, never ejected.
+    pub const OFF: FailoverPolicy = FailoverPolicy {
+        attempts: 1,
+        on: FailoverOn {
+            connect: false,
+            reset: false,
+            timeout: false,
+            status_5xx: false,
+        },
+        backoff: Duration::ZERO,
+        eject: Duration::ZERO,
+    };
+
+    /// Whether an attempt it sends again may follow one that reached the service (anything but
+    /// a connect error): an operation that is not idempotent then needs an idempotency key.
+    pub fn may_repeat_effects(&self) -> bool {
+        self.attempts > 1 && (self.on.reset || self.on.timeout || self.on.status_5xx)
+    }
+}
+
+/// The failures that move a session to another replica (`on = ["connect", "reset", "timeout",
+/// "5xx"]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FailoverOn {
+    /// The connection could not be established (the replica is down).
+    pub connect: bool,
+    /// The connection was reset or closed before a complete answer (the replica died mid-request).
+    pub reset: bool,
+    /// No complete answer within `generator.timeout` (the replica hangs).
+    pub timeout: bool,
+    /// A 5xx status the operation does not expect.
+    pub status_5xx: bool,
 }
 
 /// `generator.threads`: how many event loops (threads, one per core) the generator runs.
@@ -1372,6 +1526,10 @@ pub struct PairedConfig {
 }
 
 /// For `skip_serializing_if`.
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }

@@ -9,8 +9,8 @@
 
 use super::elements::profile::{Layer, Look, PROFILE, check_inherits, layers_of, profiles_of};
 use super::elements::{
-    SECTIONS, abort, accept, audit, data, dependency, fault, gate, generator, paired, probe,
-    profile_keys, ramp, recovery, retry, slo, soak, spike, stress, stub, target, top_keys,
+    SECTIONS, abort, accept, audit, data, dependency, failover, fault, gate, generator, paired,
+    probe, profile_keys, ramp, recovery, retry, slo, soak, spike, stress, stub, target, top_keys,
     workload,
 };
 use super::error::{ConfigError, Diagnostic, Sources};
@@ -289,6 +289,9 @@ fn build(
     }
     if let (Some(generator), Some(workload)) = (&generator, &workload) {
         retry::check_idempotency(cx, look, generator, workload);
+        if let Some(target) = &target {
+            failover::check(cx, look, target, generator, workload);
+        }
     }
     Some(LoadgateConfig {
         source: ConfigSource {

@@ -160,7 +160,7 @@ struct Counts {
     reason = "run_phase's arguments plus the loops' cores; a struct would only rename them"
 )]
 pub fn run_phase_on_loops(
-    target: &str,
+    targets: &[String],
     workload: &WorkloadConfig,
     generator: &GeneratorConfig,
     slo_latency: Duration,
@@ -181,8 +181,9 @@ pub fn run_phase_on_loops(
             .enable_all()
             .build()
             .map_err(EngineError::Timer)?;
-        return runtime.block_on(super::run_phase(
-            target,
+        let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
+        return runtime.block_on(run_phase_paced(
+            &targets,
             workload,
             generator,
             slo_latency,
@@ -190,6 +191,8 @@ pub fn run_phase_on_loops(
             schedule,
             hooks,
             stop,
+            Pacing::DEFAULT,
+            LoopRole::whole(generator),
         ));
     }
     let cores: Vec<Option<usize>> = cores.to_vec();
@@ -204,6 +207,8 @@ pub fn run_phase_on_loops(
         slo_latency,
     };
     let (reports, rx) = channel();
+    let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
+    let targets = &targets[..];
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(loops);
         let mut failed = None;
@@ -248,7 +253,7 @@ pub fn run_phase_on_loops(
                         .build()
                     {
                         Ok(runtime) => runtime.block_on(run_phase_paced(
-                            target,
+                            targets,
                             workload,
                             generator,
                             slo_latency,
@@ -455,6 +460,7 @@ mod tests {
             connections: 0,
             threads: GeneratorThreads::Auto,
             retry: None,
+            failover: None,
         }
     }
 
@@ -510,7 +516,7 @@ mod tests {
         let schedule = s.schedule(&w);
         let cores = vec![None; loops];
         let m = run_phase_on_loops(
-            &server.url,
+            std::slice::from_ref(&server.url),
             &w,
             &generator(),
             Duration::from_millis(250),
@@ -620,7 +626,7 @@ mod tests {
         let caller = CancellationSignal::new();
         let started = std::time::Instant::now();
         let m = run_phase_on_loops(
-            &server.url,
+            std::slice::from_ref(&server.url),
             &w,
             &generator(),
             Duration::from_millis(250),
@@ -658,7 +664,7 @@ mod tests {
             ..PhaseHooks::default()
         };
         let m = run_phase_on_loops(
-            &server.url,
+            std::slice::from_ref(&server.url),
             &w,
             &generator(),
             Duration::from_millis(250),
@@ -689,7 +695,7 @@ mod tests {
             ..generator()
         };
         let err = run_phase_on_loops(
-            &format!("http://127.0.0.1:{port}"),
+            &[format!("http://127.0.0.1:{port}")],
             &w,
             &g,
             Duration::from_millis(250),

@@ -17,7 +17,9 @@ use super::loops::{LoopLink, LoopReport, Shard};
 use super::pool::{Exchange, Pool};
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
-use crate::config::{GeneratorConfig, MAX_CONNECTIONS, RetryPolicy, WorkloadConfig};
+use crate::config::{
+    FailoverPolicy, GeneratorConfig, MAX_CONNECTIONS, RetryPolicy, WorkloadConfig,
+};
 use crate::measure::{
     CpuScope, FinishInfo, Outcome, PhaseMeasurement, PhaseRecorder, Progress, TransportErrorKind,
     Window, cpu_time,
@@ -225,9 +227,15 @@ impl TargetAddr {
 struct Ctx {
     clock: Clock,
     timer: PreciseTimer,
-    pool: Pool,
+    /// The target's replicas (one unless `[target] replicas` is above one).
+    replicas: Box<[Replica]>,
+    /// `generator.failover`, used only with more than one replica.
+    failover: FailoverPolicy,
+    /// The seed the replica each session sticks to is drawn from.
+    replica_seed: u64,
+    /// Which replicas are ejected, until when.
+    ejections: Ejections,
     workload: CompiledWorkload,
-    host: HeaderValue,
     base_path: String,
     recorder: RefCell<PhaseRecorder>,
     in_flight: Cell<usize>,
@@ -248,8 +256,109 @@ struct Ctx {
     cpu_mark: Cell<Option<(Duration, Duration)>>,
     /// Each operation's retry policy, by operation index; `None` when no operation is retried,
     /// so that a workload without retries pays one branch per request for them (see
-    /// [`retry_failed`]).
+    /// [`send_again`]).
     retry: Option<Box<[Option<RetryPolicy>]>>,
+}
+
+/// One replica of the target as a loop sees it: its connections and its `Host`.
+struct Replica {
+    pool: Pool,
+    host: HeaderValue,
+}
+
+/// The failover choice: which replicas are ejected, until when, and where a session goes. Times
+/// are the phase clock's offsets, given by the caller (the tests give their own).
+#[derive(Debug)]
+struct Ejections {
+    until: Box<[Cell<Duration>]>,
+}
+
+impl Ejections {
+    fn new(replicas: usize) -> Self {
+        Self {
+            until: (0..replicas).map(|_| Cell::new(Duration::ZERO)).collect(),
+        }
+    }
+
+    fn is_ejected(&self, replica: usize, now: Duration) -> bool {
+        self.until.get(replica).is_some_and(|u| u.get() > now)
+    }
+
+    /// The replica after `from` that is not ejected at `now` (the next one when all are).
+    fn next(&self, from: usize, now: Duration) -> usize {
+        let n = self.until.len().max(1);
+        (1..n)
+            .map(|k| (from + k) % n)
+            .find(|&r| !self.is_ejected(r, now))
+            .unwrap_or((from + 1) % n)
+    }
+
+    /// Where a session that sticks to `replica` sends at `now`: `None` to stay, or the replica it
+    /// moves to because its own is ejected and that one is not.
+    fn route(&self, replica: usize, now: Duration) -> Option<usize> {
+        if !self.is_ejected(replica, now) {
+            return None;
+        }
+        let next = self.next(replica, now);
+        (!self.is_ejected(next, now)).then_some(next)
+    }
+
+    /// Ejects `replica` from `now` for `eject` (nothing for zero); whether it was not ejected
+    /// already (a new ejection, to count).
+    fn eject(&self, replica: usize, now: Duration, eject: Duration) -> bool {
+        if eject.is_zero() {
+            return false;
+        }
+        let fresh = !self.is_ejected(replica, now);
+        if let Some(u) = self.until.get(replica) {
+            u.set(now + eject);
+        }
+        fresh
+    }
+}
+
+impl Ctx {
+    /// Whether the target has more than one replica (the only case that records per replica,
+    /// fails over and ejects).
+    fn replicated(&self) -> bool {
+        self.replicas.len() > 1
+    }
+
+    /// The replica session number `session` sticks to: drawn from the seed, so the same sessions
+    /// go to the same replica whatever the generator's loops (which shard sessions by number).
+    fn home_replica(&self, session: u64) -> usize {
+        pick_replica(self.replica_seed, session, self.replicas.len())
+    }
+
+    /// Moves a session that sticks to an ejected replica to the next one that is not, counting
+    /// the move.
+    fn route(&self, replica: &mut usize, now: Duration) {
+        if let Some(next) = self.ejections.route(*replica, now) {
+            self.recorder.borrow_mut().replica_moved(*replica);
+            *replica = next;
+        }
+    }
+
+    /// Ejects `replica` from `now` for the policy's `eject` (counted once per ejection).
+    fn eject(&self, replica: usize, now: Duration) {
+        if self.ejections.eject(replica, now, self.failover.eject) {
+            self.recorder.borrow_mut().replica_ejected(replica);
+        }
+    }
+}
+
+/// The replica (of `n`) session number `session` sticks to, drawn from `seed`.
+fn pick_replica(seed: u64, session: u64, n: usize) -> usize {
+    if n < 2 {
+        return 0;
+    }
+    let mut z =
+        (seed ^ session.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    // Lemire's multiply-shift: unbiased enough for a handful of replicas.
+    ((u128::from(z) * n as u128) >> 64) as usize
 }
 
 /// Runs one open-loop phase against `target` (a base URL) and returns what it measured.
@@ -283,7 +392,7 @@ pub async fn run_phase(
         early_window: EARLY_WINDOW,
     };
     run_phase_paced(
-        target,
+        &[target],
         workload,
         generator,
         slo_latency,
@@ -345,7 +454,7 @@ impl LoopRole<'_> {
     reason = "run_phase's arguments plus the pacing and the loop's role; a private seam for the tests and the loops"
 )]
 pub(super) async fn run_phase_paced(
-    target: &str,
+    targets: &[&str],
     workload: &WorkloadConfig,
     generator: &GeneratorConfig,
     slo_latency: Duration,
@@ -356,7 +465,21 @@ pub(super) async fn run_phase_paced(
     pacing: Pacing,
     role: LoopRole<'_>,
 ) -> Result<PhaseMeasurement, EngineError> {
-    let addr = TargetAddr::resolve(target).await?;
+    let mut addrs = Vec::with_capacity(targets.len());
+    for target in targets {
+        let addr = TargetAddr::resolve(target).await?;
+        let host = HeaderValue::from_str(&addr.host).map_err(|_| EngineError::InvalidUrl {
+            url: (*target).to_owned(),
+            reason: "the host is not a valid header value".to_owned(),
+        })?;
+        addrs.push((addr, host));
+    }
+    let Some(base_path) = addrs.first().map(|(addr, _)| addr.base_path.clone()) else {
+        return Err(EngineError::InvalidUrl {
+            url: String::new(),
+            reason: "no target".to_owned(),
+        });
+    };
     let compiled = CompiledWorkload::new(workload).map_err(EngineError::Compile)?;
     let total = spec.warmup + spec.duration;
     debug_assert!(
@@ -368,30 +491,50 @@ pub(super) async fn run_phase_paced(
         .iter()
         .map(|op| op.name.clone())
         .collect();
-    let host = HeaderValue::from_str(&addr.host).map_err(|_| EngineError::InvalidUrl {
-        url: target.to_owned(),
-        reason: "the host is not a valid header value".to_owned(),
-    })?;
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async move {
             // Warm connections are opened before the clock and the CPU count start: they are
             // the state the phase starts from, like the target's own warm-up.
-            let pool = Pool::new(
-                addr.addr,
-                match role.connections {
-                    0 => role.connection_cap.max(1),
-                    fixed => fixed,
-                },
-            );
-            let wanted = role.connections;
+            // Each replica has a pool of its own; a fixed pool is shared out among them.
+            let n = addrs.len();
+            let replicas: Box<[Replica]> = addrs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (addr, host))| Replica {
+                    pool: Pool::new(
+                        addr.addr,
+                        match role.connections {
+                            0 => role.connection_cap.max(1),
+                            fixed => super::loops::share(fixed, i, n).max(1),
+                        },
+                    ),
+                    host,
+                })
+                .collect();
+            let shares: Vec<usize> = (0..n)
+                .map(|i| match role.connections {
+                    0 => 0,
+                    fixed => super::loops::share(fixed, i, n).max(1),
+                })
+                .collect();
+            let wanted: usize = shares.iter().sum();
+            let deadline = tokio::time::Instant::now() + generator.timeout;
             let opened = tokio::select! {
                 biased;
                 // Stopped while connecting: the dispatcher sees the signal at once.
                 () = stop.cancelled() => wanted,
-                opened = pool.prewarm(wanted, tokio::time::Instant::now() + generator.timeout) => opened,
+                opened = async {
+                    let mut opened = 0;
+                    for (r, share) in replicas.iter().zip(&shares) {
+                        opened += r.pool.prewarm(*share, deadline).await;
+                    }
+                    opened
+                } => opened,
             };
-            if opened < wanted {
+            // A replica may be down (a fault killed it, its sessions fail over): with several,
+            // the pools of the others are enough to start.
+            if opened < wanted && !(n > 1 && opened > 0) {
                 return Err(EngineError::Prewarm {
                     opened,
                     wanted,
@@ -414,6 +557,7 @@ pub(super) async fn run_phase_paced(
                 .map_err(EngineError::Timer)?;
             let driver = timer.clone();
             let mut recorder = PhaseRecorder::new(&names, spec.warmup, slo_latency, WINDOW);
+            recorder.track_replicas(replicas.len());
             if role.link.is_some() {
                 // Its windows are merged with the other loops' from their histograms.
                 recorder.retain_window_histograms();
@@ -423,10 +567,12 @@ pub(super) async fn run_phase_paced(
             let ctx = Rc::new(Ctx {
                 clock,
                 timer,
-                pool,
+                ejections: Ejections::new(replicas.len()),
+                replicas,
+                failover: generator.failover_policy().clone(),
+                replica_seed: spec.seed,
                 workload: compiled,
-                host,
-                base_path: addr.base_path,
+                base_path,
                 recorder: RefCell::new(recorder),
                 in_flight: Cell::new(0),
                 outstanding: RefCell::new(Slab::default()),
@@ -460,7 +606,9 @@ pub(super) async fn run_phase_paced(
                 (Some(start), Some(end)) => Some(end.saturating_sub(start)),
                 _ => None,
             };
-            ctx.pool.close_idle();
+            for r in &ctx.replicas {
+                r.pool.close_idle();
+            }
             let recorder = std::mem::replace(
                 &mut *ctx.recorder.borrow_mut(),
                 PhaseRecorder::new(&[], Duration::ZERO, Duration::ZERO, WINDOW),
@@ -659,6 +807,8 @@ async fn drain(ctx: &Rc<Ctx>) {
 /// Runs one session's steps in order; records everything on the phase's recorder.
 async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
     let mut vars = ctx.workload.new_session_vars();
+    // The replica the session sticks to (it moves only when that one fails or is ejected).
+    let mut replica = ctx.home_replica(ctx.first_session.saturating_add(plan.index));
     let mut intended = plan.start;
     let mut completed = true;
     let mut started = false;
@@ -686,16 +836,20 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
             return;
         }
-        let request = match ctx.workload.render(
+        let rendered = ctx.workload.render(
             step.operation,
             ctx.first_session.saturating_add(plan.index),
             seq,
             &vars,
-        ) {
-            Ok(rendered) => build_request(&ctx, &rendered),
+        );
+        if ctx.replicated() {
+            ctx.route(&mut replica, ctx.clock.now());
+        }
+        let request = match &rendered {
+            Ok(rendered) => build_request(&ctx, replica, rendered),
             Err(_) => None,
         };
-        let Some(request) = request else {
+        let (Some(request), Ok(rendered)) = (request, rendered) else {
             // A missing variable (an earlier capture failed) or an unsendable request.
             if started {
                 ctx.recorder.borrow_mut().session_ended(plan.start, false);
@@ -715,16 +869,26 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
         }
         let deadline = tokio::time::Instant::now() + ctx.timeout;
-        let mut exchange = ctx.pool.send(&request, deadline).await;
+        let mut exchange = ctx.replicas[replica].pool.send(&request, deadline).await;
+        if ctx.replicated() {
+            note_attempt(&ctx, replica, &exchange);
+        }
         let mut sent_at = sent_at;
-        if let Some(policies) = &ctx.retry
-            && let Some(Some(policy)) = policies.get(op)
-        {
+        let policy = ctx
+            .retry
+            .as_ref()
+            .and_then(|policies| policies.get(op))
+            .and_then(Option::as_ref);
+        if policy.is_some() || (ctx.replicated() && ctx.failover.attempts > 1) {
             let session = ctx.first_session.saturating_add(plan.index);
-            (exchange, sent_at) = retry_failed(
+            (exchange, sent_at) = send_again(
                 &ctx,
                 policy,
-                &request,
+                Resend {
+                    request,
+                    rendered: &rendered,
+                    replica: &mut replica,
+                },
                 (op, origin),
                 (session, seq),
                 exchange,
@@ -750,6 +914,9 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
                 abandon: true,
             },
         };
+        if ctx.replicated() && outcome.is_error() {
+            ctx.recorder.borrow_mut().replica_error(replica, done);
+        }
         ctx.recorder
             .borrow_mut()
             .completed(op, origin, service_from, done, &outcome);
@@ -793,42 +960,113 @@ fn is_retryable(policy: &RetryPolicy, exchange: &Exchange, expected: &[u16]) -> 
     }
 }
 
-/// Sends the same bytes again while `policy` retries what came back and attempts are left,
-/// waiting its seeded backoff before each retry; returns the last attempt's exchange and when it
-/// was sent. The logical operation keeps its slot in flight and its intended time (`key.1`)
-/// throughout: its latency runs from that time to the last answer. Retries go on while the phase
-/// drains after its planned end (within the drain's grace, past which the operation counts as a
-/// timeout), but none is sent once the phase was stopped: the failure then stands.
-async fn retry_failed(
+/// Whether `policy` fails over what `exchange` brought: a connect error, a reset, a timeout, or a
+/// 5xx status the operation does not expect.
+fn fails_over(policy: &FailoverPolicy, exchange: &Exchange, expected: &[u16]) -> bool {
+    match &exchange.result {
+        Err(TransportErrorKind::Connect) => policy.on.connect,
+        Err(TransportErrorKind::Reset) => policy.on.reset,
+        Err(TransportErrorKind::Timeout) => policy.on.timeout,
+        Err(TransportErrorKind::Other) => false,
+        Ok(answer) => {
+            policy.on.status_5xx && answer.status >= 500 && !expected.contains(&answer.status)
+        }
+    }
+}
+
+/// Records an attempt's end on its replica: failed when with a transport error.
+fn note_attempt(ctx: &Ctx, replica: usize, exchange: &Exchange) {
+    let now = ctx.clock.now();
+    ctx.recorder
+        .borrow_mut()
+        .replica_attempt(replica, exchange.result.is_err(), now);
+}
+
+/// What [`send_again`] sends: the encoded request, what it was encoded from (a failover encodes
+/// it again for the other replica's `Host`), and the replica the session sticks to, which a
+/// failover moves.
+struct Resend<'a> {
+    request: WireRequest,
+    rendered: &'a RenderedRequest,
+    replica: &'a mut usize,
+}
+
+/// Sends a failed attempt again, as long as attempts are left: to the next replica when the target
+/// has several and `generator.failover` names the failure (the session then sticks to it, and the
+/// failed replica is ejected), else to the same replica when the operation's retry `policy`
+/// names it, after its seeded backoff. Returns the last attempt's exchange and when it was sent.
+/// The logical operation keeps its slot in flight and its intended time (`key.1`) throughout: its
+/// latency runs from that time to the last answer. Attempts go on while the phase drains after
+/// its planned end (within the drain's grace, past which the operation counts as a timeout), but
+/// none is sent once the phase was stopped: the failure then stands.
+async fn send_again(
     ctx: &Ctx,
-    policy: &RetryPolicy,
-    request: &WireRequest,
+    policy: Option<&RetryPolicy>,
+    resend: Resend<'_>,
     (op, intended): (usize, Duration),
     (session, seq): (u64, u32),
     mut exchange: Exchange,
     mut sent_at: Duration,
 ) -> (Exchange, Duration) {
+    let Resend {
+        mut request,
+        rendered,
+        replica,
+    } = resend;
     let expected = ctx
         .workload
         .operations()
         .get(op)
         .map_or(&[][..], |o| o.expect.status.as_slice());
-    let mut retry = 0;
-    while retry + 1 < policy.attempts && is_retryable(policy, &exchange, expected) {
-        retry += 1;
-        let wait = ctx.workload.retry_backoff(policy, session, seq, retry);
+    let failover = &ctx.failover;
+    let (mut retries, mut failovers) = (0, 0);
+    loop {
+        let over = ctx.replicated()
+            && failovers + 1 < failover.attempts
+            && fails_over(failover, &exchange, expected);
+        let again = !over
+            && policy
+                .is_some_and(|p| retries + 1 < p.attempts && is_retryable(p, &exchange, expected));
+        if !over && !again {
+            break;
+        }
+        let wait = match policy {
+            Some(p) if again => ctx.workload.retry_backoff(p, session, seq, retries + 1),
+            _ => failover.backoff,
+        };
         let at = ctx.clock.now() + wait;
         if ctx.stopped.get() {
             break;
         }
-        ctx.timer.sleep_until(at).await;
-        if ctx.stopped.get() {
-            break;
+        if over {
+            // The replica failed: it is ejected now, and the session moves on at once.
+            let now = ctx.clock.now();
+            ctx.eject(*replica, now);
+            ctx.recorder.borrow_mut().replica_failover(*replica);
+            *replica = ctx.ejections.next(*replica, now);
+            match build_request(ctx, *replica, rendered) {
+                Some(encoded) => request = encoded,
+                None => break,
+            }
+            failovers += 1;
+        } else {
+            retries += 1;
+        }
+        if !wait.is_zero() {
+            ctx.timer.sleep_until(at).await;
+            if ctx.stopped.get() {
+                break;
+            }
         }
         sent_at = ctx.clock.now();
-        ctx.recorder.borrow_mut().retried(op, intended, retry);
+        ctx.recorder
+            .borrow_mut()
+            .retried(op, intended, retries + failovers);
         let deadline = tokio::time::Instant::now() + ctx.timeout;
-        exchange = ctx.pool.send(request, deadline).await;
+        exchange = ctx.replicas[*replica].pool.send(&request, deadline).await;
+        if ctx.replicated() {
+            note_attempt(ctx, *replica, &exchange);
+        }
     }
     (exchange, sent_at)
 }
@@ -873,11 +1111,11 @@ impl Slab {
 
 /// Encodes a rendered request for the target: origin-form target under the base path, `Host`
 /// first, `content-type` for JSON bodies. `None` for a target that is not sendable.
-fn build_request(ctx: &Ctx, rendered: &RenderedRequest) -> Option<WireRequest> {
+fn build_request(ctx: &Ctx, replica: usize, rendered: &RenderedRequest) -> Option<WireRequest> {
     WireRequest::encode(
         &rendered.method,
         &[&ctx.base_path, &rendered.path_and_query],
-        &ctx.host,
+        &ctx.replicas[replica].host,
         &rendered.headers,
         rendered.json,
         &rendered.body,
@@ -947,6 +1185,7 @@ pub(super) mod tests {
             connections: 0,
             threads: crate::config::GeneratorThreads::Auto,
             retry: None,
+            failover: None,
         }
     }
 
@@ -1190,7 +1429,7 @@ pub(super) mod tests {
             .expect("runtime");
         let m = rt
             .block_on(run_phase_paced(
-                &server.url,
+                &[server.url.as_str()],
                 &w,
                 &generator(5 * 1000 * MS, 1000),
                 Duration::from_millis(250),
@@ -1617,6 +1856,241 @@ pub(super) mod tests {
             ..all
         };
         assert!(!is_retryable(&none, &exchange, &[201, 502]));
+    }
+
+    /// Runs one phase against several replicas (base URLs) with `failover`.
+    fn run_replicas(
+        urls: &[&str],
+        w: &WorkloadConfig,
+        failover: Option<FailoverPolicy>,
+        spec: &PhaseSpec,
+    ) -> PhaseMeasurement {
+        let g = GeneratorConfig {
+            failover,
+            ..lenient_generator()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(run_phase_paced(
+            urls,
+            w,
+            &g,
+            Duration::from_millis(250),
+            spec,
+            &spec.schedule(w),
+            PhaseHooks::default(),
+            CancellationSignal::new(),
+            Pacing::DEFAULT,
+            LoopRole::whole(&g),
+        ))
+        .expect("phase runs")
+    }
+
+    /// A session of two steps, `/a/{{session}}` then `/b/{{session}}`.
+    fn two_steps(rate: f64) -> WorkloadConfig {
+        let mut a = op("a", "GET", "/a/{{session}}");
+        a.next = vec![then(1, MS)];
+        workload(vec![a, op("b", "GET", "/b/{{session}}")], rate)
+    }
+
+    /// The sessions a server saw, from paths `/x/<session>`.
+    fn sessions_of(server: &TestServer) -> std::collections::BTreeSet<u64> {
+        server
+            .sorted_log()
+            .iter()
+            .filter_map(|r| r.path.rsplit('/').next()?.parse().ok())
+            .collect()
+    }
+
+    /// A loopback port nothing listens on (bound, then closed): connections to it are refused.
+    fn refused_url() -> String {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        format!("http://127.0.0.1:{port}")
+    }
+
+    #[test]
+    fn sessions_stick_to_one_replica_and_spread_across_them() {
+        let first = TestServer::start(|_| Reply::ok("one"));
+        let second = TestServer::start(|_| Reply::ok("two"));
+        let w = two_steps(80.0);
+        let m = run_replicas(
+            &[first.url.as_str(), second.url.as_str()],
+            &w,
+            None,
+            &spec(80.0, 1000 * MS, 31),
+        );
+        let (a, b) = (sessions_of(&first), sessions_of(&second));
+        assert!(a.is_disjoint(&b), "a session went to both replicas");
+        let total = (a.len() + b.len()) as f64;
+        assert!(total > 40.0, "{total}");
+        let share = a.len() as f64 / total;
+        assert!(
+            (0.25..=0.75).contains(&share),
+            "replica 0 had {share:.2} of the sessions"
+        );
+        // Each session sent its steps to its replica (a late one's second may be cut by the end).
+        let sent = first.sorted_log().len();
+        assert!(
+            sent >= a.len() && sent <= 2 * a.len(),
+            "{sent} for {} sessions",
+            a.len()
+        );
+        assert_eq!(m.replicas.len(), 2);
+        assert_eq!(m.replicas[0].attempts, first.sorted_log().len() as u64);
+        assert_eq!(m.replicas[1].attempts, second.sorted_log().len() as u64);
+        assert!(m.replicas.iter().all(|r| r.failed == 0 && r.errors == 0));
+    }
+
+    #[test]
+    fn a_replica_that_refuses_connections_is_failed_over_and_ejected() {
+        let up = TestServer::start(|_| Reply::ok("up"));
+        let down = refused_url();
+        let w = two_steps(80.0);
+        let m = run_replicas(
+            &[up.url.as_str(), down.as_str()],
+            &w,
+            None,
+            &spec(80.0, 1000 * MS, 32),
+        );
+        let (live, dead) = (&m.replicas[0], &m.replicas[1]);
+        // Every failed attempt on the dead replica went again to the live one: no errors.
+        assert!(dead.failed > 0, "{dead:?}");
+        assert_eq!(dead.failovers, dead.failed, "{dead:?}");
+        assert_eq!((dead.errors, live.errors, live.failed), (0, 0, 0));
+        assert_eq!(m.total().counters.errors(), 0);
+        // Ejected for the default 1 s after its first failure: the sessions that stuck to it then
+        // went to the live one without trying it, so it failed few attempts.
+        assert!(dead.ejections >= 1 && dead.failed <= 3, "{dead:?}");
+        assert!(dead.moved > 0, "{dead:?}");
+        assert!(
+            dead.first_failed_ms.is_some_and(|ms| ms < 200.0),
+            "{dead:?}"
+        );
+        let c = &m.operations[0].counters;
+        let retries: u64 = m.operations.iter().map(|o| o.counters.retries).sum();
+        assert_eq!(retries, dead.failovers, "a failover is an attempt");
+        assert_eq!(live.attempts, up.sorted_log().len() as u64);
+        assert!(c.sent > 20);
+    }
+
+    #[test]
+    fn without_failover_the_sessions_of_a_dead_replica_fail() {
+        let up = TestServer::start(|_| Reply::ok("up"));
+        let down = refused_url();
+        let w = two_steps(80.0);
+        let m = run_replicas(
+            &[up.url.as_str(), down.as_str()],
+            &w,
+            Some(FailoverPolicy::OFF),
+            &spec(80.0, 1000 * MS, 33),
+        );
+        let dead = &m.replicas[1];
+        assert!(dead.failed > 10, "{dead:?}");
+        assert_eq!((dead.failovers, dead.ejections, dead.moved), (0, 0, 0));
+        // A connect error abandons the session: one error per session that stuck to it.
+        assert_eq!(dead.errors, dead.failed);
+        assert_eq!(m.total().counters.transport.connect, dead.failed);
+        assert!(dead.first_error_ms <= dead.last_error_ms);
+    }
+
+    #[test]
+    fn one_replica_records_nothing_per_replica() {
+        let server = TestServer::start(|_| Reply::ok("ok"));
+        let w = two_steps(40.0);
+        let m = run_replicas(&[server.url.as_str()], &w, None, &spec(40.0, 300 * MS, 34));
+        assert!(m.replicas.is_empty());
+        let json = serde_json::to_value(&m).expect("json");
+        assert!(json.get("replicas").is_none());
+    }
+
+    #[test]
+    fn the_failover_choice_skips_ejected_replicas_until_their_time_is_up() {
+        let e = Ejections::new(3);
+        let at = |ms: u64| Duration::from_millis(ms);
+        assert_eq!(e.route(0, at(0)), None, "nobody is ejected: stay");
+        assert_eq!(e.next(0, at(0)), 1);
+        assert!(e.eject(1, at(100), at(1000)), "a new ejection");
+        assert!(
+            !e.eject(1, at(500), at(1000)),
+            "ejected already: extended, not counted"
+        );
+        // Replica 1 is out until 1.5 s: its sessions move to 2, and failovers from 0 skip it.
+        assert_eq!(e.route(1, at(600)), Some(2));
+        assert_eq!(e.next(0, at(600)), 2);
+        assert_eq!(e.next(2, at(600)), 0);
+        // Every other replica ejected too: there is nowhere better, so the session stays.
+        assert!(e.eject(2, at(600), at(1000)));
+        assert!(e.eject(0, at(600), at(1000)));
+        assert_eq!(e.route(1, at(700)), None);
+        assert_eq!(e.next(1, at(700)), 2, "all ejected: the next one");
+        // After its time, replica 1 is tried again.
+        assert_eq!(e.route(1, at(1500)), None);
+        assert!(!e.is_ejected(1, at(1500)));
+        assert!(e.is_ejected(1, at(1499)));
+        // `eject = "0s"` never ejects.
+        assert!(!e.eject(1, at(2000), Duration::ZERO));
+        assert!(!e.is_ejected(1, at(2000)));
+    }
+
+    #[test]
+    fn the_replica_of_a_session_is_seeded_and_even() {
+        let mut counts = [0usize; 3];
+        for session in 0..30_000 {
+            counts[pick_replica(7, session, 3)] += 1;
+        }
+        for c in counts {
+            assert!((9_000..=11_000).contains(&c), "{counts:?}");
+        }
+        assert_eq!(pick_replica(7, 12, 3), pick_replica(7, 12, 3));
+        assert_eq!(pick_replica(7, 12, 1), 0);
+        let moved = (0..1000)
+            .filter(|&s| pick_replica(7, s, 2) != pick_replica(8, s, 2))
+            .count();
+        assert!(moved > 300, "another seed draws other replicas: {moved}");
+    }
+
+    #[test_case::test_case(Err(TransportErrorKind::Connect), [true, true, true] ; "connect")]
+    #[test_case::test_case(Err(TransportErrorKind::Reset), [false, true, true] ; "reset")]
+    #[test_case::test_case(Err(TransportErrorKind::Timeout), [false, false, true] ; "timeout")]
+    #[test_case::test_case(Err(TransportErrorKind::Other), [false, false, false] ; "another transport error")]
+    #[test_case::test_case(Ok(503), [false, false, true] ; "an unexpected 503")]
+    #[test_case::test_case(Ok(502), [false, false, false] ; "an expected 502 is an answer")]
+    #[test_case::test_case(Ok(200), [false, false, false] ; "success")]
+    fn what_fails_over(result: Result<u16, TransportErrorKind>, by_policy: [bool; 3]) {
+        let exchange = Exchange {
+            result: result.map(|status| super::super::pool::Answer {
+                status,
+                body: bytes::Bytes::new(),
+            }),
+            handed_at: None,
+        };
+        let on = |reset, timeout, status_5xx| FailoverPolicy {
+            on: crate::config::FailoverOn {
+                connect: true,
+                reset,
+                timeout,
+                status_5xx,
+            },
+            ..FailoverPolicy::DEFAULT
+        };
+        let policies = [
+            FailoverPolicy::DEFAULT,
+            on(true, false, false),
+            on(true, true, true),
+        ];
+        for (policy, expected) in policies.iter().zip(by_policy) {
+            assert_eq!(
+                fails_over(policy, &exchange, &[200, 502]),
+                expected,
+                "{policy:?}"
+            );
+        }
+        assert!(!fails_over(&FailoverPolicy::OFF, &exchange, &[200, 502]));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod exposition;
 mod histogram;
 mod phase;
 pub mod probe;
+mod replica;
 mod window;
 
 pub use counters::{
@@ -24,4 +25,5 @@ pub use phase::{
     LoopMeasurement, OperationMeasurement, OperationSummary, PhaseMeasurement, PhaseMerge,
     PhaseRecorder, PhaseSummary, Progress, Validity, ValidityInput, ValidityLimits,
 };
+pub use replica::{ReplicaCounts, merge_replicas};
 pub use window::{Window, WindowHistograms, WindowMerger, WindowSeries, millis};

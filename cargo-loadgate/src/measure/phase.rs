@@ -5,6 +5,7 @@ use super::counters::{
     OperationCounters, OperationTally, Outcome, PhaseCounters, TransportErrorKind,
 };
 use super::histogram::LatencyHistogram;
+use super::replica::{ReplicaCounts, merge_replicas, ms_from};
 use super::window::{Window, WindowHistograms, WindowMerger, WindowSeries, millis};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -406,6 +407,10 @@ pub struct PhaseMeasurement {
     /// and latency includes that. Absent when false, and in results written before it was recorded.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub generator_shares_target_cores: bool,
+    /// Each replica's figures, in replica order, when the target ran more than one
+    /// (`[target] replicas`); empty (and absent from the JSON) for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaCounts>,
 }
 
 /// One event loop of a generator that ran several (`generator.threads`): its own thread, pinned
@@ -549,6 +554,7 @@ impl PhaseMerge {
             m.requests_total += part.requests_total;
             m.measured = m.measured.max(part.measured);
             m.stopped = m.stopped.or(part.stopped);
+            merge_replicas(&mut m.replicas, &part.replicas);
         }
         m.stopped = stopped.or(m.stopped);
         m.generator_cpu = generator_cpu;
@@ -752,6 +758,8 @@ pub struct PhaseRecorder {
     busy_marked: usize,
     requests_total: u64,
     answers_total: u64,
+    /// Per replica, when the target has more than one ([`PhaseRecorder::track_replicas`]).
+    replicas: Vec<ReplicaCounts>,
 }
 
 impl PhaseRecorder {
@@ -774,6 +782,52 @@ impl PhaseRecorder {
             busy_marked: 0,
             requests_total: 0,
             answers_total: 0,
+            replicas: Vec::new(),
+        }
+    }
+
+    /// Keeps figures for each of `n` replicas (none for one: a target of one replica records
+    /// nothing of the kind).
+    pub fn track_replicas(&mut self, n: usize) {
+        if n > 1 {
+            self.replicas = vec![ReplicaCounts::default(); n];
+        }
+    }
+
+    /// An attempt sent to `replica` ended at `at`, `failed` when with a transport error.
+    pub fn replica_attempt(&mut self, replica: usize, failed: bool, at: Duration) {
+        let ms = ms_from(at, self.warmup);
+        if let Some(r) = self.replicas.get_mut(replica) {
+            r.attempt(failed, ms);
+        }
+    }
+
+    /// An attempt that failed on `from` is sent again to another replica.
+    pub fn replica_failover(&mut self, from: usize) {
+        if let Some(r) = self.replicas.get_mut(from) {
+            r.failovers += 1;
+        }
+    }
+
+    /// `replica` was ejected.
+    pub fn replica_ejected(&mut self, replica: usize) {
+        if let Some(r) = self.replicas.get_mut(replica) {
+            r.ejections += 1;
+        }
+    }
+
+    /// A request of a session that stuck to `from` went elsewhere because `from` was ejected.
+    pub fn replica_moved(&mut self, from: usize) {
+        if let Some(r) = self.replicas.get_mut(from) {
+            r.moved += 1;
+        }
+    }
+
+    /// A logical operation whose last attempt went to `replica` ended in an error at `at`.
+    pub fn replica_error(&mut self, replica: usize, at: Duration) {
+        let ms = ms_from(at, self.warmup);
+        if let Some(r) = self.replicas.get_mut(replica) {
+            r.error(ms);
         }
     }
 
@@ -987,6 +1041,7 @@ impl PhaseRecorder {
             validity: Validity::default(),
             loops: Vec::new(),
             generator_shares_target_cores: false,
+            replicas: self.replicas,
         };
         m.validity = m.judge(busy, &limits);
         m

@@ -483,6 +483,7 @@ mod tests {
                 target_cpuset: None,
             },
             target: None,
+            replicas: Vec::new(),
             target_exit: None,
             ramp: None,
             headroom: None,

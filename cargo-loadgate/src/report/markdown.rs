@@ -266,6 +266,11 @@ pub fn markdown_summary(result: &RunResult) -> String {
         md.push_str(stubs.trim_start_matches('\n'));
         md.push('\n');
     }
+    let replicas = super::replicas::replica_markdown(result);
+    if !replicas.is_empty() {
+        md.push_str(replicas.trim_start_matches('\n'));
+        md.push('\n');
+    }
     let _ = writeln!(
         md,
         "<details><summary>Generator health, environment, commits</summary>\n"
@@ -586,6 +591,7 @@ pub(in crate::report) mod tests {
                 target_cpuset: env["target_cpuset"].as_str().map(str::to_owned),
             },
             target: None,
+            replicas: Vec::new(),
             target_exit: None,
             ramp: Some(part::<RampOutcome>(&value["ramp"])),
             headroom: None,

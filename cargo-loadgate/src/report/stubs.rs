@@ -62,9 +62,9 @@ pub fn stub_markdown(result: &RunResult) -> String {
             s.unmatched
         );
     }
-    if !result.faults.is_empty() {
+    if result.faults.iter().any(|f| f.replica.is_none()) {
         let _ = writeln!(md, "\n**Faults:**\n");
-        for f in &result.faults {
+        for f in result.faults.iter().filter(|f| f.replica.is_none()) {
             let _ = writeln!(
                 md,
                 "- {} {}",

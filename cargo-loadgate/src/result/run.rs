@@ -45,6 +45,11 @@ pub struct RunResult {
     pub environment: Environment,
     /// The target as booted.
     pub target: Option<TargetInfo>,
+    /// The replicas beyond the first (which is `target`), in order, when `[target] replicas` is
+    /// above one; empty (and absent from the JSON) otherwise. Each phase's `replicas` has the
+    /// figures of all of them, the first included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<TargetInfo>,
     /// How the target ended, once it has.
     pub target_exit: Option<TargetExit>,
     /// The capacity ramp: its steps so far while running, then its knee and sentence.

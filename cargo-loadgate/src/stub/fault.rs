@@ -95,8 +95,13 @@ impl ScheduledFault {
 pub struct FaultRecord {
     /// Its name.
     pub name: String,
-    /// The stub it changed.
+    /// The stub it changed; empty (and absent from the JSON) for a replica fault.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stub: String,
+    /// What a replica fault did to its replica and what the generator saw of it; absent for a
+    /// stub fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<ReplicaFaultRecord>,
     /// The phase it ran in.
     pub phase: String,
     /// What it did, e.g. `latency +180ms`.
@@ -135,12 +140,71 @@ pub struct FaultRecord {
     pub check: Option<crate::plan::RecoveryCheck>,
 }
 
+/// What a replica fault did (`replica`, `action`) and what the generator saw of the replica over
+/// the fault's phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaFaultRecord {
+    /// The replica, from 1.
+    pub replica: u32,
+    /// `kill` or `pause`.
+    pub action: String,
+    /// When it was seen exited (kill) or stopped (pause), ms from the start of the measured part.
+    pub confirmed_at_ms: Option<f64>,
+    /// When it was seen back: ready again after its restart (kill), or running (pause).
+    pub back_at_ms: Option<f64>,
+    /// Its output when it did not come back after its restart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
+    /// Attempts it failed over the phase (transport errors).
+    pub failed: u64,
+    /// Attempts that failed on it (a transport error, or a 5xx when `failover.on` names it) and
+    /// were sent again to another replica.
+    pub failovers: u64,
+    /// Logical operations that ended in an error on it over the phase.
+    pub errors: u64,
+    /// Its first and last logical error, ms from the start of the measured part.
+    pub first_error_ms: Option<f64>,
+    /// See `first_error_ms`.
+    pub last_error_ms: Option<f64>,
+    /// The failover window: from the fault's application to the last logical error on the
+    /// replica (0 when every failed attempt was failed over); the time clients saw its failure.
+    pub failover_window_ms: Option<f64>,
+    /// Logical errors on the other replicas over the phase.
+    pub errors_elsewhere: u64,
+}
+
+impl ReplicaFaultRecord {
+    /// The record of a replica fault that did nothing: its phase never ran.
+    fn untouched(replica: u32, action: crate::config::ReplicaAction) -> Self {
+        Self {
+            replica,
+            action: action.as_str().to_owned(),
+            confirmed_at_ms: None,
+            back_at_ms: None,
+            log_tail: Vec::new(),
+            failed: 0,
+            failovers: 0,
+            errors: 0,
+            first_error_ms: None,
+            last_error_ms: None,
+            failover_window_ms: None,
+            errors_elsewhere: 0,
+        }
+    }
+}
+
 impl FaultRecord {
     /// The record of a fault whose phase never ran (skipped, or the plan stopped before it).
     pub fn not_run(config: &crate::config::FaultConfig, required: usize) -> Self {
         FaultRecord {
             name: config.name.clone(),
-            stub: config.stub.clone(),
+            stub: config.stub().unwrap_or_default().to_owned(),
+            replica: match &config.target {
+                crate::config::FaultTarget::Replica { replica, action } => {
+                    Some(ReplicaFaultRecord::untouched(*replica, *action))
+                }
+                crate::config::FaultTarget::Stub { .. } => None,
+            },
             phase: config.phase.clone(),
             change: config.describe(),
             at: config.at,
@@ -185,9 +249,42 @@ impl FaultRecord {
             .as_ref()
             .map(|r| format!("; after its removal {}", r.describe(required)))
             .unwrap_or_default();
+        let on = match &self.replica {
+            Some(_) => self.change.clone(),
+            None => format!("stub {}: {}", self.stub, self.change),
+        };
+        let replica = self
+            .replica
+            .as_ref()
+            .map(|r| {
+                let applied = self.applied_at_ms.unwrap_or_default();
+                let removed = self.removed_at_ms.unwrap_or_default();
+                let seen = match (r.action.as_str(), r.confirmed_at_ms) {
+                    ("kill", Some(at)) => format!("; exited {:.0} ms after SIGKILL", at - applied),
+                    (_, Some(at)) => format!("; stopped {:.0} ms after SIGSTOP", at - applied),
+                    _ => String::new(),
+                };
+                let back = match (r.action.as_str(), r.back_at_ms) {
+                    ("kill", Some(at)) => {
+                        format!(", ready again {:.0} ms after its restart", at - removed)
+                    }
+                    (_, Some(at)) => format!(", running {:.0} ms after SIGCONT", at - removed),
+                    _ => String::new(),
+                };
+                let window = r
+                    .failover_window_ms
+                    .map(|w| format!(" (failover window {w:.0} ms)"))
+                    .unwrap_or_default();
+                format!(
+                    "{seen}{back}; {} attempts failed on it, {} failed over, {} errors{window}, {} \
+                     errors on the other replicas",
+                    r.failed, r.failovers, r.errors, r.errors_elsewhere
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "fault {} (stub {}: {}, {when}): {verified}{served}{recovery}",
-            self.name, self.stub, self.change
+            "fault {} ({on}, {when}): {verified}{served}{replica}{recovery}",
+            self.name
         )
     }
 }
@@ -205,13 +302,18 @@ pub fn record(
 ) -> FaultRecord {
     let during = times.applied.and_then(|(g, _)| controller.applied(g));
     let after = times.removed.and_then(|(g, _)| controller.applied(g));
-    let verdict = verify(
-        &config.change,
-        &config.stub,
-        &times,
-        during.as_ref(),
-        after.as_ref(),
-    );
+    let (stub, change) = match &config.target {
+        crate::config::FaultTarget::Stub { stub, change } => (stub.as_str(), *change),
+        crate::config::FaultTarget::Replica { .. } => (
+            "",
+            StubFault {
+                extra: Duration::ZERO,
+                factor: 1.0,
+                errors: None,
+            },
+        ),
+    };
+    let verdict = verify(&change, stub, &times, during.as_ref(), after.as_ref());
     // From the removal as scheduled: the timer fires a millisecond or so after it, and a window
     // that starts at the removal's second must count (`time_to_stable` reads no window that
     // starts before its event).
@@ -225,7 +327,8 @@ pub fn record(
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     FaultRecord {
         name: config.name.clone(),
-        stub: config.stub.clone(),
+        stub: stub.to_owned(),
+        replica: None,
         phase: config.phase.clone(),
         change: config.describe(),
         at: config.at,
@@ -236,6 +339,92 @@ pub fn record(
         after,
         verified: verdict.is_ok(),
         problem: verdict.err(),
+        recovery,
+        recovery_windows: required,
+        check: None,
+    }
+}
+
+/// Records what a replica fault did from its `times` ([`crate::targets::ScheduledReplicaFault`]):
+/// verified when the replica was seen exited or stopped after the signal and back (ready again,
+/// or running) after the removal; what the generator saw of the replica over the phase (from
+/// `measurement`'s per-replica figures: the failover window, the errors); and the time to stable
+/// SLO after the removal from its windows (`required` in a row).
+pub fn record_replica(
+    config: &crate::config::FaultConfig,
+    times: crate::targets::ReplicaFaultTimes,
+    measurement: Option<&crate::measure::PhaseMeasurement>,
+    required: usize,
+    slo: &crate::config::SloConfig,
+) -> FaultRecord {
+    let (replica, action) = match &config.target {
+        crate::config::FaultTarget::Replica { replica, action } => (*replica, *action),
+        crate::config::FaultTarget::Stub { .. } => (0, crate::config::ReplicaAction::Kill),
+    };
+    let problem = if let Some(why) = &times.problem {
+        Some(why.clone())
+    } else if times.applied_at_ms.is_none() {
+        Some("the phase ended before it was due".to_owned())
+    } else if times.cut_short {
+        Some("the phase ended before it was due to be removed".to_owned())
+    } else if times.confirmed_at_ms.is_none() || times.back_at_ms.is_none() {
+        Some("the replica's state was not seen to change".to_owned())
+    } else {
+        None
+    };
+    let windows = measurement
+        .map(|m| m.windows.windows.as_slice())
+        .unwrap_or_default();
+    // A fault through the ramp is removed between phases: no phase's windows follow it.
+    let recovery = match times.removed_at_ms {
+        Some(_) if !times.cut_short && !windows.is_empty() && config.phase != "ramp" => Some(
+            crate::plan::time_to_stable(windows, config.at + config.duration, required, slo),
+        ),
+        _ => None,
+    };
+    let counts = measurement.and_then(|m| m.replicas.get(replica as usize));
+    let errors_elsewhere = measurement.map_or(0, |m| {
+        m.replicas
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != replica as usize)
+            .map(|(_, r)| r.errors)
+            .sum()
+    });
+    let failover_window_ms = match (counts, times.applied_at_ms) {
+        (Some(c), Some(applied)) if c.errors > 0 => {
+            c.last_error_ms.map(|last| (last - applied).max(0.0))
+        }
+        (Some(_), Some(_)) => Some(0.0),
+        _ => None,
+    };
+    FaultRecord {
+        name: config.name.clone(),
+        stub: String::new(),
+        replica: Some(ReplicaFaultRecord {
+            replica,
+            action: action.as_str().to_owned(),
+            confirmed_at_ms: times.confirmed_at_ms,
+            back_at_ms: times.back_at_ms,
+            log_tail: times.log_tail,
+            failed: counts.map_or(0, |c| c.failed),
+            failovers: counts.map_or(0, |c| c.failovers),
+            errors: counts.map_or(0, |c| c.errors),
+            first_error_ms: counts.and_then(|c| c.first_error_ms),
+            last_error_ms: counts.and_then(|c| c.last_error_ms),
+            failover_window_ms,
+            errors_elsewhere,
+        }),
+        phase: config.phase.clone(),
+        change: config.describe(),
+        at: config.at,
+        duration: config.duration,
+        applied_at_ms: times.applied_at_ms,
+        removed_at_ms: times.removed_at_ms,
+        during: None,
+        after: None,
+        verified: problem.is_none(),
+        problem,
         recovery,
         recovery_windows: required,
         check: None,

@@ -334,7 +334,16 @@ async fn boot_container(
     let port = match (host_network, port_override(req)) {
         (false, _) => req.config.port,
         (true, Some(port)) => {
-            if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            // With SO_REUSEADDR, as the service itself binds (tokio does): a port whose last
+            // listener was just killed (a replica booted again) holds sockets in TIME_WAIT, which
+            // do not stop a new listener; a live listener still does.
+            let taken = tokio::net::TcpSocket::new_v4()
+                .and_then(|s| {
+                    s.set_reuseaddr(true)?;
+                    s.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+                })
+                .is_err();
+            if taken {
                 return Err(TargetError::PortInUse {
                     port,
                     log_tail: Vec::new(),
@@ -436,7 +445,110 @@ async fn boot_container(
     Ok(target)
 }
 
+/// The state of a booted instance, as a fault verifies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceState {
+    /// Its process runs.
+    Running,
+    /// Its process is stopped (SIGSTOP): alive, and answering nothing.
+    Stopped,
+    /// It has exited.
+    Exited,
+}
+
+/// The state letter of `/proc/<pid>/stat`, when the process is visible to this host.
+fn proc_state(pid: u32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    super::cleanup::parse_state_and_pgrp(&text).map(|(state, _)| state)
+}
+
+/// A process's state from its `/proc/<pid>/stat` letter: `T` (stopped by a signal) and `t`
+/// (stopped by a tracer) are stopped, `Z` and `X` have exited, the rest run.
+fn state_of_letter(letter: char) -> InstanceState {
+    match letter {
+        'T' | 't' => InstanceState::Stopped,
+        'Z' | 'X' => InstanceState::Exited,
+        _ => InstanceState::Running,
+    }
+}
+
 impl RunningTarget {
+    /// Kills the service at once with SIGKILL, which gives it no chance to close its connections:
+    /// a process's whole group, or the container (its init and the service with it).
+    pub async fn kill(&self) -> Result<(), TargetError> {
+        match &self.handle {
+            Some(Handle::Process(p)) => nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(p.pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .map_err(|e| TargetError::io("kill the target's process group", e.into())),
+            Some(Handle::Container(c)) => c
+                .docker
+                .kill_container(
+                    &c.id,
+                    Some(
+                        bollard::query_parameters::KillContainerOptionsBuilder::new()
+                            .signal("SIGKILL")
+                            .build(),
+                    ),
+                )
+                .await
+                .map_err(|e| TargetError::engine(format!("kill container {}", short(&c.id)), e)),
+            Some(Handle::Url) | None => Err(not_booted("kill")),
+        }
+    }
+
+    /// Stops (SIGSTOP, `stop`) or continues (SIGCONT) the service: a process's whole group, or a
+    /// container's service process as this host sees it (a signal to the container's init would
+    /// stop the init alone). A container whose service this host cannot see cannot be paused.
+    pub fn stop_or_continue(&self, stop: bool) -> Result<(), TargetError> {
+        use nix::sys::signal::Signal;
+        let signal = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        let what = if stop { "pause" } else { "continue" };
+        match &self.handle {
+            Some(Handle::Process(p)) => {
+                nix::sys::signal::killpg(nix::unistd::Pid::from_raw(p.pid as i32), signal).map_err(
+                    |e| TargetError::io(format!("{what} the target's process group"), e.into()),
+                )
+            }
+            Some(Handle::Container(c)) if c.pid != 0 => {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.pid as i32), signal).map_err(
+                    |e| TargetError::io(format!("{what} the container's service"), e.into()),
+                )
+            }
+            Some(Handle::Container(_)) => Err(TargetError::io(
+                format!("{what} the container's service"),
+                std::io::Error::other(
+                    "its process is not visible to this host (no readable /proc entry)",
+                ),
+            )),
+            Some(Handle::Url) | None => Err(not_booted(what)),
+        }
+    }
+
+    /// The service's state: exited, stopped or running. A container's service that this host
+    /// cannot see reads as running while the container runs.
+    pub async fn state(&self) -> Result<InstanceState, TargetError> {
+        match &self.handle {
+            Some(Handle::Process(p)) => Ok(match p.try_exit()? {
+                Some(_) => InstanceState::Exited,
+                None => proc_state(p.pid).map_or(InstanceState::Exited, state_of_letter),
+            }),
+            Some(Handle::Container(c)) => Ok(match c.exited().await? {
+                Some(_) => InstanceState::Exited,
+                None if c.pid != 0 => {
+                    proc_state(c.pid).map_or(InstanceState::Running, state_of_letter)
+                }
+                None => InstanceState::Running,
+            }),
+            Some(Handle::Url) | None => Err(not_booted("look at")),
+        }
+    }
+
     /// On the host's network, looks at how the ready service's listener is bound, records it, and
     /// warns when it is every interface.
     fn check_listener(&mut self, events: &dyn Fn(BootEvent)) {
@@ -587,6 +699,14 @@ impl Drop for RunningTarget {
     }
 }
 
+/// The error of a fault's action on a target loadgate did not boot.
+fn not_booted(what: &str) -> TargetError {
+    TargetError::io(
+        format!("{what} the target"),
+        std::io::Error::other("it was not started by loadgate"),
+    )
+}
+
 /// The innermost cause of an error: "Connection refused (os error 111)" rather than
 /// "error sending request".
 pub fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
@@ -622,6 +742,7 @@ mod tests {
                 ]),
                 args: vec![],
                 network: crate::config::NetworkChoice::Auto,
+                replicas: 1,
             },
             package: None,
             extra_env: vec![("A".into(), "cli".into())],

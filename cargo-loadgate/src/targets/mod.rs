@@ -19,6 +19,7 @@ mod event;
 mod network;
 mod probe;
 mod process;
+pub mod replicas;
 pub(crate) mod ring;
 mod sample;
 mod sweep;
@@ -29,7 +30,9 @@ pub(crate) use base::examples as base_error_examples;
 pub use base::{
     BaseBuild, BaseError, BaseErrorKind, BaseWorktree, ResolvedBase, build_base, resolve_base,
 };
-pub use boot::{BootRequest, RunningTarget, TargetExit, TargetInfo, boot, innermost};
+pub use boot::{
+    BootRequest, InstanceState, RunningTarget, TargetExit, TargetInfo, boot, innermost,
+};
 pub use cleanup::{StopSignal, install_cleanup_handlers};
 pub use data::{DataContext, DataRecord, DataStepRecord};
 pub use dependency::{
@@ -44,6 +47,7 @@ pub use event::BootEvent;
 pub use network::{NetworkInfo, NetworkPath};
 pub use probe::{PROBE_CONNECT_TIMEOUT, PostgresProbe, ProbeSampler};
 pub use process::{free_loopback_port, parse_cpuset};
+pub use replicas::{ReplicaFaultTimes, ReplicaSet, ScheduledReplicaFault};
 pub use ring::{LogRing, OutputStream};
 pub use sample::{
     ProcStat, ResourceSample, ResourceSampler, SampleSource, clock_ticks_per_sec, parse_proc_stat,

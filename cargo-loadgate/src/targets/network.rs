@@ -169,7 +169,10 @@ pub(crate) fn engine_elsewhere(site: &EngineSite, local: &LocalSite) -> Option<S
     let interfaces = local.interfaces.as_ref()?;
     (!interfaces.iter().any(|i| i == bridge)).then(|| {
         format!(
-            "the engine's bridge `{bridge}` is not an interface of this network namespace, so              loadgate runs in another one than the engine's host (in a container with the              engine's socket, or beside a Docker-in-Docker engine); neither the engine's host              network nor a port it publishes on 127.0.0.1 is this loopback"
+            "the engine's bridge `{bridge}` is not an interface of this network namespace, so \
+             loadgate runs in another one than the engine's host (in a container with the \
+             engine's socket, or beside a Docker-in-Docker engine); neither the engine's host \
+             network nor a port it publishes on 127.0.0.1 is this loopback"
         )
     })
 }

@@ -88,6 +88,7 @@ pub fn demo_config(ready_path: &str, timeout: Duration) -> TargetConfig {
         env: BTreeMap::from([("RUST_LOG".into(), "warn".into())]),
         args: vec![],
         network: NetworkChoice::Auto,
+        replicas: 1,
     }
 }
 

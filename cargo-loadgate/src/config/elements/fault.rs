@@ -1,11 +1,13 @@
 //! `[[fault]]`: a change to a `[[stub]]`'s answers scheduled inside the soak (issue 15, seed
-//! 002): more latency (`"+180ms"`) or a multiple of it (`"3x"`), an error burst (`errors`), from
-//! `at` into the soak's measured part for `for`. A top-level array of tables like `[[stub]]`;
+//! 002): more latency (`"+180ms"`) or a multiple of it (`"3x"`), an error burst (`errors`); or a
+//! replica of the target killed (then restarted) or paused (then resumed) (`replica`, `action`);
+//! from `at` into the soak's measured part for `for`. A top-level array of tables like `[[stub]]`;
 //! `profiles` (required) says which profiles run it. Each profile checks that it serves
 //! the stub and that the fault ends within its soak. Every problem is reported at once.
 
 use crate::config::source::{Cx, Tbl, Val, array_of_tables, duration, share, string, suggest};
-use crate::config::types::{FaultConfig, LoadgateConfig, StubConfig};
+use crate::config::source::{integer, keyword};
+use crate::config::types::{FaultConfig, FaultTarget, LoadgateConfig, ReplicaAction, StubConfig};
 use crate::stub::StubFault;
 use std::ops::Range;
 use std::time::Duration;
@@ -20,12 +22,26 @@ const FOR: &str = "for";
 const STUB: &str = "stub";
 const LATENCY: &str = "latency";
 const ERRORS: &str = "errors";
+const REPLICA: &str = "replica";
+const ACTION: &str = "action";
 
 /// The keys of an entry, in the order "expected one of" lists them.
-pub(crate) const KEYS: &[&str] = &[NAME, PROFILES, PHASE, AT, FOR, STUB, LATENCY, ERRORS];
+pub(crate) const KEYS: &[&str] = &[
+    NAME, PROFILES, PHASE, AT, FOR, STUB, LATENCY, ERRORS, REPLICA, ACTION,
+];
 
-/// The phases a fault may run in.
-const PHASES: &[&str] = &["soak"];
+/// The words of `action`.
+const ACTIONS: [(&str, ReplicaAction); 2] = [
+    ("kill", ReplicaAction::Kill),
+    ("pause", ReplicaAction::Pause),
+];
+
+/// The phases a fault may run in: the soak (at `at`, for `for`), or the whole ramp (a replica
+/// fault only: the ramp then measures the capacity without that replica).
+const PHASES: &[&str] = &["soak", "ramp"];
+
+/// The phase of a fault that holds through the whole ramp.
+pub(crate) const RAMP: &str = "ramp";
 
 /// A fault as written: its config, the profiles it names, and where its parts are.
 pub(crate) struct RawFault {
@@ -33,7 +49,8 @@ pub(crate) struct RawFault {
     profiles: Vec<(String, Range<usize>)>,
     file: usize,
     name_span: Range<usize>,
-    stub_span: Range<usize>,
+    /// Where its `stub` or its `replica` is written.
+    target_span: Range<usize>,
     for_span: Range<usize>,
 }
 
@@ -82,19 +99,52 @@ pub(crate) fn for_profile(
             continue;
         }
         let f = &raw.config;
-        if !stubs.iter().any(|s| s.name == f.stub) {
+        if let FaultTarget::Replica { replica, action } = &f.target
+            && *replica >= config.target.replicas
+        {
+            let n = config.target.replicas;
             cx.error(
                 raw.file,
-                raw.stub_span.clone(),
+                raw.target_span.clone(),
                 format!(
-                    "fault `{}` changes stub `{}`, which profile `{}` does not serve",
-                    f.name, f.stub, config.profile
+                    "fault `{}` would {} replica {replica}, and profile `{}` boots {n} ({})",
+                    f.name,
+                    action.as_str(),
+                    config.profile,
+                    if n == 1 {
+                        "replica 0 alone".to_owned()
+                    } else {
+                        format!("replicas 0 to {}", n - 1)
+                    }
+                ),
+                Some(format!(
+                    "set `[target] replicas = {}` or more in profile `{}`, or name a replica it \
+                     boots (from 1: replica 0 stays up)",
+                    replica + 1,
+                    config.profile
+                )),
+            );
+            continue;
+        }
+        if let Some(stub) = f.stub()
+            && !stubs.iter().any(|s| s.name == stub)
+        {
+            cx.error(
+                raw.file,
+                raw.target_span.clone(),
+                format!(
+                    "fault `{}` changes stub `{stub}`, which profile `{}` does not serve",
+                    f.name, config.profile
                 ),
                 Some(format!(
                     "add \"{}\" to the stub's `profiles`, or give the fault the same `profiles`",
                     config.profile
                 )),
             );
+            continue;
+        }
+        if f.phase == RAMP {
+            out.push(f.clone());
             continue;
         }
         let soak = config.soak.duration;
@@ -127,10 +177,9 @@ pub(crate) fn for_profile(
         // One fault at a time, each with its recovery read before the next: on one stub a
         // second would replace the first (and the first's removal end both), and a fault inside
         // another's recovery would be read as that one's.
-        if let Some(other) = out
-            .iter()
-            .find(|o: &&FaultConfig| o.at < ends + after && f.at < o.at + o.duration + after)
-        {
+        if let Some(other) = out.iter().find(|o: &&FaultConfig| {
+            o.phase != RAMP && o.at < ends + after && f.at < o.at + o.duration + after
+        }) {
             cx.error(
                 raw.file,
                 raw.for_span.clone(),
@@ -185,7 +234,11 @@ fn entry(
                     p.file,
                     p.span(),
                     format!("a fault cannot run in phase `{s}`"),
-                    Some("faults run in the soak: phase = \"soak\"".to_owned()),
+                    Some(
+                        "faults run in the soak (phase = \"soak\"), or a replica fault through the \
+                         whole ramp (phase = \"ramp\")"
+                            .to_owned(),
+                    ),
                 );
                 return None;
             }
@@ -193,32 +246,194 @@ fn entry(
         }
         None => Some("soak".to_owned()),
     };
-    let at = t
-        .required(cx, AT, &label, "add when it starts, e.g. at = \"10s\"")
-        .and_then(|a| duration(cx, a));
+    let in_ramp = phase.as_deref() == Some(RAMP);
     let for_val = t.get(FOR);
-    let length = t
-        .required(cx, FOR, &label, "add how long it holds, e.g. for = \"10s\"")
-        .and_then(|f| {
-            let d = duration(cx, f)?;
-            if d.is_zero() {
+    let (at, length) = if in_ramp {
+        // Through the whole ramp: applied before its first step, removed when it ends.
+        for key in [AT, FOR] {
+            if let Some(v) = t.get(key) {
                 cx.error(
-                    f.file,
-                    f.span(),
-                    "a fault's `for` must be longer than zero".to_owned(),
-                    None,
+                    v.file,
+                    v.span(),
+                    format!("{label} holds through the whole ramp, so it takes no `{key}`"),
+                    Some(format!(
+                        "leave `{key}` out: a fault in the ramp is applied before its first step \
+                         and removed when it ends"
+                    )),
                 );
-                return None;
             }
-            Some(d)
-        });
+        }
+        let clean = t.get(AT).is_none() && t.get(FOR).is_none();
+        (
+            clean.then_some(Duration::ZERO),
+            clean.then_some(Duration::ZERO),
+        )
+    } else {
+        let at = t
+            .required(cx, AT, &label, "add when it starts, e.g. at = \"10s\"")
+            .and_then(|a| duration(cx, a));
+        let length = t
+            .required(cx, FOR, &label, "add how long it holds, e.g. for = \"10s\"")
+            .and_then(|f| {
+                let d = duration(cx, f)?;
+                if d.is_zero() {
+                    cx.error(
+                        f.file,
+                        f.span(),
+                        "a fault's `for` must be longer than zero".to_owned(),
+                        None,
+                    );
+                    return None;
+                }
+                Some(d)
+            });
+        (at, length)
+    };
     let stub_val = t.get(STUB);
+    let replica_val = t.get(REPLICA);
+    let target = match (stub_val, replica_val) {
+        (Some(_), Some(r)) => {
+            cx.error(
+                r.file,
+                r.span(),
+                format!("{label} names both a stub and a replica"),
+                Some("a fault acts on one thing: give it `stub` or `replica`, not both".to_owned()),
+            );
+            None
+        }
+        (None, Some(r)) => replica_target(cx, &t, r, &label),
+        (_, None) if in_ramp => {
+            cx.error(
+                t.file,
+                stub_val.map_or(t.span.clone(), |v| v.span()),
+                format!("{label} runs in the ramp, where only a replica fault may run"),
+                Some(
+                    "a stub fault runs in the soak (phase = \"soak\"); a replica fault \
+                     (replica = 1, action = \"kill\") may hold through the ramp, which then \
+                     measures the capacity without it"
+                        .to_owned(),
+                ),
+            );
+            None
+        }
+        (_, None) => stub_target(cx, &t, &label, stubs),
+    };
+    // Required: a fault must fit the soak of every profile that runs it, and the built-in ones'
+    // soaks differ (`quick`'s is 5 s).
+    let profiles = t
+        .required(
+            cx,
+            PROFILES,
+            &label,
+            "name the profiles that run it, e.g. profiles = [\"faults\"]: it must fit each one's \
+             soak",
+        )
+        .and_then(|p| super::profile::profile_list(cx, p, "[\"faults\"]"));
+    let (line, col) = cx.files[t.file].position(t.span.start);
+    Some(RawFault {
+        config: FaultConfig {
+            name: name?,
+            phase: phase?,
+            at: at?,
+            duration: length?,
+            target: target?,
+            location: format!("{}:{line}:{col}", cx.files[t.file].path.display()),
+        },
+        profiles: profiles?,
+        file: t.file,
+        name_span: name_val.map_or(t.span.clone(), |n| n.span()),
+        target_span: replica_val
+            .or(stub_val)
+            .map_or(t.span.clone(), |s| s.span()),
+        for_span: for_val.map_or(t.span.clone(), |f| f.span()),
+    })
+}
+
+/// A replica fault: `replica = N` (from 1) and `action`, without a stub's `latency` or `errors`.
+fn replica_target(cx: &Cx<'_>, t: &Tbl<'_>, r: Val<'_>, label: &str) -> Option<FaultTarget> {
+    for key in [LATENCY, ERRORS] {
+        if let Some(v) = t.get(key) {
+            cx.error(
+                v.file,
+                v.span(),
+                format!("{label} acts on a replica, and `{key}` changes a stub's answers"),
+                Some(format!(
+                    "leave `{key}` out, or write a second fault on the stub"
+                )),
+            );
+        }
+    }
+    let replica = integer(cx, r, "an integer (a replica, from 1)");
+    let max = super::target::MAX_REPLICAS - 1;
+    if let Some(n) = replica
+        && (n < 0 || n > max)
+    {
+        cx.error(
+            r.file,
+            r.span(),
+            format!("a fault's `replica` must be between 1 and {max}, found {n}"),
+            None,
+        );
+        return None;
+    }
+    let replica = replica.map(|n| n as u32);
+    if replica == Some(0) {
+        cx.error(
+            r.file,
+            r.span(),
+            format!("{label} acts on replica 0, which stays up"),
+            Some(
+                "replica 0 is the one whose resources are sampled: fault replica 1 or up, with \
+                 `[target] replicas = 2` or more"
+                    .to_owned(),
+            ),
+        );
+        return None;
+    }
+    let action = t
+        .required(
+            cx,
+            ACTION,
+            label,
+            "say what is done to it: action = \"kill\" (restarted after `for`) or \"pause\" \
+             (resumed after `for`)",
+        )
+        .and_then(|a| {
+            keyword(
+                cx,
+                a,
+                &ACTIONS,
+                "unknown action",
+                &format!("`{ACTION}` of {label}"),
+            )
+        });
+    if t.get(LATENCY).is_some() || t.get(ERRORS).is_some() {
+        return None;
+    }
+    Some(FaultTarget::Replica {
+        replica: replica?,
+        action: action?,
+    })
+}
+
+/// A stub fault: `stub`, with `latency`, `errors` or both, and no `action`.
+fn stub_target(cx: &Cx<'_>, t: &Tbl<'_>, label: &str, stubs: &[String]) -> Option<FaultTarget> {
+    if let Some(a) = t.get(ACTION) {
+        cx.error(
+            a.file,
+            a.span(),
+            format!("{label} has an `action`, which only a replica fault takes"),
+            Some("a stub fault says what it changes with `latency` and `errors`".to_owned()),
+        );
+        return None;
+    }
     let stub = t
         .required(
             cx,
             STUB,
-            &label,
-            "name the `[[stub]]` it changes, e.g. stub = \"fraud\"",
+            label,
+            "name the `[[stub]]` it changes (e.g. stub = \"fraud\"), or the replica it acts on \
+             (e.g. replica = 1)",
         )
         .and_then(|s| {
             let name = string(cx, s, "a string (a stub's name)")?;
@@ -256,37 +471,13 @@ fn entry(
         return None;
     }
     let (extra, factor) = latency.unwrap_or((Duration::ZERO, 1.0));
-    // Required: a fault must fit the soak of every profile that runs it, and the built-in ones'
-    // soaks differ (`quick`'s is 5 s).
-    let profiles = t
-        .required(
-            cx,
-            PROFILES,
-            &label,
-            "name the profiles that run it, e.g. profiles = [\"faults\"]: it must fit each one's \
-             soak",
-        )
-        .and_then(|p| super::profile::profile_list(cx, p, "[\"faults\"]"));
-    let (line, col) = cx.files[t.file].position(t.span.start);
-    Some(RawFault {
-        config: FaultConfig {
-            name: name?,
-            phase: phase?,
-            at: at?,
-            duration: length?,
-            stub: stub?,
-            change: StubFault {
-                extra,
-                factor,
-                errors,
-            },
-            location: format!("{}:{line}:{col}", cx.files[t.file].path.display()),
+    Some(FaultTarget::Stub {
+        stub: stub?,
+        change: StubFault {
+            extra,
+            factor,
+            errors,
         },
-        profiles: profiles?,
-        file: t.file,
-        name_span: name_val.map_or(t.span.clone(), |n| n.span()),
-        stub_span: stub_val.map_or(t.span.clone(), |s| s.span()),
-        for_span: for_val.map_or(t.span.clone(), |f| f.span()),
     })
 }
 
@@ -392,12 +583,92 @@ mod tests {
             (slow.at, slow.duration),
             (Duration::from_secs(5), Duration::from_secs(10))
         );
-        assert_eq!(slow.change.extra, Duration::from_millis(180));
+        let change = |f: &FaultConfig| match &f.target {
+            FaultTarget::Stub { stub, change } => {
+                assert_eq!(stub, "fraud");
+                *change
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(change(slow).extra, Duration::from_millis(180));
         assert_eq!(slow.describe(), "latency +180ms");
         let burst = &cfg.faults[1];
-        assert_eq!(burst.change.factor, 3.0);
-        assert_eq!(burst.change.errors, Some(0.5));
+        assert_eq!(change(burst).factor, 3.0);
+        assert_eq!(change(burst).errors, Some(0.5));
         assert_eq!(burst.describe(), "latency ×3, errors 50%");
+    }
+
+    #[test]
+    fn a_replica_fault_reads_with_its_action() {
+        let cfg = parse_ok(
+            "[target]\nreplicas = 2\n\
+             [[fault]]\nname = \"kill-one\"\nreplica = 1\naction = \"kill\"\nat = \"5s\"\nfor = \"10s\"\nprofiles = [\"default\"]\n",
+        );
+        let f = &cfg.faults[0];
+        assert_eq!(
+            f.target,
+            FaultTarget::Replica {
+                replica: 1,
+                action: ReplicaAction::Kill
+            }
+        );
+        assert_eq!(f.describe(), "kill replica 1");
+        assert_eq!(f.stub(), None);
+        assert_eq!(f.identity()["action"], "kill");
+    }
+
+    #[test]
+    fn bad_replica_faults_are_reported_at_their_place() {
+        let two = "[target]\nreplicas = 2\n";
+        let base = "[[fault]]\nname = \"f\"\nat = \"1s\"\nfor = \"1s\"\nprofiles = [\"default\"]\n";
+        assert_one_error(
+            &format!("{base}replica = 1\naction = \"kill\"\n"),
+            "would kill replica 1, and profile `default` boots 1 (replica 0 alone)",
+        );
+        assert_one_error(
+            &format!("{two}{base}replica = 0\naction = \"kill\"\n"),
+            "acts on replica 0, which stays up",
+        );
+        assert_one_error(&format!("{two}{base}replica = 1\n"), "has no `action`");
+        assert_one_error(
+            &format!("{two}{base}replica = 1\naction = \"stop\"\n"),
+            "unknown action `stop`",
+        );
+        assert_one_error(
+            &format!("{two}{base}replica = 1\naction = \"pause\"\nlatency = \"+1ms\"\n"),
+            "acts on a replica, and `latency` changes a stub's answers",
+        );
+        assert_one_error(
+            &format!("{two}{base}replica = 1\nstub = \"fraud\"\naction = \"kill\"\n"),
+            "names both a stub and a replica",
+        );
+        assert_one_error(
+            &format!("{two}{base}stub = \"fraud\"\nerrors = \"1%\"\naction = \"kill\"\n"),
+            "which only a replica fault takes",
+        );
+        let ramp = "[[fault]]\nname = \"f\"\nphase = \"ramp\"\nprofiles = [\"default\"]\n";
+        assert_one_error(
+            &format!("{two}{ramp}replica = 1\naction = \"kill\"\nat = \"1s\"\n"),
+            "holds through the whole ramp, so it takes no `at`",
+        );
+        assert_one_error(
+            &format!("{two}{ramp}stub = \"fraud\"\nlatency = \"+1ms\"\n"),
+            "runs in the ramp, where only a replica fault may run",
+        );
+    }
+
+    #[test]
+    fn a_replica_fault_may_hold_through_the_ramp() {
+        let cfg = parse_ok(
+            "[target]\nreplicas = 2\n\
+             [[fault]]\nname = \"one-left\"\nphase = \"ramp\"\nreplica = 1\naction = \"kill\"\nprofiles = [\"default\"]\n\
+             [[fault]]\nname = \"later\"\nreplica = 1\naction = \"pause\"\nat = \"1s\"\nfor = \"2s\"\nprofiles = [\"default\"]\n",
+        );
+        let ramp = &cfg.faults[0];
+        assert_eq!(ramp.phase, "ramp");
+        assert_eq!((ramp.at, ramp.duration), (Duration::ZERO, Duration::ZERO));
+        // A ramp fault does not overlap the soak's.
+        assert_eq!(cfg.faults[1].phase, "soak");
     }
 
     #[test]
@@ -427,8 +698,8 @@ mod tests {
             "longer than zero",
         );
         assert_one_error(
-            &format!("{base}for = \"1s\"\nphase = \"ramp\"\nlatency = \"+1ms\"\n"),
-            "cannot run in phase `ramp`",
+            &format!("{base}for = \"1s\"\nphase = \"spike\"\nlatency = \"+1ms\"\n"),
+            "cannot run in phase `spike`",
         );
         assert_one_error(
             &format!("{base}for = \"1s\"\nerrors = \"150%\"\n"),

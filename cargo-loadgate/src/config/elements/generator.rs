@@ -5,7 +5,9 @@ use super::profile::Look;
 use crate::config::source::{
     Cx, Val, duration, integer, integer_in, positive_duration, share, wrong_type,
 };
-use crate::config::types::{GeneratorConfig, GeneratorThreads, MAX_CONNECTIONS, RetryPolicy};
+use crate::config::types::{
+    FailoverPolicy, GeneratorConfig, GeneratorThreads, MAX_CONNECTIONS, RetryPolicy,
+};
 use std::time::Duration;
 use toml::de::DeValue;
 
@@ -54,6 +56,13 @@ pub(crate) const RETRY: Key<RetryPolicy> = Key::new(
     super::retry::policy,
 );
 
+/// `generator.failover`: [`FailoverPolicy::DEFAULT`] unless written.
+pub(crate) const FAILOVER: Key<FailoverPolicy> = Key::new(
+    "failover",
+    "how sessions move between the replicas of `[target] replicas`: `{ attempts, on, backoff, eject }` or `false`; by default one attempt on the next replica after a connect error, the failed replica ejected for 1s",
+    super::failover::policy,
+);
+
 /// `[generator]`.
 pub(crate) const SECTION: Section = Section {
     name: "generator",
@@ -65,6 +74,7 @@ pub(crate) const SECTION: Section = Section {
         &CONNECTIONS,
         &THREADS,
         &RETRY,
+        &FAILOVER,
     ],
     check_table: None,
 };
@@ -80,6 +90,7 @@ pub(crate) fn build(cx: &Cx<'_>, look: &Look<'_>) -> Option<GeneratorConfig> {
         connections: look.need(cx, s, &CONNECTIONS)? as usize,
         threads: look.need(cx, s, &THREADS)?,
         retry: look.read(cx, s, &RETRY).flatten(),
+        failover: look.read(cx, s, &FAILOVER).flatten(),
     };
     // Each loop has a pool of its own, so a fixed pool is shared out among them: every loop
     // needs one connection at least.

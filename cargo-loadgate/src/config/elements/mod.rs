@@ -7,6 +7,7 @@ pub(crate) mod accept;
 pub(crate) mod audit;
 pub(crate) mod data;
 pub(crate) mod dependency;
+pub(crate) mod failover;
 pub(crate) mod fault;
 pub(crate) mod gate;
 pub(crate) mod generator;

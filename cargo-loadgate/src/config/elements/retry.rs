@@ -124,7 +124,7 @@ pub(crate) fn operation_retry(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<Op
 
 /// Methods whose repetition is not harmless (RFC 9110 §9.2.2: POST and PATCH are not
 /// idempotent): a retry of one can book its effect twice unless the service dedups it by key.
-const NON_IDEMPOTENT: &[&str] = &["POST", "PATCH"];
+pub(crate) const NON_IDEMPOTENT: &[&str] = &["POST", "PATCH"];
 
 /// Reports every retried operation whose method is not idempotent and whose request has no
 /// `Idempotency-Key` header, unless it says `idempotent = true`. Each problem points at the

@@ -81,6 +81,14 @@ pub(crate) const NETWORK: Key<NetworkChoice> = Key::new(
      published on 127.0.0.1) or `auto` (host where the engine allows it)",
     network,
 );
+/// `target.replicas`.
+pub(crate) const REPLICAS: Key<u32> = Key::new(
+    "replicas",
+    "instances of the service booted with identical limits, each on its own port; sessions stick to one and fail over as `generator.failover` says",
+    |cx, v, what| integer_in(cx, v, what, 1..=MAX_REPLICAS).map(|n| n as u32),
+);
+/// The most replicas a target may have.
+pub(crate) const MAX_REPLICAS: i64 = 16;
 /// `target.args`.
 pub(crate) const ARGS: Key<Vec<String>> = Key::new("args", "arguments of the service", strings);
 
@@ -103,6 +111,7 @@ pub(crate) const SECTION: Section = Section {
         &ENV,
         &ARGS,
         &NETWORK,
+        &REPLICAS,
     ],
     check_table: Some(check_sources),
 };
@@ -255,6 +264,7 @@ pub(crate) fn build(
     let network = look
         .read(cx, s, &NETWORK)
         .unwrap_or(Some(NetworkChoice::Auto));
+    let replicas = look.read(cx, s, &REPLICAS).unwrap_or(Some(1));
     let source = target_source(cx, look, package, port);
     Some(TargetConfig {
         source: source?,
@@ -271,6 +281,7 @@ pub(crate) fn build(
         env: env?,
         args: args?,
         network: network?,
+        replicas: replicas?,
     })
 }
 

@@ -551,6 +551,7 @@ async fn run_both(
         display: &display,
         announce: Some(requests_per_session),
         shard: None,
+        replicas: None,
     };
     let mut base_runner = GeneratorRunner {
         targets: vec![base_target.base_url().to_owned()],
@@ -561,6 +562,7 @@ async fn run_both(
         display: &display,
         announce: Some(requests_per_session),
         shard: None,
+        replicas: None,
     };
     let first = crate::plan::pairing::pairing_order(
         1,

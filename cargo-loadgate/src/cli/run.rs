@@ -613,9 +613,11 @@ async fn run_booted(
         display: &display,
         announce: None,
         shard,
+        replicas: None,
     };
     // The replicas beyond the first, shared with the faults that kill or pause one of them.
     let replica_set = crate::targets::ReplicaSet::new(std::mem::take(&mut replicas), &request);
+    runner.replicas = Some(replica_set.clone());
     let options = PlanOptions {
         keep_going: opts.keep_going,
         baseline_knee_sessions_per_sec: baseline.knee_sessions_per_sec(),
@@ -1115,14 +1117,15 @@ type FinishingReplicaFault = (
 );
 
 /// Ends every scheduled replica fault, each in a task of its own (the plan's observer cannot
-/// wait): one still applied is removed, a removal under way runs to its end. Awaited after the
+/// wait): one still applied is removed, a removal under way runs to its end. The next phase
+/// waits for them ([`crate::targets::ReplicaSet::settled`]); their records are read after the
 /// plan.
 fn finish_replica_faults(
     scheduled: &mut Vec<ScheduledReplicaFault>,
     finishing: &mut Vec<FinishingReplicaFault>,
 ) {
     for (config, schedule) in scheduled.drain(..) {
-        finishing.push((config, tokio::spawn(schedule.finish())));
+        finishing.push((config, tokio::spawn(schedule.end().wait())));
     }
 }
 
@@ -1154,6 +1157,15 @@ fn refuse_replicas_without_own_ports(
             ),
         });
     }
+    if !config.audit.is_empty() {
+        return Err(RunError::Usage {
+            message: format!(
+                "`[target] replicas = {n}` boots {n} instances, each with its own state, and an \
+                 audit (`[[audit]]`) reconciles one service's effects with the requests loadgate \
+                 saw\nhint: leave the audits out of the profile that sets `replicas`"
+            ),
+        });
+    }
     let fixed_port = opts.env.iter().any(|(k, _)| k == "PORT")
         || opts.head_env.iter().any(|(k, _)| k == "PORT")
         || config.target.env.contains_key("PORT");
@@ -1165,6 +1177,24 @@ fn refuse_replicas_without_own_ports(
                  listen on it\nhint: leave `PORT` out of the environment"
             ),
         });
+    }
+    if config
+        .data
+        .steps
+        .iter()
+        .any(|s| s.after == crate::config::DataStage::Target)
+    {
+        eprintln!(
+            "     Warning `[data]` steps run `after = \"target\"` reach replica 0 alone: a service \
+             whose replicas keep their own state gets that data once"
+        );
+    }
+    if !config.probes.is_empty() {
+        eprintln!(
+            "     Warning the probes read replica 0 (and its resources are the ones sampled), not \
+             the other {}",
+            n - 1
+        );
     }
     Ok(())
 }
@@ -1563,6 +1593,9 @@ pub(super) struct GeneratorRunner<'a> {
     /// The shard this run sends (`--shard`), with what it records of each phase; `None` for the
     /// whole schedule.
     pub(super) shard: Option<ShardState>,
+    /// The replicas beyond the first, when faults act on them: each phase starts once no fault's
+    /// removal is under way, and not at all when a replica did not come back.
+    pub(super) replicas: Option<crate::targets::ReplicaSet>,
 }
 
 /// The furthest ahead an agreed shard start may lie: time for every shard to be scheduled and to
@@ -1693,6 +1726,14 @@ impl PhaseRunner for GeneratorRunner<'_> {
         schedule: Schedule,
         on_window: OnWindow,
     ) -> Result<PhaseRun, RunError> {
+        if let Some(set) = &self.replicas
+            && let Err((index, down)) = set.settled().await
+        {
+            self.display.line(&format!(
+                "       Error replica {index} did not come back after its restart"
+            ));
+            return Err(down.into());
+        }
         if let Some(requests_per_session) = self.announce {
             self.display
                 .phase_starting(&spec, spec.sessions_per_sec * requests_per_session);

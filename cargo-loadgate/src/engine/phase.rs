@@ -856,6 +856,9 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
             return;
         };
+        // Kept for a failover only, which encodes the request again for another replica's `Host`:
+        // with one replica it is dropped before the send.
+        let rendered = ctx.replicated().then_some(rendered);
         let op = step.operation;
         let slot = ctx.outstanding.borrow_mut().insert((op, origin));
         ctx.in_flight.set(ctx.in_flight.get() + 1);
@@ -879,14 +882,14 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             .as_ref()
             .and_then(|policies| policies.get(op))
             .and_then(Option::as_ref);
-        if policy.is_some() || (ctx.replicated() && ctx.failover.attempts > 1) {
+        if policy.is_some() || ctx.replicated() {
             let session = ctx.first_session.saturating_add(plan.index);
             (exchange, sent_at) = send_again(
                 &ctx,
                 policy,
                 Resend {
                     request,
-                    rendered: &rendered,
+                    rendered: rendered.as_ref(),
                     replica: &mut replica,
                 },
                 (op, origin),
@@ -987,7 +990,8 @@ fn note_attempt(ctx: &Ctx, replica: usize, exchange: &Exchange) {
 /// failover moves.
 struct Resend<'a> {
     request: WireRequest,
-    rendered: &'a RenderedRequest,
+    /// `None` with one replica, where no failover encodes it again.
+    rendered: Option<&'a RenderedRequest>,
     replica: &'a mut usize,
 }
 
@@ -1021,9 +1025,13 @@ async fn send_again(
     let failover = &ctx.failover;
     let (mut retries, mut failovers) = (0, 0);
     loop {
-        let over = ctx.replicated()
-            && failovers + 1 < failover.attempts
-            && fails_over(failover, &exchange, expected);
+        let failed_here = ctx.replicated() && fails_over(failover, &exchange, expected);
+        if failed_here {
+            // The replica failed in a way the policy names: ejected, whether or not an attempt
+            // is left to send elsewhere.
+            ctx.eject(*replica, ctx.clock.now());
+        }
+        let over = failed_here && failovers + 1 < failover.attempts;
         let again = !over
             && policy
                 .is_some_and(|p| retries + 1 < p.attempts && is_retryable(p, &exchange, expected));
@@ -1039,12 +1047,11 @@ async fn send_again(
             break;
         }
         if over {
-            // The replica failed: it is ejected now, and the session moves on at once.
+            // The session moves on at once, to the next replica not ejected.
             let now = ctx.clock.now();
-            ctx.eject(*replica, now);
             ctx.recorder.borrow_mut().replica_failover(*replica);
             *replica = ctx.ejections.next(*replica, now);
-            match build_request(ctx, *replica, rendered) {
+            match rendered.and_then(|r| build_request(ctx, *replica, r)) {
                 Some(encoded) => request = encoded,
                 None => break,
             }
@@ -1904,13 +1911,16 @@ pub(super) mod tests {
             .collect()
     }
 
-    /// A loopback port nothing listens on (bound, then closed): connections to it are refused.
-    fn refused_url() -> String {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        format!("http://127.0.0.1:{port}")
+    /// A loopback port nothing listens on: connections to it are refused. The port stays bound
+    /// (without SO_REUSEADDR, and not listening) while the returned socket lives, so that no other
+    /// test's listener takes it meanwhile and receives this test's connections.
+    fn refused_url() -> (String, tokio::net::TcpSocket) {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("bind");
+        let port = socket.local_addr().expect("addr").port();
+        (format!("http://127.0.0.1:{port}"), socket)
     }
 
     #[test]
@@ -1949,7 +1959,7 @@ pub(super) mod tests {
     #[test]
     fn a_replica_that_refuses_connections_is_failed_over_and_ejected() {
         let up = TestServer::start(|_| Reply::ok("up"));
-        let down = refused_url();
+        let (down, _held) = refused_url();
         let w = two_steps(80.0);
         let m = run_replicas(
             &[up.url.as_str(), down.as_str()],
@@ -1981,7 +1991,7 @@ pub(super) mod tests {
     #[test]
     fn without_failover_the_sessions_of_a_dead_replica_fail() {
         let up = TestServer::start(|_| Reply::ok("up"));
-        let down = refused_url();
+        let (down, _held) = refused_url();
         let w = two_steps(80.0);
         let m = run_replicas(
             &[up.url.as_str(), down.as_str()],

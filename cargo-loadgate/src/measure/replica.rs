@@ -19,8 +19,8 @@ pub struct ReplicaCounts {
     pub failovers: u64,
     /// Times it was ejected: given no sessions for `generator.failover`'s `eject`.
     pub ejections: u64,
-    /// Requests of sessions that stuck to it and went to another replica because it was ejected
-    /// (each such session then sticks to the other).
+    /// Requests of sessions that stuck to it and went to another replica because it was ejected;
+    /// each such session then sticks to the other, so this counts the sessions moved.
     pub moved: u64,
     /// Logical operations that ended in an error whose last attempt went to it.
     pub errors: u64,

@@ -479,6 +479,9 @@ pub fn kill_group_blocking(pgid: i32, grace: Duration) {
     if sent.is_err() {
         return;
     }
+    // A group a fault paused (SIGSTOP) would hold the signal until the grace ends: continued, it
+    // handles it now. Harmless for a running group.
+    let _ = killpg(pg, Signal::SIGCONT);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if !group_has_live_members(pgid) {

@@ -47,7 +47,7 @@ pub use event::BootEvent;
 pub use network::{NetworkInfo, NetworkPath};
 pub use probe::{PROBE_CONNECT_TIMEOUT, PostgresProbe, ProbeSampler};
 pub use process::{free_loopback_port, parse_cpuset};
-pub use replicas::{ReplicaFaultTimes, ReplicaSet, ScheduledReplicaFault};
+pub use replicas::{EndingReplicaFault, ReplicaFaultTimes, ReplicaSet, ScheduledReplicaFault};
 pub use ring::{LogRing, OutputStream};
 pub use sample::{
     ProcStat, ResourceSample, ResourceSampler, SampleSource, clock_ticks_per_sec, parse_proc_stat,

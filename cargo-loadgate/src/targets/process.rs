@@ -210,6 +210,8 @@ impl ProcessHandle {
                     Some(signal) => nix::sys::signal::kill(pg, signal),
                     None => killpg(pg, Signal::SIGTERM),
                 };
+                // A group a fault paused (SIGSTOP) handles the signal once continued.
+                let _ = killpg(pg, Signal::SIGCONT);
                 match tokio::time::timeout(grace, child.wait()).await {
                     Ok(status) => {
                         status.map_err(|e| TargetError::io("wait for the target process", e))?

@@ -26,6 +26,12 @@ pub struct ReplicaSet {
     slots: Arc<tokio::sync::Mutex<Vec<Option<RunningTarget>>>>,
     /// How each is booted again after a kill: its own port, from the build it was booted from.
     restarts: Arc<Vec<BootRequest>>,
+    /// Faults whose removal was asked for and has not ended yet (a restart among them).
+    removing: Arc<std::sync::atomic::AtomicUsize>,
+    /// Told when a removal ends.
+    removed: Arc<tokio::sync::Notify>,
+    /// The first replica that did not come back after its restart: its number and why.
+    down: Arc<Mutex<Option<(u32, TargetError)>>>,
 }
 
 impl ReplicaSet {
@@ -40,6 +46,26 @@ impl ReplicaSet {
                 replicas.into_iter().map(Some).collect(),
             )),
             restarts: Arc::new(restarts),
+            removing: Arc::default(),
+            removed: Arc::default(),
+            down: Arc::default(),
+        }
+    }
+
+    /// Waits until no fault's removal is under way (a killed replica booted again), so that the
+    /// next phase starts with the replicas the config declares. Returns the replica that did not
+    /// come back, if one did not: the run cannot go on as declared.
+    pub async fn settled(&self) -> Result<(), (u32, TargetError)> {
+        loop {
+            let told = self.removed.notified();
+            if self.removing.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                break;
+            }
+            told.await;
+        }
+        match lock(&self.down).take() {
+            Some(down) => Err(down),
+            None => Ok(()),
         }
     }
 
@@ -130,6 +156,7 @@ impl ReplicaFaultTimes {
 /// A replica fault whose schedule runs.
 #[derive(Debug)]
 pub struct ScheduledReplicaFault {
+    set: ReplicaSet,
     times: Arc<Mutex<ReplicaFaultTimes>>,
     /// Tells the schedule to remove the fault now (its phase is over). The schedule itself
     /// removes it, so that a removal is never aborted halfway through a boot.
@@ -181,7 +208,12 @@ pub fn schedule(
             remove(&set, replica, action, origin, &times).await;
         })
     };
-    ScheduledReplicaFault { times, end, task }
+    ScheduledReplicaFault {
+        set: set.clone(),
+        times,
+        end,
+        task,
+    }
 }
 
 impl ScheduledReplicaFault {
@@ -189,14 +221,43 @@ impl ScheduledReplicaFault {
     /// (`cut_short`, unless it was to hold until now); a removal under way runs to its end.
     /// Returns what happened.
     pub async fn finish(self) -> ReplicaFaultTimes {
+        self.end().wait().await
+    }
+
+    /// Asks the schedule to end now, and counts it among the set's removals under way until
+    /// [`EndingReplicaFault::wait`] sees it done ([`ReplicaSet::settled`] waits for it).
+    pub fn end(self) -> EndingReplicaFault {
+        self.set
+            .removing
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         // A permit: the schedule sees it at its next wait, even if it is not waiting yet.
         self.end.notify_one();
-        if let Err(e) = self.task.await
+        EndingReplicaFault { fault: self }
+    }
+}
+
+/// A replica fault asked to end ([`ScheduledReplicaFault::end`]).
+#[derive(Debug)]
+pub struct EndingReplicaFault {
+    fault: ScheduledReplicaFault,
+}
+
+impl EndingReplicaFault {
+    /// Waits for the schedule's end (its removal, a restart among them); returns what happened.
+    pub async fn wait(self) -> ReplicaFaultTimes {
+        let ScheduledReplicaFault {
+            set, times, task, ..
+        } = self.fault;
+        let joined = task.await;
+        set.removing
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        set.removed.notify_waiters();
+        if let Err(e) = joined
             && e.is_panic()
         {
             std::panic::resume_unwind(e.into_panic());
         }
-        lock(&self.times).clone()
+        lock(&times).clone()
     }
 }
 
@@ -333,6 +394,20 @@ async fn remove(
                 Err(e) => {
                     let mut t = lock(times);
                     t.log_tail = e.log_tail().to_vec();
+                    let mut down = lock(&set.down);
+                    if down.is_none() {
+                        *down = Some((
+                            replica,
+                            TargetError::Crashed {
+                                status: format!(
+                                    "replica {replica} did not come back after its restart: {}",
+                                    e.to_string().lines().next().unwrap_or_default()
+                                ),
+                                log_tail: e.log_tail().to_vec(),
+                            },
+                        ));
+                    }
+                    drop(down);
                     let first = e.to_string();
                     let first = first.lines().next().unwrap_or_default();
                     t.fail(format!(

@@ -171,8 +171,9 @@ pub(crate) fn check(
             ),
             Some(format!(
                 "the other replica could book its effect twice; add headers = {{ \
-                 {IDEMPOTENCY_KEY} = \"{{{{session}}}}-{{{{seq}}}}\" }} to it, or `idempotent = \
-                 true` if the service dedups it otherwise, or fail over on `connect` alone"
+                 {IDEMPOTENCY_KEY} = \"{{{{session}}}}-{{{{seq}}}}\" }} to it (the replicas must \
+                 share the store the key is checked in), or `idempotent = true` if the service \
+                 dedups it otherwise, or fail over on `connect` alone"
             )),
         );
     }

@@ -6,6 +6,9 @@
 //! follow Little's law (rate × 40 ms) on any machine, and sheds from 6 in flight: the ramp's
 //! 30 requests/s keep about 1.2 in flight and hold; the spike to 1000% of that (about 300/s, 12 in
 //! flight) is answered mostly with fast 503s: "rejected cheaply", and stable again right after it.
+//!
+//! A second test runs the demo's `spike-collapse` profile, whose demo thrashes under its backlog
+//! (`DEMO_COLLAPSE_AT`): "collapsed".
 
 use loadgate_tests::{
     DemoProcess, assert_matches_result_schema, load_lock, read_result, run_config_at_url,
@@ -109,4 +112,45 @@ fn a_spike_against_a_shedding_service_is_rejected_cheaply_and_recovers() {
     assert!(summary.contains("**Spike:** to 1000%"), "{summary}");
     // Without a baseline a run passes unless a check fails (no-baseline is exit 0 here).
     out.assert_code(PASS);
+}
+
+/// The demo's `spike-collapse` profile: beyond 32 requests in flight every request burns more CPU
+/// for each one in flight (`DEMO_COLLAPSE_AT`), so a spike to 300% of capacity builds a backlog
+/// that lowers the goodput instead of levelling it off: the run names it "collapsed".
+#[test]
+fn a_spike_against_a_service_that_thrashes_under_its_backlog_is_named_collapsed() {
+    let _load = load_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = loadgate_tests::LoadgateCommand::new([
+        "run",
+        "--mode",
+        "stored",
+        "--profile",
+        "spike-collapse",
+        "--target",
+        "process",
+        "--manifest-path",
+    ])
+    .arg_path(loadgate_tests::demo_manifest())
+    .args(["--out-dir"])
+    .arg_path(dir.path())
+    .output();
+    let result = read_result(dir.path());
+    assert_matches_result_schema(&result);
+    let admission = &result["spike"]["admission"];
+    assert_eq!(
+        admission["admission"], "collapsed",
+        "{admission}\n{}",
+        out.stderr
+    );
+    // Not shed (no fast failures): the goodput itself fell under the backlog.
+    let before = admission["goodput_before_per_sec"].as_f64().unwrap();
+    let during = admission["goodput_during_per_sec"].as_f64().unwrap();
+    assert!(during < before, "{admission}");
+    assert!(
+        out.stdout.contains(": collapsed ("),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
 }

@@ -587,6 +587,45 @@ mod tests {
         set.shutdown().await;
     }
 
+    /// A replica whose port was taken while it was down cannot come back: the fault is not
+    /// verified, the replica's output says why, and the set reports it down to the next phase.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_replica_that_does_not_come_back_is_reported_down_with_its_output() {
+        let (set, port) = one_replica().await;
+        let origin = Instant::now();
+        let fault = schedule(
+            &set,
+            1,
+            ReplicaAction::Kill,
+            origin,
+            origin + Duration::from_millis(50),
+            Some(Duration::from_millis(500)),
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        // Killed: another listener takes its port before the restart.
+        let squatter = std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free");
+        let times = fault.finish().await;
+        let problem = times.problem.clone().expect("not verified");
+        assert!(
+            problem.contains("replica 1 did not come back after its restart"),
+            "{times:?}"
+        );
+        assert!(times.back_at_ms.is_none(), "{times:?}");
+        assert!(
+            times
+                .log_tail
+                .iter()
+                .any(|l| l.contains("Address already in use")),
+            "the replica's own words: {times:?}"
+        );
+        let (index, down) = set.settled().await.expect_err("reported down");
+        assert_eq!(index, 1);
+        assert!(down.to_string().contains("did not come back"), "{down}");
+        assert!(set.check_alive().await.is_ok(), "nothing left up to check");
+        set.shutdown().await;
+        drop(squatter);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_fault_until_the_finish_is_removed_on_schedule_then() {
         let (set, port) = one_replica().await;

@@ -116,7 +116,8 @@ fn kill_one_of_two(target: &str, run_id: &str) {
         names,
         [
             "fault kill-replica verified",
-            "time to stable SLO after fault kill-replica within 5s"
+            "time to stable SLO after fault kill-replica within 5s",
+            "fault kill-replica within its degraded objective"
         ]
     );
 }

@@ -159,7 +159,8 @@ fn a_stub_fault_in_the_soak_is_verified_and_the_time_to_stable_slo_after_it_is_m
         names,
         [
             "fault slow-fraud verified",
-            "time to stable SLO after fault slow-fraud within 5s"
+            "time to stable SLO after fault slow-fraud within 5s",
+            "fault slow-fraud within its degraded objective"
         ]
     );
     assert!(

@@ -814,6 +814,7 @@ async fn run_booted(
             (valid, reasons.as_slice()),
             config.slo.recovery,
         );
+        record.degraded = judge_degraded(&fault, &record, phase, (valid, &reasons));
         display.line(&format!("       Fault {}", record.statement()));
         result.faults.push(record);
     }
@@ -848,6 +849,7 @@ async fn run_booted(
             (valid, reasons.as_slice()),
             config.slo.recovery,
         );
+        record.degraded = judge_degraded(&fault, &record, phase, (valid, &reasons));
         display.line(&format!("       Fault {}", record.statement()));
         result.faults.push(record);
     }
@@ -1080,6 +1082,26 @@ type FinishedFault = (
     crate::stub::StubController,
     crate::stub::fault::FaultTimes,
 );
+
+/// A fault's `degraded` objective judged on its phase's windows while it held, when one is
+/// declared.
+fn judge_degraded(
+    fault: &crate::config::FaultConfig,
+    record: &crate::stub::fault::FaultRecord,
+    phase: Option<&crate::result::PhaseRecord>,
+    (valid, reasons): (bool, &[String]),
+) -> Option<crate::stub::fault::DegradedCheck> {
+    let objective = fault.degraded.as_ref()?;
+    let windows = phase
+        .map(|p| p.measurement.windows.windows.as_slice())
+        .unwrap_or_default();
+    Some(crate::stub::fault::degraded_check(
+        objective,
+        (record.applied_at_ms, record.removed_at_ms),
+        windows,
+        (valid, reasons),
+    ))
+}
 
 /// Whether a fault's phase (if it ran) was valid, and why not: what its recovery check reads.
 fn phase_validity(phase: Option<&crate::result::PhaseRecord>) -> (bool, Vec<String>) {

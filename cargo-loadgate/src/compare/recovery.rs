@@ -129,46 +129,53 @@ pub fn settle_recovery(
     .flatten()
     .chain(head.faults.iter().filter_map(|f| f.check.as_ref()))
     .collect();
+    // A fault's degraded objective settles the verdict as a recovery check does.
+    for degraded in head.faults.iter().filter_map(|f| f.degraded.as_ref()) {
+        settle_one(
+            "degraded objective",
+            degraded.outcome,
+            &degraded.reason,
+            verdict,
+        );
+    }
     if checks.is_empty() {
         settle_unmade_recovery(head, comparison, verdict);
         return;
     }
     for check in checks {
-        settle_one(check, verdict);
+        settle_one("recovery check", check.outcome, &check.reason, verdict);
     }
     if let Some(c) = comparison {
         c.verdict = verdict.clone();
     }
 }
 
-/// Settles `verdict` by one recovery check.
-fn settle_one(check: &RecoveryCheck, verdict: &mut Verdict) {
-    let decide = |verdict: &mut Verdict, outcome: VerdictOutcome| {
+/// Settles `verdict` by one check's `outcome` and `reason` (a recovery check, or a fault's degraded
+/// objective).
+fn settle_one(what: &str, outcome: RecoveryCheckOutcome, reason: &str, verdict: &mut Verdict) {
+    let decide = |verdict: &mut Verdict, decided: VerdictOutcome| {
         let before = std::mem::replace(
             &mut verdict.rule_fired,
-            format!("{}: {}", outcome.as_str(), check.reason),
+            format!("{}: {reason}", decided.as_str()),
         );
         verdict
             .warnings
-            .insert(0, format!("without the recovery check: {before}"));
-        verdict.outcome = outcome;
+            .insert(0, format!("without the {what}: {before}"));
+        verdict.outcome = decided;
         verdict.metrics.clear();
     };
-    match (check.outcome, verdict.outcome) {
+    match (outcome, verdict.outcome) {
         (RecoveryCheckOutcome::Pass, _) => {}
         (RecoveryCheckOutcome::Fail, VerdictOutcome::Regression) => {
-            verdict
-                .rule_fired
-                .push_str(&format!("; and {}", check.reason));
+            verdict.rule_fired.push_str(&format!("; and {reason}"));
         }
         (RecoveryCheckOutcome::Fail, _) => decide(verdict, VerdictOutcome::Regression),
         (RecoveryCheckOutcome::Inconclusive, VerdictOutcome::Pass) => {
             decide(verdict, VerdictOutcome::Inconclusive);
         }
-        (RecoveryCheckOutcome::Inconclusive, _) => verdict.warnings.push(format!(
-            "the recovery check is inconclusive: {}",
-            check.reason
-        )),
+        (RecoveryCheckOutcome::Inconclusive, _) => verdict
+            .warnings
+            .push(format!("the {what} is inconclusive: {reason}")),
     }
 }
 

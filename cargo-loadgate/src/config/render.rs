@@ -420,6 +420,19 @@ fn render_fault(out: &mut String, f: &FaultConfig, profile: &str) {
             kv(out, "action", &string(action.as_str()));
         }
     }
+    if let Some(d) = &f.degraded {
+        let mut limits = Vec::new();
+        if let Some(p50) = d.p50 {
+            limits.push(("p50", duration(p50)));
+        }
+        if let Some(p99) = d.p99 {
+            limits.push(("p99", duration(p99)));
+        }
+        if let Some(rate) = d.error_rate {
+            limits.push(("error-rate", string(&format_percent(rate))));
+        }
+        kv(out, "degraded", &inline_table(limits));
+    }
 }
 
 /// One `[[stub]]` with its routes (without `profiles`: the listing is of one profile).

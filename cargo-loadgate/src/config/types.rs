@@ -391,8 +391,27 @@ pub struct FaultConfig {
     pub duration: Duration,
     /// What it acts on, and how.
     pub target: FaultTarget,
+    /// The objective the service must meet while the fault holds (`degraded`), if one is
+    /// declared: looser than `[slo]`, judged on the phase's windows inside the fault.
+    pub degraded: Option<DegradedObjective>,
     /// Where it is written, `file:line:col`, for people.
     pub location: String,
+}
+
+/// `degraded = { p50, p99, error-rate }` of a `[[fault]]`: what the service must still meet while
+/// the fault holds (seed 002: "behaviour during the fault against a degraded objective"). At
+/// least one limit.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DegradedObjective {
+    /// The most a window's p50 may be.
+    #[serde(rename = "p50_ms", with = "crate::measure::option_millis", default)]
+    pub p50: Option<Duration>,
+    /// The most a window's p99 may be.
+    #[serde(rename = "p99_ms", with = "crate::measure::option_millis", default)]
+    pub p99: Option<Duration>,
+    /// The largest share of a window's completed requests that may fail.
+    #[serde(default)]
+    pub error_rate: Option<f64>,
 }
 
 /// What a `[[fault]]` acts on.
@@ -475,7 +494,7 @@ impl FaultConfig {
     /// What the config hash takes of a fault: all of it but where it is written. A stub fault
     /// hashes as it did before replica faults existed.
     pub fn identity(&self) -> serde_json::Value {
-        match &self.target {
+        let mut identity = match &self.target {
             FaultTarget::Stub { stub, change } => serde_json::json!({
                 "name": self.name,
                 "phase": self.phase,
@@ -494,7 +513,16 @@ impl FaultConfig {
                 "replica": replica,
                 "action": action.as_str(),
             }),
+        };
+        // A degraded objective judges the run, so it enters the hash; a fault without one hashes
+        // as it did before the key existed.
+        if let (Some(d), Some(map)) = (&self.degraded, identity.as_object_mut()) {
+            map.insert(
+                "degraded".to_owned(),
+                serde_json::to_value(d).unwrap_or_default(),
+            );
         }
+        identity
     }
 }
 

@@ -20,6 +20,7 @@ pub use counters::{
 };
 pub use cpu::{CpuScope, cpu_time};
 pub use histogram::{HistogramDecodeError, LatencyHistogram, to_micros};
+pub use phase::option_millis;
 pub use phase::{
     DropCause, FinishInfo, GENERATOR_SATURATED, GeneratorHealth, InvalidReason, LagCause,
     LoopMeasurement, OperationMeasurement, OperationSummary, PhaseMeasurement, PhaseMerge,

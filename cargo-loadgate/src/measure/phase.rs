@@ -569,10 +569,11 @@ impl PhaseMerge {
 }
 
 /// Serde helpers writing an optional `Duration` as fractional milliseconds.
-mod option_millis {
+pub mod option_millis {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
+    /// Writes `value` as fractional milliseconds, or null.
     pub fn serialize<S: Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match value {
             Some(d) => s.serialize_some(&(d.as_secs_f64() * 1e3)),
@@ -580,6 +581,7 @@ mod option_millis {
         }
     }
 
+    /// Reads fractional milliseconds or null.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         match Option::<f64>::deserialize(d)? {
             Some(ms) => Duration::try_from_secs_f64(ms / 1e3)

@@ -12,7 +12,7 @@ mod judge;
 pub mod paired_run;
 pub mod pairing;
 mod ramp;
-mod recovery;
+pub(crate) mod recovery;
 mod run;
 mod soak;
 mod spike;

@@ -258,6 +258,15 @@ pub fn junit_report(result: &RunResult) -> Report {
                 case.set_system_out(check.reason.clone());
                 suite.add_test_case(with_class(case, "faults"));
             }
+            if let Some(degraded) = &fault.degraded {
+                let status = check_status(degraded.outcome, &degraded.reason, "degraded");
+                let mut case = TestCase::new(
+                    format!("fault {} within its degraded objective", fault.name),
+                    status,
+                );
+                case.set_system_out(degraded.reason.clone());
+                suite.add_test_case(with_class(case, "faults"));
+            }
         }
         report.add_test_suite(suite);
     }
@@ -440,17 +449,22 @@ fn properties(result: &RunResult) -> Vec<Property> {
 /// The JUnit status of a `[slo] recovery` check: a failure fails the gate, an inconclusive one is
 /// skipped with why.
 fn recovery_status(check: &crate::plan::RecoveryCheck) -> TestCaseStatus {
-    match check.outcome {
+    check_status(check.outcome, &check.reason, "recovery")
+}
+
+/// A check's case: a pass, a failure of type `kind` (a regression), or skipped (inconclusive).
+fn check_status(outcome: RecoveryCheckOutcome, reason: &str, kind: &str) -> TestCaseStatus {
+    match outcome {
         RecoveryCheckOutcome::Pass => TestCaseStatus::success(),
         RecoveryCheckOutcome::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_message(format!("regression: {}", check.reason))
-                .set_type("recovery");
+            s.set_message(format!("regression: {reason}"))
+                .set_type(kind);
             s
         }
         RecoveryCheckOutcome::Inconclusive => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(format!("inconclusive: {}", check.reason))
+            s.set_message(format!("inconclusive: {reason}"))
                 .set_type("inconclusive");
             s
         }

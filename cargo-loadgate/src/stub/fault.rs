@@ -138,6 +138,138 @@ pub struct FaultRecord {
     /// set (`compare::fault_recovery_check`): a failure is a regression.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<crate::plan::RecoveryCheck>,
+    /// Its `degraded` objective judged on the phase's windows while it held, when one is
+    /// declared: a failure is a regression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<DegradedCheck>,
+}
+
+/// A fault's `degraded` objective, judged on the 1 s windows of its phase that lie wholly between
+/// its application and its removal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DegradedCheck {
+    /// The objective.
+    pub objective: crate::config::DegradedObjective,
+    /// The windows judged.
+    pub windows: usize,
+    /// Of those, the windows within every limit.
+    pub held: usize,
+    /// The worst window's p50, p99 and error rate.
+    pub worst_p50_ms: Option<f64>,
+    /// See `worst_p50_ms`.
+    pub worst_p99_ms: Option<f64>,
+    /// See `worst_p50_ms`.
+    pub worst_error_rate: Option<f64>,
+    /// Pass when every window held, fail when one did not, inconclusive without a window to read
+    /// or in an invalid phase.
+    pub outcome: crate::plan::RecoveryCheckOutcome,
+    /// Why, with the numbers.
+    pub reason: String,
+}
+
+/// Judges `objective` on the `windows` of a fault's phase that start at or after `applied_ms`
+/// and end by `removed_ms` (ms from the start of the measured part); `phase` says whether the
+/// phase was valid, and why not.
+pub fn degraded_check(
+    objective: &crate::config::DegradedObjective,
+    (applied_ms, removed_ms): (Option<f64>, Option<f64>),
+    windows: &[crate::measure::Window],
+    (valid, invalid_reasons): (bool, &[String]),
+) -> DegradedCheck {
+    use crate::plan::RecoveryCheckOutcome;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let inside: Vec<&crate::measure::Window> = match (applied_ms, removed_ms) {
+        (Some(from), Some(to)) => windows
+            .iter()
+            .filter(|w| ms(w.start) >= from && ms(w.start + w.length) <= to)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let rate = |w: &crate::measure::Window| {
+        if w.completed == 0 {
+            0.0
+        } else {
+            w.errors as f64 / w.completed as f64
+        }
+    };
+    let holds = |w: &crate::measure::Window| {
+        objective.p50.is_none_or(|l| w.p50 <= l)
+            && objective.p99.is_none_or(|l| w.p99 <= l)
+            && objective.error_rate.is_none_or(|l| rate(w) <= l)
+    };
+    let held = inside.iter().filter(|w| holds(w)).count();
+    let worst = |f: &dyn Fn(&crate::measure::Window) -> f64| {
+        inside.iter().map(|w| f(w)).max_by(f64::total_cmp)
+    };
+    let worst_p50_ms = worst(&|w| ms(w.p50));
+    let worst_p99_ms = worst(&|w| ms(w.p99));
+    let worst_error_rate = worst(&rate);
+    let limits = describe_objective(objective);
+    let (outcome, reason) = if !valid {
+        (
+            RecoveryCheckOutcome::Inconclusive,
+            format!(
+                "the phase is invalid ({}): its windows do not show the service during the fault",
+                invalid_reasons.join("; ")
+            ),
+        )
+    } else if inside.is_empty() {
+        (
+            RecoveryCheckOutcome::Inconclusive,
+            "no whole window of the phase lies inside the fault".to_owned(),
+        )
+    } else {
+        let worst = format!(
+            "worst window p50 {:.0} ms, p99 {:.0} ms, errors {:.1}%",
+            worst_p50_ms.unwrap_or_default(),
+            worst_p99_ms.unwrap_or_default(),
+            worst_error_rate.unwrap_or_default() * 100.0
+        );
+        if held == inside.len() {
+            (
+                RecoveryCheckOutcome::Pass,
+                format!(
+                    "the degraded objective ({limits}) held in {held} of {} windows during the \
+                     fault ({worst})",
+                    inside.len()
+                ),
+            )
+        } else {
+            (
+                RecoveryCheckOutcome::Fail,
+                format!(
+                    "the degraded objective ({limits}) held in {held} of {} windows during the \
+                     fault ({worst})",
+                    inside.len()
+                ),
+            )
+        }
+    };
+    DegradedCheck {
+        objective: *objective,
+        windows: inside.len(),
+        held,
+        worst_p50_ms,
+        worst_p99_ms,
+        worst_error_rate,
+        outcome,
+        reason,
+    }
+}
+
+/// `p99 ≤ 1s, errors ≤ 5%`.
+fn describe_objective(o: &crate::config::DegradedObjective) -> String {
+    let mut parts = Vec::new();
+    if let Some(p50) = o.p50 {
+        parts.push(format!("p50 ≤ {}", crate::config::format_duration(p50)));
+    }
+    if let Some(p99) = o.p99 {
+        parts.push(format!("p99 ≤ {}", crate::config::format_duration(p99)));
+    }
+    if let Some(rate) = o.error_rate {
+        parts.push(format!("errors ≤ {}", crate::config::format_percent(rate)));
+    }
+    parts.join(", ")
 }
 
 /// What a replica fault did (`replica`, `action`) and what the generator saw of the replica over
@@ -218,6 +350,7 @@ impl FaultRecord {
             recovery: None,
             recovery_windows: required,
             check: None,
+            degraded: None,
         }
     }
 
@@ -282,8 +415,13 @@ impl FaultRecord {
                 )
             })
             .unwrap_or_default();
+        let degraded = self
+            .degraded
+            .as_ref()
+            .map(|d| format!("; {}", d.reason))
+            .unwrap_or_default();
         format!(
-            "fault {} ({on}, {when}): {verified}{served}{replica}{recovery}",
+            "fault {} ({on}, {when}): {verified}{served}{replica}{degraded}{recovery}",
             self.name
         )
     }
@@ -342,6 +480,7 @@ pub fn record(
         recovery,
         recovery_windows: required,
         check: None,
+        degraded: None,
     }
 }
 
@@ -428,6 +567,7 @@ pub fn record_replica(
         recovery,
         recovery_windows: required,
         check: None,
+        degraded: None,
     }
 }
 
@@ -521,6 +661,75 @@ pub fn verify(
 
 #[cfg(test)]
 mod tests {
+
+    /// The degraded objective reads the windows wholly inside the fault, and only those.
+    #[test]
+    fn a_degraded_objective_is_judged_on_the_windows_inside_the_fault() {
+        use crate::config::DegradedObjective;
+        use crate::plan::RecoveryCheckOutcome;
+        use crate::plan::recovery::tests::window;
+        let objective = DegradedObjective {
+            p50: None,
+            p99: Some(Duration::from_millis(500)),
+            error_rate: Some(0.05),
+        };
+        // Seconds 0-2 before, 3-5 inside (applied at 2.5 s: second 2 is cut), 6 after.
+        let windows = vec![
+            window(0, 100, 50, 0, 5, 2_000),
+            window(1, 100, 0, 0, 5, 40),
+            window(2, 100, 0, 0, 5, 900),
+            window(3, 100, 2, 0, 50, 400),
+            window(4, 100, 4, 0, 60, 450),
+            window(5, 100, 1, 0, 50, 300),
+            window(6, 100, 90, 0, 5, 5_000),
+        ];
+        let inside = (Some(2_500.0), Some(6_000.0));
+        let c = degraded_check(&objective, inside, &windows, (true, &[]));
+        assert_eq!(
+            (c.windows, c.held, c.outcome),
+            (3, 3, RecoveryCheckOutcome::Pass),
+            "{c:?}"
+        );
+        assert_eq!(c.worst_p99_ms, Some(450.0));
+        assert!(
+            c.reason.contains("p99 ≤ 500ms, errors ≤ 5%"),
+            "{}",
+            c.reason
+        );
+        assert!(c.reason.contains("held in 3 of 3 windows"), "{}", c.reason);
+        // A window past a limit fails it: an error rate of 6%, then a p99 of 600 ms.
+        let mut worse = windows.clone();
+        worse[4] = window(4, 100, 6, 0, 60, 450);
+        let c = degraded_check(&objective, inside, &worse, (true, &[]));
+        assert_eq!(
+            (c.held, c.outcome),
+            (2, RecoveryCheckOutcome::Fail),
+            "{c:?}"
+        );
+        worse[4] = window(4, 100, 0, 0, 60, 600);
+        let c = degraded_check(&objective, inside, &worse, (true, &[]));
+        assert_eq!(c.outcome, RecoveryCheckOutcome::Fail);
+        // No whole window inside, never applied, or an invalid phase: nothing to judge by.
+        let short = degraded_check(
+            &objective,
+            (Some(3_200.0), Some(3_900.0)),
+            &windows,
+            (true, &[]),
+        );
+        assert_eq!(short.outcome, RecoveryCheckOutcome::Inconclusive);
+        let never = degraded_check(&objective, (None, None), &windows, (true, &[]));
+        assert_eq!(
+            (never.windows, never.outcome),
+            (0, RecoveryCheckOutcome::Inconclusive)
+        );
+        let invalid = degraded_check(&objective, inside, &windows, (false, &["lag".to_owned()]));
+        assert_eq!(invalid.outcome, RecoveryCheckOutcome::Inconclusive);
+        assert!(
+            invalid.reason.contains("invalid (lag)"),
+            "{}",
+            invalid.reason
+        );
+    }
     use super::*;
 
     fn applied(requests: u64, errors: u64, min: f64, max: f64) -> Applied {

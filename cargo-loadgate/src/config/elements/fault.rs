@@ -7,10 +7,13 @@
 
 use crate::config::source::{Cx, Tbl, Val, array_of_tables, duration, share, string, suggest};
 use crate::config::source::{integer, keyword};
-use crate::config::types::{FaultConfig, FaultTarget, LoadgateConfig, ReplicaAction, StubConfig};
+use crate::config::types::{
+    DegradedObjective, FaultConfig, FaultTarget, LoadgateConfig, ReplicaAction, StubConfig,
+};
 use crate::stub::StubFault;
 use std::ops::Range;
 use std::time::Duration;
+use toml::de::DeValue;
 
 /// The top-level key.
 pub(crate) const FAULT: &str = "fault";
@@ -24,11 +27,15 @@ const LATENCY: &str = "latency";
 const ERRORS: &str = "errors";
 const REPLICA: &str = "replica";
 const ACTION: &str = "action";
+const DEGRADED: &str = "degraded";
 
 /// The keys of an entry, in the order "expected one of" lists them.
 pub(crate) const KEYS: &[&str] = &[
-    NAME, PROFILES, PHASE, AT, FOR, STUB, LATENCY, ERRORS, REPLICA, ACTION,
+    NAME, PROFILES, PHASE, AT, FOR, STUB, LATENCY, ERRORS, REPLICA, ACTION, DEGRADED,
 ];
+
+/// What a `degraded` objective should look like, for messages.
+const DEGRADED_EXPECTED: &str = "a table like { p99 = \"1s\", error-rate = \"5%\" }";
 
 /// The words of `action`.
 const ACTIONS: [(&str, ReplicaAction); 2] = [
@@ -318,6 +325,20 @@ fn entry(
         }
         (_, None) => stub_target(cx, &t, &label, stubs),
     };
+    let degraded = match t.get(DEGRADED) {
+        None => Some(None),
+        Some(_) if in_ramp => {
+            let v = t.get(DEGRADED).expect("checked");
+            cx.error(
+                v.file,
+                v.span(),
+                format!("{label} holds through the whole ramp, which judges its steps by `[slo]`"),
+                Some("leave `degraded` out: a degraded objective is judged in the soak".to_owned()),
+            );
+            None
+        }
+        Some(v) => degraded_objective(cx, v, &label).map(Some),
+    };
     // Required: a fault must fit the soak of every profile that runs it, and the built-in ones'
     // soaks differ (`quick`'s is 5 s).
     let profiles = t
@@ -337,6 +358,7 @@ fn entry(
             at: at?,
             duration: length?,
             target: target?,
+            degraded: degraded?,
             location: format!("{}:{line}:{col}", cx.files[t.file].path.display()),
         },
         profiles: profiles?,
@@ -347,6 +369,41 @@ fn entry(
             .map_or(t.span.clone(), |s| s.span()),
         for_span: for_val.map_or(t.span.clone(), |f| f.span()),
     })
+}
+
+/// `degraded = { p50, p99, error-rate }`: at least one limit.
+fn degraded_objective(cx: &Cx<'_>, v: Val<'_>, label: &str) -> Option<DegradedObjective> {
+    let what = format!("`{DEGRADED}` of {label}");
+    let table = Tbl::of(cx, v, what.clone(), DEGRADED_EXPECTED)?;
+    table.check_keys(cx, &["p50", "p99", "error-rate"]);
+    let limit = |key: &str| match table.get(key) {
+        None => Some(None),
+        Some(d) => {
+            crate::config::source::positive_duration(cx, d, &format!("`{key}` of {what}")).map(Some)
+        }
+    };
+    let (p50, p99) = (limit("p50"), limit("p99"));
+    let error_rate = match table.get("error-rate") {
+        None => Some(None),
+        Some(e) => share(cx, e, &format!("`error-rate` of {what}"), Some(1.0)).map(Some),
+    };
+    let objective = DegradedObjective {
+        p50: p50?,
+        p99: p99?,
+        error_rate: error_rate?,
+    };
+    // An unknown key was reported already; an empty table sets nothing.
+    let empty = matches!(v.get(), DeValue::Table(t) if t.is_empty());
+    if empty {
+        cx.error(
+            v.file,
+            v.span(),
+            format!("{what} sets no limit"),
+            Some(format!("give it a limit: {DEGRADED_EXPECTED}")),
+        );
+        return None;
+    }
+    Some(objective)
 }
 
 /// A replica fault: `replica = N` (from 1) and `action`, without a stub's `latency` or `errors`.
@@ -658,6 +715,37 @@ mod tests {
     }
 
     #[test]
+    fn a_degraded_objective_reads_and_bad_ones_are_reported() {
+        let cfg = parse_ok(
+            "[[fault]]\nname = \"slow\"\nstub = \"fraud\"\nat = \"5s\"\nfor = \"10s\"\nlatency = \"+180ms\"\nprofiles = [\"default\"]\n\
+             degraded = { p99 = \"1s\", error-rate = \"2%\" }\n",
+        );
+        assert_eq!(
+            cfg.faults[0].degraded,
+            Some(DegradedObjective {
+                p50: None,
+                p99: Some(Duration::from_secs(1)),
+                error_rate: Some(0.02),
+            })
+        );
+        assert!(cfg.faults[0].identity()["degraded"].is_object());
+        let base = "[[fault]]\nname = \"f\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"1s\"\nerrors = \"1%\"\nprofiles = [\"default\"]\n";
+        assert_one_error(&format!("{base}degraded = {{}}\n"), "sets no limit");
+        assert_one_error(
+            &format!("{base}degraded = {{ p90 = \"1s\" }}\n"),
+            "unknown key `p90`",
+        );
+        assert_one_error(
+            &format!("{base}degraded = {{ error-rate = \"120%\" }}\n"),
+            "must be at most 100%",
+        );
+        assert_one_error(
+            "[target]\nreplicas = 2\n[[fault]]\nname = \"f\"\nphase = \"ramp\"\nreplica = 1\naction = \"kill\"\nprofiles = [\"default\"]\ndegraded = { p99 = \"1s\" }\n",
+            "holds through the whole ramp, which judges its steps by `[slo]`",
+        );
+    }
+
+    #[test]
     fn a_replica_fault_may_hold_through_the_ramp() {
         let cfg = parse_ok(
             "[target]\nreplicas = 2\n\
@@ -751,7 +839,12 @@ mod tests {
     fn the_listing_reads_back_as_the_same_faults() {
         let text = with_workload(&format!(
             "{STUB_TOML}[[fault]]\nname = \"slow\"\nstub = \"fraud\"\nat = \"1s\"\nfor = \"2s\"\nlatency = \"+180ms\"\nerrors = \"5%\"\nprofiles = [\"default\"]\n\
-             [[fault]]\nname = \"x\"\nstub = \"fraud\"\nat = \"10s\"\nfor = \"1s\"\nlatency = \"2.5x\"\nprofiles = [\"default\"]\n"
+             [[fault]]\nname = \"x\"\nstub = \"fraud\"\nat = \"10s\"\nfor = \"1s\"\nlatency = \"2.5x\"\nprofiles = [\"default\"]\n\
+             degraded = {{ p99 = \"1s\", error-rate = \"5%\" }}\n\
+             [[fault]]\nname = \"down\"\nreplica = 1\naction = \"pause\"\nat = \"17s\"\nfor = \"2s\"\nprofiles = [\"default\"]\n\
+             degraded = {{ p50 = \"300ms\" }}\n\
+             [[fault]]\nname = \"ramp\"\nphase = \"ramp\"\nreplica = 1\naction = \"kill\"\nprofiles = [\"default\"]\n\
+             [target]\nreplicas = 2\n"
         ));
         let cfg = parse(&text, "default").expect("valid");
         let listing = crate::config::render_resolved(&cfg);

@@ -766,8 +766,6 @@ async fn run_booted(
     finish_replica_faults(&mut replica_scheduled, &mut replica_finishing);
     finish_replica_faults(&mut ramp_scheduled, &mut replica_finishing);
     let mut replica_finished = Vec::new();
-    // A replica that did not come back after its restart fails the run, with its output.
-    let mut restart_failure: Option<crate::targets::TargetError> = None;
     for (fault, finishing) in replica_finishing {
         match finishing.await {
             Ok(times) => replica_finished.push((fault, times)),
@@ -782,26 +780,6 @@ async fn run_booted(
             p.measurement.name == fault.phase
                 || (fault.phase == "ramp" && is_ramp_phase(&p.measurement.name))
         });
-        let (valid, reasons) = phase_validity(phase);
-        let killed = matches!(
-            fault.target,
-            FaultTarget::Replica {
-                action: ReplicaAction::Kill,
-                ..
-            }
-        );
-        if killed
-            && times.removed_at_ms.is_some()
-            && times.back_at_ms.is_none()
-            && restart_failure.is_none()
-        {
-            restart_failure = Some(crate::targets::TargetError::Crashed {
-                status: times.problem.clone().unwrap_or_else(|| {
-                    format!("fault `{}`: the replica did not come back", fault.name)
-                }),
-                log_tail: times.log_tail.clone(),
-            });
-        }
         let mut record = crate::stub::fault::record_replica(
             &fault,
             times,
@@ -809,12 +787,7 @@ async fn run_booted(
             config.recovery.windows,
             &config.slo,
         );
-        record.check = crate::compare::fault_recovery_check(
-            &record,
-            (valid, reasons.as_slice()),
-            config.slo.recovery,
-        );
-        record.degraded = judge_degraded(&fault, &record, phase, (valid, &reasons));
+        judge_fault(&mut record, &fault, phase, &config);
         display.line(&format!("       Fault {}", record.statement()));
         result.faults.push(record);
     }
@@ -835,7 +808,6 @@ async fn run_booted(
         let windows = phase
             .map(|p| p.measurement.windows.windows.as_slice())
             .unwrap_or_default();
-        let (valid, reasons) = phase_validity(phase);
         let mut record = crate::stub::fault::record(
             &fault,
             &controller,
@@ -844,12 +816,7 @@ async fn run_booted(
             config.recovery.windows,
             &config.slo,
         );
-        record.check = crate::compare::fault_recovery_check(
-            &record,
-            (valid, reasons.as_slice()),
-            config.slo.recovery,
-        );
-        record.degraded = judge_degraded(&fault, &record, phase, (valid, &reasons));
+        judge_fault(&mut record, &fault, phase, &config);
         display.line(&format!("       Fault {}", record.statement()));
         result.faults.push(record);
     }
@@ -890,7 +857,10 @@ async fn run_booted(
     }
     result.calibration = calibrate(generator_core, server_core, result.calibration.take()).await;
     let mut alive = target.check_alive().await;
-    if let Some(failed) = restart_failure {
+    // A replica that did not come back after its last restart fails the run, with its output
+    // (one that failed earlier stopped the plan at the next phase).
+    if let Err((index, failed)) = replica_set.settled().await {
+        eprintln!("       Error replica {index} did not come back after its restart");
         alive = alive.and(Err(failed));
     }
     if alive.is_ok()
@@ -1083,30 +1053,16 @@ type FinishedFault = (
     crate::stub::fault::FaultTimes,
 );
 
-/// A fault's `degraded` objective judged on its phase's windows while it held, when one is
-/// declared.
-fn judge_degraded(
+/// A fault's checks, read from its phase (if it ran): the `[slo] recovery` check of the time to
+/// stable SLO after it, and its `degraded` objective on the windows while it held.
+fn judge_fault(
+    record: &mut crate::stub::fault::FaultRecord,
     fault: &crate::config::FaultConfig,
-    record: &crate::stub::fault::FaultRecord,
     phase: Option<&crate::result::PhaseRecord>,
-    (valid, reasons): (bool, &[String]),
-) -> Option<crate::stub::fault::DegradedCheck> {
-    let objective = fault.degraded.as_ref()?;
-    let windows = phase
-        .map(|p| p.measurement.windows.windows.as_slice())
-        .unwrap_or_default();
-    Some(crate::stub::fault::degraded_check(
-        objective,
-        (record.applied_at_ms, record.removed_at_ms),
-        windows,
-        (valid, reasons),
-    ))
-}
-
-/// Whether a fault's phase (if it ran) was valid, and why not: what its recovery check reads.
-fn phase_validity(phase: Option<&crate::result::PhaseRecord>) -> (bool, Vec<String>) {
+    config: &LoadgateConfig,
+) {
     let valid = phase.is_some_and(|p| p.measurement.validity.is_valid());
-    let reasons = phase
+    let reasons: Vec<String> = phase
         .map(|p| {
             p.measurement
                 .validity
@@ -1116,7 +1072,19 @@ fn phase_validity(phase: Option<&crate::result::PhaseRecord>) -> (bool, Vec<Stri
                 .collect()
         })
         .unwrap_or_default();
-    (valid, reasons)
+    record.check =
+        crate::compare::fault_recovery_check(record, (valid, &reasons), config.slo.recovery);
+    record.degraded = fault.degraded.as_ref().map(|objective| {
+        let windows = phase
+            .map(|p| p.measurement.windows.windows.as_slice())
+            .unwrap_or_default();
+        crate::stub::fault::degraded_check(
+            objective,
+            (record.applied_at_ms, record.removed_at_ms),
+            windows,
+            (valid, &reasons),
+        )
+    });
 }
 
 /// Whether a phase is one of the ramp's: its steps (`ramp-50%`, `ramp-100%-confirm`) and its

@@ -264,6 +264,10 @@ struct Ctx {
 struct Replica {
     pool: Pool,
     host: HeaderValue,
+    /// By operation, the request encoded once for the phase when nothing in it varies
+    /// ([`CompiledWorkload::render_static`]); empty with several replicas, whose failover encodes
+    /// a request again for another replica's `Host`.
+    prebuilt: Box<[Option<WireRequest>]>,
 }
 
 /// The failover choice: which replicas are ejected, until when, and where a session goes. Times
@@ -509,6 +513,16 @@ pub(super) async fn run_phase_paced(
                             fixed => super::loops::share(fixed, i, n).max(1),
                         },
                     ),
+                    prebuilt: if n == 1 {
+                        (0..compiled.operations().len())
+                            .map(|op| {
+                                let rendered = compiled.render_static(op)?;
+                                encode(&base_path, &host, &rendered)
+                            })
+                            .collect()
+                    } else {
+                        Box::default()
+                    },
                     host,
                 })
                 .collect();
@@ -657,7 +671,19 @@ fn unreachable_keeper() -> (Option<String>, Duration) {
 /// The first poll has a no-op waker. Nothing is lost by that: the spawned task is polled once
 /// in any case, and that poll looks at the sockets, channels and timers again with its real
 /// waker (readiness is state, not only a wake-up).
+///
+/// At the in-flight cap the first step is dropped here, as `run_session` would drop it, without
+/// building the session's future: drops come when the generator is short of time.
 fn launch(ctx: &Rc<Ctx>, plan: SessionPlan) {
+    if ctx.in_flight.get() >= ctx.max_in_flight {
+        if let Some(first) = plan.steps.first() {
+            let origin = latency_origin(plan.start, ctx.clock.now());
+            let mut recorder = ctx.recorder.borrow_mut();
+            recorder.arrival(origin);
+            recorder.dropped(first.operation, origin);
+        }
+        return;
+    }
     let mut session = Box::pin(run_session(Rc::clone(ctx), plan));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     if session.as_mut().poll(&mut cx).is_pending() {
@@ -836,29 +862,39 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             }
             return;
         }
-        let rendered = ctx.workload.render(
-            step.operation,
-            ctx.first_session.saturating_add(plan.index),
-            seq,
-            &vars,
-        );
-        if ctx.replicated() {
-            ctx.route(&mut replica, ctx.clock.now());
-        }
-        let request = match &rendered {
-            Ok(rendered) => build_request(&ctx, replica, rendered),
-            Err(_) => None,
-        };
-        let (Some(request), Ok(rendered)) = (request, rendered) else {
-            // A missing variable (an earlier capture failed) or an unsendable request.
-            if started {
-                ctx.recorder.borrow_mut().session_ended(plan.start, false);
+        let prebuilt = ctx.replicas[replica]
+            .prebuilt
+            .get(step.operation)
+            .and_then(Option::as_ref)
+            .cloned();
+        let (request, rendered) = if let Some(request) = prebuilt {
+            // Nothing in it varies: encoded once for the phase.
+            (request, None)
+        } else {
+            let rendered = ctx.workload.render(
+                step.operation,
+                ctx.first_session.saturating_add(plan.index),
+                seq,
+                &vars,
+            );
+            if ctx.replicated() {
+                ctx.route(&mut replica, ctx.clock.now());
             }
-            return;
+            let request = match &rendered {
+                Ok(rendered) => build_request(&ctx, replica, rendered),
+                Err(_) => None,
+            };
+            let (Some(request), Ok(rendered)) = (request, rendered) else {
+                // A missing variable (an earlier capture failed) or an unsendable request.
+                if started {
+                    ctx.recorder.borrow_mut().session_ended(plan.start, false);
+                }
+                return;
+            };
+            // Kept for a failover only, which encodes the request again for another replica's
+            // `Host`: with one replica it is dropped before the send.
+            (request, ctx.replicated().then_some(rendered))
         };
-        // Kept for a failover only, which encodes the request again for another replica's `Host`:
-        // with one replica it is dropped before the send.
-        let rendered = ctx.replicated().then_some(rendered);
         let op = step.operation;
         let slot = ctx.outstanding.borrow_mut().insert((op, origin));
         ctx.in_flight.set(ctx.in_flight.get() + 1);
@@ -1119,10 +1155,15 @@ impl Slab {
 /// Encodes a rendered request for the target: origin-form target under the base path, `Host`
 /// first, `content-type` for JSON bodies. `None` for a target that is not sendable.
 fn build_request(ctx: &Ctx, replica: usize, rendered: &RenderedRequest) -> Option<WireRequest> {
+    encode(&ctx.base_path, &ctx.replicas[replica].host, rendered)
+}
+
+/// The bytes of `rendered` for a target under `base_path` on `host`.
+fn encode(base_path: &str, host: &HeaderValue, rendered: &RenderedRequest) -> Option<WireRequest> {
     WireRequest::encode(
         &rendered.method,
-        &[&ctx.base_path, &rendered.path_and_query],
-        &ctx.replicas[replica].host,
+        &[base_path, &rendered.path_and_query],
+        host,
         &rendered.headers,
         rendered.json,
         &rendered.body,
@@ -1666,6 +1707,41 @@ pub(super) mod tests {
         assert_eq!(c.transport.connect, c.sent);
         assert_eq!(m.operations[0].latency.count(), 0);
         assert_eq!(m.counters.sessions_abandoned, c.sent);
+    }
+
+    #[test]
+    fn a_request_that_never_varies_is_sent_whole_under_the_base_path_every_time() {
+        // Encoded once for the phase (`Replica::prebuilt`); each send must still be the whole
+        // request, on a connection of its own or a reused one.
+        let mut fixed = op("fixed", "POST", "/items?x=1");
+        fixed.request.body = Some(crate::config::BodyTemplate::Json(
+            serde_json::json!({"a": [1, "two"]}),
+        ));
+        fixed.request.headers = vec![("x-fixed".to_owned(), "yes".to_owned())];
+        let w = workload(vec![fixed], 200.0);
+        let server = TestServer::start(|_| Reply::ok("ok"));
+        let m = run(
+            &format!("{}/api", server.url),
+            &w,
+            &generator(5000 * MS, 1000),
+            &spec(200.0, 500 * MS, 7),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let log = server.sorted_log();
+        assert!(log.len() > 50, "{}", log.len());
+        assert_eq!(log.len() as u64, m.total().counters.sent);
+        assert_eq!(m.summary().total.errors, 0);
+        for request in &log {
+            assert_eq!(
+                (
+                    request.method.as_str(),
+                    request.path.as_str(),
+                    request.body.as_str()
+                ),
+                ("POST", "/api/items?x=1", r#"{"a":[1,"two"]}"#)
+            );
+        }
     }
 
     #[test]

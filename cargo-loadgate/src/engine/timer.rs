@@ -55,15 +55,6 @@ impl TimerFd {
             TimerSetTimeFlags::TFD_TIMER_ABSTIME,
         )
     }
-
-    /// Consumes the expiry count so the descriptor stops being readable. Nothing to consume
-    /// (`EAGAIN`) is fine.
-    fn drain(&self) -> Result<(), Errno> {
-        match nix::unistd::read(&self.0, &mut [0u8; 8]) {
-            Ok(_) | Err(Errno::EAGAIN) => Ok(()),
-            Err(errno) => Err(errno),
-        }
-    }
 }
 
 struct State {
@@ -202,14 +193,15 @@ impl PreciseTimer {
             }
             let next = state.heap.peek().map(|Reverse((deadline, _))| *deadline);
             state.armed = next;
-            let rearmed = match next {
-                // Re-arming resets the expiry count, so the descriptor stops being readable
-                // without a `read`: one syscall per wake-up instead of two. The next expiry
-                // wakes the epoll set again (tokio registers it edge-triggered).
-                Some(next) => self.fd.get_ref().arm(self.clock.absolute(next)),
-                None => self.fd.get_ref().drain(),
-            };
-            if let Err(errno) = rearmed {
+            // Re-arming resets the expiry count, so the descriptor stops being readable without
+            // a `read`: one syscall per wake-up instead of two. The next expiry wakes the epoll
+            // set again (tokio registers it edge-triggered). With nothing left to wait for, the
+            // descriptor is left as it is, readable and unarmed: the next sleep's arming resets
+            // it, and a `read` now would be a second syscall in the wake-ups of a dispatcher
+            // that sleeps alone (its next sleep is registered only after this returns).
+            if let Some(next) = next
+                && let Err(errno) = self.fd.get_ref().arm(self.clock.absolute(next))
+            {
                 return errno.into();
             }
         }

@@ -326,6 +326,27 @@ impl CompiledWorkload {
         SessionVars::new(self.variables.len())
     }
 
+    /// The request of operation `op` when nothing in it varies (no placeholder in its path, its
+    /// headers or its body): the same for every session and step, so the engine encodes it once
+    /// per phase instead of once per request. `None` when something varies, or when it cannot
+    /// be rendered (it then fails per request, as before).
+    pub fn render_static(&self, op: usize) -> Option<RenderedRequest> {
+        let operation = self.operations.get(op)?;
+        operation.path.as_static()?;
+        let headers_static = operation
+            .headers
+            .iter()
+            .all(|(_, value)| matches!(value, HeaderTemplate::Static(_)));
+        let body_static = operation
+            .body
+            .as_ref()
+            .is_none_or(|body| body.as_static().is_some());
+        if !(headers_static && body_static) {
+            return None;
+        }
+        self.render(op, 0, 0, &self.new_session_vars()).ok()
+    }
+
     /// Renders step `seq` (from 0) of session `session` when it visits operation `op`, with the
     /// session's variables.
     pub fn render(
@@ -662,6 +683,58 @@ mod tests {
             vars.set(w.variable_index(name).unwrap(), (*value).to_owned());
         }
         vars
+    }
+
+    #[test]
+    fn a_request_without_placeholders_is_rendered_once_as_every_time() {
+        let fixed = op(
+            "fixed",
+            RequestTemplate {
+                method: "POST".to_owned(),
+                path: "/items?x=1&y={{}}".to_owned(),
+                headers: vec![("accept".to_owned(), "application/json".to_owned())],
+                body: Some(BodyTemplate::Json(json!({ "a": [1, "two"], "b": null }))),
+            },
+            &[],
+        );
+        let varying = [
+            get("/s/{{session}}"),
+            get("/r?q={{rand}}"),
+            RequestTemplate {
+                headers: vec![("x-seq".to_owned(), "{{seq}}".to_owned())],
+                ..get("/")
+            },
+            RequestTemplate {
+                body: Some(BodyTemplate::Raw("n={{seq}}".to_owned())),
+                ..get("/")
+            },
+            RequestTemplate {
+                body: Some(BodyTemplate::Json(json!({ "s": "{{session}}" }))),
+                ..get("/")
+            },
+        ];
+        let mut operations = vec![fixed];
+        operations.extend(
+            varying
+                .into_iter()
+                .enumerate()
+                .map(|(i, request)| op(&format!("varying-{i}"), request, &[])),
+        );
+        let n = operations.len();
+        let w = CompiledWorkload::new(&workload(operations)).unwrap();
+        let once = w.render_static(0).expect("nothing in it varies");
+        let vars = w.new_session_vars();
+        for (session, seq) in [(0, 0), (7, 3), (u64::MAX, u32::MAX)] {
+            assert_eq!(w.render(0, session, seq, &vars).unwrap(), once);
+        }
+        for i in 1..n {
+            assert_eq!(w.render_static(i), None, "operation {i} varies");
+        }
+        assert_eq!(w.render_static(n), None, "no such operation");
+        // The banking workload varies everywhere but in `raw`'s path: every operation renders per
+        // request.
+        let banking = banking();
+        assert!((0..3).all(|i| banking.render_static(i).is_none()));
     }
 
     #[test]

@@ -225,25 +225,19 @@ pub fn degraded_check(
             worst_p99_ms.unwrap_or_default(),
             worst_error_rate.unwrap_or_default() * 100.0
         );
-        if held == inside.len() {
-            (
-                RecoveryCheckOutcome::Pass,
-                format!(
-                    "the degraded objective ({limits}) held in {held} of {} windows during the \
-                     fault ({worst})",
-                    inside.len()
-                ),
-            )
+        let outcome = if held == inside.len() {
+            RecoveryCheckOutcome::Pass
         } else {
-            (
-                RecoveryCheckOutcome::Fail,
-                format!(
-                    "the degraded objective ({limits}) held in {held} of {} windows during the \
-                     fault ({worst})",
-                    inside.len()
-                ),
-            )
-        }
+            RecoveryCheckOutcome::Fail
+        };
+        (
+            outcome,
+            format!(
+                "the degraded objective ({limits}) held in {held} of {} windows during the \
+                 fault ({worst})",
+                inside.len()
+            ),
+        )
     };
     DegradedCheck {
         objective: *objective,

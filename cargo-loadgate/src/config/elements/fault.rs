@@ -327,8 +327,7 @@ fn entry(
     };
     let degraded = match t.get(DEGRADED) {
         None => Some(None),
-        Some(_) if in_ramp => {
-            let v = t.get(DEGRADED).expect("checked");
+        Some(v) if in_ramp => {
             cx.error(
                 v.file,
                 v.span(),

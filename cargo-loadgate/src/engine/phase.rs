@@ -514,12 +514,7 @@ pub(super) async fn run_phase_paced(
                         },
                     ),
                     prebuilt: if n == 1 {
-                        (0..compiled.operations().len())
-                            .map(|op| {
-                                let rendered = compiled.render_static(op)?;
-                                encode(&base_path, &host, &rendered)
-                            })
-                            .collect()
+                        prebuild(&compiled, &base_path, &host)
                     } else {
                         Box::default()
                     },
@@ -1158,6 +1153,18 @@ fn build_request(ctx: &Ctx, replica: usize, rendered: &RenderedRequest) -> Optio
     encode(&ctx.base_path, &ctx.replicas[replica].host, rendered)
 }
 
+/// By operation, the bytes of each request that never varies, encoded once
+/// ([`CompiledWorkload::render_static`]); `None` for one rendered per request.
+fn prebuild(
+    compiled: &CompiledWorkload,
+    base_path: &str,
+    host: &HeaderValue,
+) -> Box<[Option<WireRequest>]> {
+    (0..compiled.operations().len())
+        .map(|op| encode(base_path, host, &compiled.render_static(op)?))
+        .collect()
+}
+
 /// The bytes of `rendered` for a target under `base_path` on `host`.
 fn encode(base_path: &str, host: &HeaderValue, rendered: &RenderedRequest) -> Option<WireRequest> {
     WireRequest::encode(
@@ -1707,6 +1714,26 @@ pub(super) mod tests {
         assert_eq!(c.transport.connect, c.sent);
         assert_eq!(m.operations[0].latency.count(), 0);
         assert_eq!(m.counters.sessions_abandoned, c.sent);
+    }
+
+    #[test]
+    fn only_requests_that_never_vary_are_prebuilt_and_their_bytes_are_a_per_request_encode() {
+        let mut fixed = op("fixed", "POST", "/items?x=1");
+        fixed.request.headers = vec![("host".to_owned(), "virtual.test".to_owned())];
+        fixed.request.body = Some(crate::config::BodyTemplate::Json(
+            serde_json::json!({"a": 1}),
+        ));
+        let varying = op("varying", "GET", "/s/{{session}}");
+        let compiled = CompiledWorkload::new(&workload(vec![fixed, varying], 1.0)).unwrap();
+        let host = HeaderValue::from_static("127.0.0.1:9");
+        let prebuilt = prebuild(&compiled, "/api", &host);
+        assert_eq!(prebuilt.len(), 2);
+        let vars = compiled.new_session_vars();
+        let per_request = encode("/api", &host, &compiled.render(0, 5, 2, &vars).unwrap());
+        assert_eq!(prebuilt[0], per_request);
+        let bytes = prebuilt[0].as_ref().expect("nothing in it varies").bytes();
+        assert!(bytes.starts_with(b"POST /api/items?x=1 HTTP/1.1\r\nhost: virtual.test\r\n"));
+        assert_eq!(prebuilt[1], None, "its path varies by session");
     }
 
     #[test]

@@ -14,7 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// Bursts measured; the figure is their median.
@@ -82,13 +83,14 @@ impl Calibration {
 pub fn measure(client_core: Option<usize>, server_core: Option<usize>) -> io::Result<Measurement> {
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
     let addr = listener.local_addr()?;
+    let (connected, client_addr) = channel();
     let server = std::thread::Builder::new()
         .name("loadgate-calibration-server".to_owned())
         .spawn(move || -> io::Result<()> {
             if let Some(core) = server_core {
                 let _ = crate::engine::pin_current_thread(core);
             }
-            let (stream, _) = listener.accept()?;
+            let stream = accept_own(&listener, &client_addr)?;
             serve(stream)
         })?;
     let client = std::thread::Builder::new()
@@ -98,6 +100,8 @@ pub fn measure(client_core: Option<usize>, server_core: Option<usize>) -> io::Re
                 let _ = crate::engine::pin_current_thread(core);
             }
             let mut stream = TcpStream::connect(addr)?;
+            // A failed send means the server thread is gone; its error is the one reported.
+            let _ = connected.send(stream.local_addr()?);
             stream.set_nodelay(true)?;
             stream.set_read_timeout(Some(Duration::from_secs(5)))?;
             let outcome = drive(&mut stream);
@@ -113,6 +117,23 @@ pub fn measure(client_core: Option<usize>, server_core: Option<usize>) -> io::Re
     let measured = measured?;
     served?;
     Ok(measured)
+}
+
+/// Accepts the calibration client's own connection, whose address the client sends once it is
+/// connected. Any other connection to the port (another program that found it free a moment
+/// before and connects to it) is closed and skipped: served instead, it would take the one
+/// connection the figure is measured on, and the client would wait in the backlog of a listener
+/// that is gone.
+fn accept_own(listener: &TcpListener, client: &Receiver<SocketAddr>) -> io::Result<TcpStream> {
+    let own = client
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| io::Error::other("the calibration client did not connect"))?;
+    loop {
+        let (stream, peer) = listener.accept()?;
+        if peer == own {
+            return Ok(stream);
+        }
+    }
 }
 
 fn drive(stream: &mut TcpStream) -> io::Result<Measurement> {
@@ -187,6 +208,32 @@ mod tests {
         let mut sorted = m.bursts.clone();
         sorted.sort_by(f64::total_cmp);
         assert_eq!(m.round_trips_per_sec, sorted[BURSTS / 2]);
+    }
+
+    #[test]
+    fn a_connection_from_anyone_else_is_skipped_for_the_clients_own() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        // Connected first, so the first in the backlog.
+        let _stranger = TcpStream::connect(addr).expect("a stranger connects");
+        let own = TcpStream::connect(addr).expect("the client connects");
+        let (connected, client_addr) = channel();
+        connected
+            .send(own.local_addr().expect("addr"))
+            .expect("send");
+        let accepted = accept_own(&listener, &client_addr).expect("accepts the client");
+        assert_eq!(
+            accepted.peer_addr().expect("peer"),
+            own.local_addr().expect("addr")
+        );
+    }
+
+    #[test]
+    fn a_client_that_never_connects_is_an_error_not_a_hang() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+        let (connected, client_addr) = channel::<SocketAddr>();
+        drop(connected);
+        assert!(accept_own(&listener, &client_addr).is_err());
     }
 
     #[test]

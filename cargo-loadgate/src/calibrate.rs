@@ -166,9 +166,13 @@ fn round_trip(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<()> {
 fn read_exactly(stream: &mut TcpStream, buf: &mut [u8], len: usize) -> io::Result<()> {
     let mut got = 0;
     while got < len {
-        match stream.read(&mut buf[got..len])? {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n => got += n,
+        match stream.read(&mut buf[got..len]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            // A signal (a child's SIGCHLD, say) interrupts a read with a timeout even under
+            // SA_RESTART: read again.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
@@ -186,6 +190,8 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
                 Ok(0) => return Ok(()),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(()),
+                // As in `read_exactly`: a signal is not the end of the client.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }

@@ -1523,6 +1523,41 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_later_step_due_at_the_cap_is_dropped_and_abandons_its_session() {
+        // `/a` holds the only in-flight slot for 50 ms; a session's `/b`, due 10 ms after its
+        // `/a` answered, finds the slot taken whenever another session's `/a` went out meanwhile.
+        let server = TestServer::start(|r| Reply {
+            delay: if r.path.starts_with("/a") {
+                50 * MS
+            } else {
+                Duration::ZERO
+            },
+            ..Reply::ok("ok")
+        });
+        let mut a = op("a", "GET", "/a/{{session}}");
+        a.next = vec![then(1, 10 * MS)];
+        let w = workload(vec![a, op("b", "GET", "/b/{{session}}")], 100.0);
+        let m = run(
+            &server.url,
+            &w,
+            &generator(5 * 1000 * MS, 1),
+            &spec(100.0, 2000 * MS, 36),
+            PhaseHooks::default(),
+        )
+        .expect("phase runs");
+        let (first, later) = (&m.operations[0].counters, &m.operations[1].counters);
+        assert!(later.dropped > 0, "{:?} {later:?}", m.counters);
+        assert!(later.sent > 0, "{later:?}");
+        assert_eq!(m.counters.dropped, first.dropped + later.dropped);
+        // A dropped later step abandons its started session; nothing else abandons one here.
+        assert_eq!(
+            m.counters.sessions_abandoned, later.dropped,
+            "{:?}",
+            m.counters
+        );
+    }
+
+    #[test]
     fn arrivals_past_max_in_flight_are_dropped_and_make_the_phase_invalid() {
         let server = TestServer::start(|_| Reply {
             delay: 200 * MS,
@@ -2109,6 +2144,30 @@ pub(super) mod tests {
         assert_eq!(dead.errors, dead.failed);
         assert_eq!(m.total().counters.transport.connect, dead.failed);
         assert!(dead.first_error_ms <= dead.last_error_ms);
+    }
+
+    #[test]
+    fn a_request_that_never_varies_is_failed_over_and_routed_too() {
+        // A fixed request is encoded once per phase only with one replica (`prebuild`): with
+        // several, every send is routed past ejected replicas and a failover encodes it again for
+        // the other replica.
+        let up = TestServer::start(|_| Reply::ok("up"));
+        let (down, _held) = refused_url();
+        let w = workload(vec![op("get", "GET", "/fixed")], 80.0);
+        let m = run_replicas(
+            &[up.url.as_str(), down.as_str()],
+            &w,
+            None,
+            &spec(80.0, 1000 * MS, 35),
+        );
+        let dead = &m.replicas[1];
+        assert!(dead.failed > 0, "{dead:?}");
+        assert_eq!(dead.failovers, dead.failed, "{dead:?}");
+        assert!(dead.ejections >= 1 && dead.moved > 0, "{dead:?}");
+        assert_eq!(m.total().counters.errors(), 0);
+        let log = up.sorted_log();
+        assert!(log.len() > 40, "{}", log.len());
+        assert!(log.iter().all(|r| r.path == "/fixed"), "{log:?}");
     }
 
     #[test]

@@ -398,11 +398,18 @@ mod tests {
             let driver = exact.clone();
             tokio::task::spawn_local(async move { driver.drive().await });
             let step = Duration::from_micros(300);
-            for i in 1..=300u32 {
-                let deadline = step * i;
-                exact.sleep_until(deadline).await;
-                assert!(exact.clock().now() >= deadline);
-            }
+            let sleeps = async {
+                for i in 1..=300u32 {
+                    let deadline = step * i;
+                    exact.sleep_until(deadline).await;
+                    assert!(exact.clock().now() >= deadline);
+                }
+            };
+            // A lost wake-up leaves a sleep waiting for ever: fail instead of hanging (90 ms of
+            // sleeps, so the limit is far from any slow runner's).
+            tokio::time::timeout(Duration::from_secs(30), sleeps)
+                .await
+                .expect("every expiry wakes the driver (a sleep was never woken)");
         });
     }
 }

@@ -159,23 +159,9 @@ fn drive(stream: &mut TcpStream) -> io::Result<Measurement> {
 
 fn round_trip(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<()> {
     stream.write_all(REQUEST)?;
-    read_exactly(stream, buf, RESPONSE.len())
-}
-
-/// Reads until `len` bytes arrived (the peer sends fixed-size messages, one at a time).
-fn read_exactly(stream: &mut TcpStream, buf: &mut [u8], len: usize) -> io::Result<()> {
-    let mut got = 0;
-    while got < len {
-        match stream.read(&mut buf[got..len]) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => got += n,
-            // A signal (a child's SIGCHLD, say) interrupts a read with a timeout even under
-            // SA_RESTART: read again.
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    // `read_exact` reads again after `Interrupted`: a signal (a child's SIGCHLD, say) interrupts
+    // a read with a timeout even under SA_RESTART, and is not the end of the peer.
+    stream.read_exact(&mut buf[..RESPONSE.len()])
 }
 
 /// Answers every request on `stream` with the fixed response until the client closes.
@@ -184,18 +170,18 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut buf = [0u8; 256];
     loop {
-        let mut got = 0;
-        while got < REQUEST.len() {
-            match stream.read(&mut buf[got..REQUEST.len()]) {
-                Ok(0) => return Ok(()),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(()),
-                // As in `read_exactly`: a signal is not the end of the client.
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+        match stream.read_exact(&mut buf[..REQUEST.len()]) {
+            Ok(()) => stream.write_all(RESPONSE)?,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                return Ok(());
             }
+            Err(e) => return Err(e),
         }
-        stream.write_all(RESPONSE)?;
     }
 }
 

@@ -27,7 +27,11 @@ http {
   scgi_temp_path $WORK/tmp_scgi;
   keepalive_requests 1000000;
   keepalive_timeout 60s;
-  server { listen 127.0.0.1:$PORT; root $WORK/www; }
+  server {
+    listen 127.0.0.1:$PORT;
+    root $WORK/www;
+    location /catalog/ { default_type application/json; }  # bench/run-mode.sh's answers
+  }
 }
 CONF
   taskset -c "$TARGET_CORE" nginx -c "$WORK/nginx.conf" -p "$WORK" &

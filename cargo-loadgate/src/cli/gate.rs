@@ -3,8 +3,8 @@
 //! run as a baseline when asked.
 
 use crate::baseline::{
-    BaselineError, CommitTrailers, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup, StoreSpec,
-    StoredEntry, StoredResult, Wanted, head_trailers, lookup, short,
+    BaselineError, Candidate, CommitTrailers, DEFAULT_SEARCH_LIMIT, Fingerprint, History, Lookup,
+    Mismatch, StoreSpec, StoredEntry, StoredResult, Wanted, head_trailers, lookup, short,
 };
 use crate::compare::{
     ACCEPT_TRAILER, Accept, CompareOptions, DETECTION_POWER, NoiseRuns, REASON_TRAILER, Reachable,
@@ -244,7 +244,7 @@ pub fn find(
                 short(&merge_base),
                 store.describe()
             )];
-            explanations.extend(searched.iter().map(ToString::to_string));
+            explanations.extend(passed_over(&searched));
             Ok(Baseline::Missing { explanations })
         }
         Err(e) if options.require_baseline => Err(e),
@@ -252,6 +252,45 @@ pub fn find(
             explanations: vec![format!("no baseline could be searched: {e}")],
         }),
     }
+}
+
+/// Why each searched commit was passed over, closest first: a line for each commit whose stored
+/// results did not match (it says what differed), then one line for all the commits with nothing
+/// stored. A gate's first runs on a branch search every commit up to the limit (50), and fifty
+/// lines of "no baseline stored" would bury the few that say something.
+fn passed_over(searched: &[Candidate]) -> Vec<String> {
+    let (empty, stored): (Vec<&Candidate>, Vec<&Candidate>) = searched
+        .iter()
+        .partition(|c| c.mismatch == Mismatch::NoBaseline);
+    let mut lines: Vec<String> = stored.iter().map(ToString::to_string).collect();
+    let commits = |c: &[&Candidate]| match c {
+        [first, second, .., last] if c.len() > 4 => format!(
+            "{}, {}, … {} ({} commits)",
+            short(&first.commit),
+            short(&second.commit),
+            short(&last.commit),
+            c.len()
+        ),
+        _ => c
+            .iter()
+            .map(|c| short(&c.commit))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    match empty.as_slice() {
+        [] => {}
+        [one] => lines.push(one.to_string()),
+        all if all.len() == searched.len() => lines.push(format!(
+            "no baseline stored for any of them: {}",
+            commits(all)
+        )),
+        some => lines.push(format!(
+            "no baseline stored for the other {}: {}",
+            some.len(),
+            commits(some)
+        )),
+    }
+    lines
 }
 
 /// Compares the finished run with the baseline and returns the comparison (when there was one to
@@ -607,6 +646,41 @@ mod tests {
         // Against a base that already holds those commits, nothing applies.
         let later = head_accepts(p, &bare, "HEAD", &entries).unwrap();
         assert_eq!(later, HeadAccepts::default());
+    }
+
+    #[test]
+    fn commits_with_nothing_stored_are_explained_in_one_line() {
+        let candidate = |n: usize, mismatch: Mismatch| Candidate {
+            commit: format!("{n:07x}{}", "0".repeat(33)),
+            distance: n,
+            mismatch,
+        };
+        let empty: Vec<Candidate> = (1..=50)
+            .map(|n| candidate(n, Mismatch::NoBaseline))
+            .collect();
+        assert_eq!(
+            passed_over(&empty),
+            ["no baseline stored for any of them: 0000001, 0000002, … 0000032 (50 commits)"]
+        );
+        assert_eq!(passed_over(&empty[..1]), ["no baseline stored for 0000001"]);
+        assert_eq!(
+            passed_over(&empty[..3]),
+            ["no baseline stored for any of them: 0000001, 0000002, 0000003"]
+        );
+        // What differed is said commit by commit; the empty ones follow in one line.
+        let mixed = vec![
+            candidate(1, Mismatch::NoBaseline),
+            candidate(2, Mismatch::DifferentSchedule),
+            candidate(3, Mismatch::NoBaseline),
+        ];
+        assert_eq!(
+            passed_over(&mixed),
+            [
+                "baseline at 0000002 followed a different schedule with the same configuration",
+                "no baseline stored for the other 2: 0000001, 0000003",
+            ]
+        );
+        assert!(passed_over(&[]).is_empty());
     }
 
     #[test]

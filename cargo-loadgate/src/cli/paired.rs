@@ -21,7 +21,7 @@ use crate::result::{
     PairedRecord, PhaseRecord, RunResult, RunStatus, pair_records,
 };
 use crate::stats::sequential::SequentialDesign;
-use crate::targets::base::{BaseWorktree, ResolvedBase, build_base, resolve_base};
+use crate::targets::base::{BaseLock, BaseWorktree, ResolvedBase, build_base, resolve_base};
 use crate::targets::{BootRequest, RunningTarget};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -233,11 +233,20 @@ pub(super) async fn prepare(
             };
             let reporter = BootReporter::new(&out_dir.join("base"));
             let started = Instant::now();
+            // Held until the worktree is removed: another run of this repository waits here.
+            let lock = BaseLock::acquire(&package.target_directory, |path| {
+                eprintln!(
+                    "     Waiting for another run's base build to end (lock {})",
+                    path.display()
+                );
+            })
+            .await?;
             let worktree =
                 BaseWorktree::checkout(repo, &package.target_directory, &resolved.commit)?;
             let built = build_base(&worktree, package, bin, &mode, &|e| reporter.event(e)).await;
             // The worktree is only needed for the build; the binary was copied out of it.
             let removed = worktree.remove();
+            drop(lock);
             let build = built?;
             removed?;
             eprintln!(

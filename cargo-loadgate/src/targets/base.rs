@@ -302,6 +302,65 @@ pub fn base_target_dir(target_dir: &Path) -> PathBuf {
     target_dir.join(LOADGATE_DIR).join("base-target")
 }
 
+/// The lock two runs in one repository take around the base's checkout, build and copy:
+/// `<target_dir>/loadgate/base.lock`.
+pub fn base_lock_path(target_dir: &Path) -> PathBuf {
+    target_dir.join(LOADGATE_DIR).join("base.lock")
+}
+
+/// An exclusive `flock` on [`base_lock_path`], held from the base's checkout until its worktree
+/// is removed. Two runs of one repository at once (shards on one machine, two jobs sharing a
+/// checkout) share the worktree's path and the base's target dir: without it, the first to finish
+/// would remove the worktree the other is building in. The kernel releases the lock when its
+/// holder exits, however it exits, so a killed run never leaves it taken.
+#[derive(Debug)]
+pub struct BaseLock {
+    _file: std::fs::File,
+}
+
+impl BaseLock {
+    /// Takes the lock of `target_dir`'s base, calling `waiting` once (with the lock's path) when
+    /// another process holds it, then waiting for it without blocking the runtime (a Ctrl-C
+    /// while waiting is handled as anywhere else).
+    pub async fn acquire(
+        target_dir: &Path,
+        waiting: impl FnOnce(&Path),
+    ) -> Result<Self, BaseError> {
+        use std::os::fd::AsRawFd as _;
+        let path = base_lock_path(target_dir);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(BaseError::io(format!("create {}", parent.display())))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(BaseError::io(format!("open {}", path.display())))?;
+        let mut waiting = Some(waiting);
+        loop {
+            // SAFETY: the descriptor belongs to `file`, which outlives the call.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc == 0 {
+                return Ok(Self { _file: file });
+            }
+            let err = std::io::Error::last_os_error();
+            match err.kind() {
+                std::io::ErrorKind::Interrupted => {}
+                std::io::ErrorKind::WouldBlock => {
+                    if let Some(waiting) = waiting.take() {
+                        waiting(&path);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                _ => return Err(BaseError::io(format!("lock {}", path.display()))(err)),
+            }
+        }
+    }
+}
+
 /// The base checked out in a git worktree, removed when this is dropped (and by the cleanup
 /// handlers on SIGINT, SIGTERM or a panic, through [`cleanup::register_worktree`]).
 #[derive(Debug)]
@@ -1093,6 +1152,34 @@ mod tests {
     /// The one test that really builds: the base of a tiny crate, out of its worktree, kept
     /// beside the head's build without either overwriting the other; then a base that does not
     /// compile fails with the tail of its output.
+    /// A second run waits for the base's lock while the first holds it, says so once, and gets
+    /// it when the first lets go (flock locks belong to open files, so two in one process
+    /// exclude each other as two processes would).
+    #[tokio::test]
+    async fn a_second_run_waits_for_the_base_lock_until_the_first_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut said = 0;
+        let first = BaseLock::acquire(dir.path(), |_| said += 1).await.unwrap();
+        assert_eq!(said, 0, "the first takes it at once");
+        assert!(base_lock_path(dir.path()).exists());
+        let waits = std::cell::Cell::new(0);
+        let second = BaseLock::acquire(dir.path(), |path| {
+            assert_eq!(path, base_lock_path(dir.path()));
+            waits.set(waits.get() + 1);
+        });
+        tokio::pin!(second);
+        // Held: the second is still waiting after several of its 100 ms polls.
+        let still = tokio::time::timeout(std::time::Duration::from_millis(350), &mut second).await;
+        assert!(still.is_err(), "the second took a held lock");
+        assert_eq!(waits.get(), 1, "the wait is announced once");
+        drop(first);
+        tokio::time::timeout(std::time::Duration::from_secs(30), second)
+            .await
+            .expect("the lock is free once the first lets go")
+            .unwrap();
+        assert_eq!(waits.get(), 1);
+    }
+
     #[tokio::test]
     #[expect(
         clippy::await_holding_lock,

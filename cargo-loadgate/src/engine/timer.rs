@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
+use std::hash::BuildHasherDefault;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
@@ -57,10 +58,34 @@ impl TimerFd {
     }
 }
 
+/// The hasher of the sleeps' ids: each is a fresh counter value, never chosen by anyone who could
+/// aim at collisions, so a multiply by the golden ratio's odd constant (Fibonacci hashing) spreads
+/// them over the table's buckets and control bytes. SipHash, the default, cost about 400
+/// instructions a request (callgrind, `attack` at 1,000 req/s: 1.7 M in 4,052 requests).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the keys are `u64`); bytes are folded in for completeness.
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = (self.0.rotate_left(5) ^ id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 struct State {
     /// Pending deadlines (offsets from the clock's origin) with a sequence number for ties.
     heap: BinaryHeap<Reverse<(Duration, u64)>>,
-    wakers: std::collections::HashMap<u64, Waker>,
+    wakers: std::collections::HashMap<u64, Waker, BuildHasherDefault<IdHasher>>,
     next_id: u64,
     /// The deadline the timerfd is armed at, if armed.
     armed: Option<Duration>,
@@ -108,7 +133,7 @@ impl PreciseTimer {
             fd: Rc::new(fd),
             state: Rc::new(RefCell::new(State {
                 heap: BinaryHeap::new(),
-                wakers: std::collections::HashMap::new(),
+                wakers: std::collections::HashMap::default(),
                 next_id: 0,
                 armed: None,
                 arm_error: None,

@@ -553,6 +553,18 @@ impl PathModel {
 
     /// Draws the path and think times of session `index` from its own stream (`index + 1`).
     pub(crate) fn steps(&self, index: u64) -> Vec<PlannedStep> {
+        // One entry and no way on from it: the path is that one step whatever would be drawn, so
+        // nothing is drawn (each session's stream is its own: no other session's draws move).
+        // This is every `attack --url` session, where the generator's keys, ~800 instructions a
+        // session, were most of drawing it.
+        if let [(only, _)] = self.entry.as_slice()
+            && self.next[*only].is_empty()
+        {
+            return vec![PlannedStep {
+                operation: *only,
+                think_before: Duration::ZERO,
+            }];
+        }
         let mut rng = ChaCha8Rng::from_seed(self.seed_bytes);
         rng.set_stream(index.wrapping_add(1));
         let mut steps = Vec::new();
@@ -1042,6 +1054,35 @@ pub(crate) mod tests {
         let schedule = Schedule::new(&single(), 50.0, Duration::from_secs(2), 1);
         assert!(schedule.fill.is_none());
         assert_eq!(schedule.expected_sessions(), 100.0);
+    }
+
+    /// The undrawn path of a lone operation is the one step a draw would give; one entry with a
+    /// way on is still drawn session by session.
+    #[test]
+    fn one_entry_is_drawn_only_when_there_is_a_way_on() {
+        let lone = PathModel::new(&single(), 7);
+        for index in 0..1000 {
+            assert_eq!(
+                lone.steps(index),
+                [PlannedStep {
+                    operation: 0,
+                    think_before: Duration::ZERO
+                }]
+            );
+        }
+        let mut chain = single();
+        chain.operations = vec![
+            op("first", vec![to(1, 0.5, exp_secs(1.0))]),
+            op("second", Vec::new()),
+        ];
+        let model = PathModel::new(&chain, 7);
+        let lengths: Vec<usize> = (0..1000).map(|i| model.steps(i).len()).collect();
+        let two = lengths.iter().filter(|&&n| n == 2).count();
+        assert!(lengths.iter().all(|&n| n == 1 || n == 2));
+        // Binomial(1000, 0.5): 400..600 holds with overwhelming probability for any seed.
+        assert!((400..600).contains(&two), "{two} of 1000 went on");
+        // A path depends only on the seed and the session's index.
+        assert_eq!(model.steps(17), PathModel::new(&chain, 7).steps(17));
     }
 
     /// Exponential think times: the mean of the draws of one edge lies within its 99.9% interval.

@@ -18,6 +18,7 @@ mod loops;
 mod phase;
 mod pool;
 mod realtime;
+mod sessions;
 mod signal;
 #[cfg(test)]
 pub(crate) mod test_server;

@@ -15,6 +15,7 @@ use super::clock::Clock;
 use super::http1::WireRequest;
 use super::loops::{LoopLink, LoopReport, Shard};
 use super::pool::{Exchange, Pool};
+use super::sessions::SessionSlots;
 use super::signal::CancellationSignal;
 use super::timer::PreciseTimer;
 use crate::config::{
@@ -594,12 +595,15 @@ pub(super) async fn run_phase_paced(
                 cpu_mark: Cell::new(cpu_start.map(|cpu| (Duration::ZERO, cpu))),
                 retry: retry_policies(workload, generator),
             });
-            // The pacing timer and the dispatcher are polled in this future, which the
-            // `LocalSet` polls before every batch of (up to 61) ready tasks, rather than as tasks
-            // queued behind the answers of a burst: a timer expiry reaches the dispatcher after
-            // at most one batch, and the dispatcher sends inline (see `launch`).
+            // The pacing timer, the dispatcher and the sessions are polled in this future. The
+            // sessions run from reused slots (`engine::sessions`), whose runner polls at most 61
+            // of them before this future's other branches are polled again: a timer expiry
+            // reaches the dispatcher after at most one batch of answers, and the dispatcher
+            // sends inline (see `launch`).
+            let sessions = SessionSlots::new();
+            let start = |plan: SessionPlan| sessions.start(run_session(Rc::clone(&ctx), plan));
             let phase = async {
-                let stopped = dispatch(&ctx, schedule, spec, &hooks, &stop, &role).await;
+                let stopped = dispatch(&ctx, &start, schedule, spec, &hooks, &stop, &role).await;
                 let arrivals_end = ctx.arrivals_end.get();
                 drain(&ctx).await;
                 (stopped, arrivals_end)
@@ -609,6 +613,7 @@ pub(super) async fn run_phase_paced(
                 failed = driver.drive() => return Err(EngineError::Timer(failed)),
                 () = keep_time_driver_ahead(generator.timeout) => unreachable_keeper(),
                 ended = phase => ended,
+                () = sessions.run() => unreachable_keeper(),
             };
             let end = ctx.clock.now();
             let generator_cpu = match (cpu_start, cpu_time(CpuScope::Thread)) {
@@ -652,24 +657,21 @@ async fn keep_time_driver_ahead(timeout: Duration) {
     }
 }
 
-/// The keeper loops forever; this is its (never taken) way out of the phase's `select!`.
+/// The keeper and the sessions' runner loop forever; this is their (never taken) way out of the
+/// phase's `select!`.
 fn unreachable_keeper() -> (Option<String>, Duration) {
-    (Some("the time keeper ended".to_owned()), Duration::ZERO)
+    (Some("a loop of the phase ended".to_owned()), Duration::ZERO)
 }
 
-/// Starts a session: polls it once right here, which sends its first request when a connection
-/// is ready (the pool's connections are driven by the request's own future), then spawns it for
-/// the rest. Sending from the dispatcher's own poll keeps arrivals on time when a burst of
-/// answers fills the task queue: a spawned session would wait behind all of them before its
-/// first poll.
-///
-/// The first poll has a no-op waker. Nothing is lost by that: the spawned task is polled once
-/// in any case, and that poll looks at the sockets, channels and timers again with its real
-/// waker (readiness is state, not only a wake-up).
+/// Starts a session (`start`: into a slot of the loop's [`SessionSlots`]), which polls it once
+/// right here: that sends its first request when a connection is ready (the pool's connections
+/// are driven by the request's own future); the slots' runner polls it for the rest. Sending
+/// from the dispatcher's own poll keeps arrivals on time when a burst of answers is queued: a
+/// session left to the runner would wait behind all of them before its first poll.
 ///
 /// At the in-flight cap the first step is dropped here, as `run_session` would drop it, without
 /// building the session's future: drops come when the generator is short of time.
-fn launch(ctx: &Rc<Ctx>, plan: SessionPlan) {
+fn launch(ctx: &Rc<Ctx>, start: &dyn Fn(SessionPlan), plan: SessionPlan) {
     if ctx.in_flight.get() >= ctx.max_in_flight {
         if let Some(first) = plan.steps.first() {
             let origin = latency_origin(plan.start, ctx.clock.now());
@@ -679,17 +681,14 @@ fn launch(ctx: &Rc<Ctx>, plan: SessionPlan) {
         }
         return;
     }
-    let mut session = Box::pin(run_session(Rc::clone(ctx), plan));
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    if session.as_mut().poll(&mut cx).is_pending() {
-        tokio::task::spawn_local(session);
-    }
+    start(plan);
 }
 
 /// Launches the sessions at their arrival times until the schedule ends or the phase is stopped;
 /// returns why it stopped early, if it did.
 async fn dispatch(
     ctx: &Rc<Ctx>,
+    start: &dyn Fn(SessionPlan),
     schedule: &Schedule,
     spec: &PhaseSpec,
     hooks: &PhaseHooks<'_>,
@@ -707,7 +706,7 @@ async fn dispatch(
         // schedule is kept, not shifted.
         let horizon = now + ctx.timer.early_window();
         while let Some(plan) = next.take_if(|plan| plan.start <= horizon) {
-            launch(ctx, plan);
+            launch(ctx, start, plan);
             next = sessions.next();
         }
         if now >= next_tick {

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# The benchmark target, shared by engine.sh and ab.sh (sourced, not run): nginx with 1 worker
-# serving a 17-byte static file on 127.0.0.1:$PORT, pinned to $TARGET_CORE, in $WORK.
+# The benchmark target, shared by engine.sh, ab.sh, peak.sh and run-mode.sh (sourced, not run):
+# nginx with 1 worker serving $WORK/www on 127.0.0.1:$PORT (a 17-byte index.txt, and under
+# /catalog/ whatever run-mode.sh writes there, as JSON), pinned to $TARGET_CORE.
 #
 # start_nginx   writes the config, starts nginx, waits for it to answer $URL; sets NGINX_PID and
 #               WORKER_PID. Exits the script if nginx does not come up.

@@ -49,7 +49,8 @@ cleanup() {
   stop_nginx
   rm -rf "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 start_nginx
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); ${dur}s a rate, $REPS rep(s); nginx on core $TARGET_CORE, generators on core $GEN_CORE"

@@ -29,8 +29,8 @@ TARGET_CORE=${TARGET_CORE:-1}
 PORT=${PORT:-18083}
 CONFIG=fixtures/demo-service/catalog.toml
 [ -x "$LOADGATE" ] || { echo "$LOADGATE is not an executable (cargo build --release -p cargo-loadgate?)" >&2; exit 1; }
-for need in nginx jq /usr/bin/time taskset python3; do
-  command -v "$need" > /dev/null || { echo "$need is missing (apt-get install -y nginx jq time util-linux)" >&2; exit 1; }
+for need in nginx jq /usr/bin/time taskset python3 curl; do
+  command -v "$need" > /dev/null || { echo "$need is missing (apt-get install -y nginx jq time util-linux python3 curl)" >&2; exit 1; }
 done
 
 WORK=$(mktemp -d /tmp/loadgate-run-mode.XXXXXX)
@@ -42,7 +42,8 @@ cleanup() {
   stop_nginx
   rm -rf "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # The demo's own answers, written as nginx's static files (the query string is not looked at).
 mkdir -p "$WORK/www/catalog/items"
@@ -123,7 +124,7 @@ echo
 python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("| rep | rate | load | answered/s | p50 ms | p99 ms | without an answer | CPU µs/req | holds |")
+print("| rep | rate | sent | answered/s | p50 ms | p99 ms | without an answer | CPU µs/req | holds |")
 print("|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     f = lambda k, fmt: (fmt.format(r[k]) if k in r and r[k] == r[k] else "–")

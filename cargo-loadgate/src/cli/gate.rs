@@ -680,6 +680,23 @@ mod tests {
                 "no baseline stored for the other 2: 0000001, 0000003",
             ]
         );
+        // Four are listed whole, five are shortened; one empty commit among mismatches is its
+        // own line as before.
+        assert_eq!(
+            passed_over(&empty[..4]),
+            ["no baseline stored for any of them: 0000001, 0000002, 0000003, 0000004"]
+        );
+        assert_eq!(
+            passed_over(&empty[..5]),
+            ["no baseline stored for any of them: 0000001, 0000002, … 0000005 (5 commits)"]
+        );
+        assert_eq!(
+            passed_over(&mixed[..2]),
+            [
+                "baseline at 0000002 followed a different schedule with the same configuration",
+                "no baseline stored for 0000001",
+            ]
+        );
         assert!(passed_over(&[]).is_empty());
     }
 

@@ -8,14 +8,15 @@
 //! stay.
 //!
 //! The runner ([`SessionSlots::run`], a branch of the phase's own future beside the dispatcher)
-//! polls the slots that were woken, in the order they were woken, at most [`BATCH`] of them a
-//! poll: the dispatcher is looked at between batches, as tokio's `LocalSet` looked at it between
+//! polls the slots that were woken, in the order they were woken, at most [`BATCH`] polls a
+//! poll of its own: the dispatcher is looked at between batches, as tokio's `LocalSet` looked at it between
 //! batches of tasks. [`SessionSlots::start`] polls a new session once at once, in its caller's
 //! poll (the dispatcher sends a due request without waiting for the runner). Each poll is
 //! unconstrained by tokio's cooperative budget, as a task of its own would be: one future
 //! polling many sessions would otherwise run out of budget and defer their sends.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,8 +34,6 @@ pub(super) struct SessionSlots<F> {
     /// Slots whose session ended, their boxes kept for the next.
     free: RefCell<Vec<usize>>,
     woken: Arc<Woken>,
-    /// The runner's batch, kept between polls so that taking the woken slots allocates nothing.
-    batch: RefCell<Vec<usize>>,
 }
 
 struct Slot<F> {
@@ -48,14 +47,15 @@ struct Slot<F> {
 /// The slots woken since the runner last looked, and the runner's waker.
 #[derive(Default)]
 struct Woken {
-    slots: Mutex<Vec<usize>>,
+    slots: Mutex<VecDeque<usize>>,
     runner: Mutex<Option<Waker>>,
 }
 
 struct SlotWaker {
     index: usize,
-    /// Set while the slot waits in [`Woken::slots`]: a slot is queued once however often it is
-    /// woken before its poll.
+    /// Set while the slot waits in [`Woken::slots`]: a running session is queued once however
+    /// often it is woken before its poll (a wake left from its slot's previous session may queue
+    /// the slot once more: one poll for nothing).
     queued: AtomicBool,
     woken: Arc<Woken>,
 }
@@ -73,7 +73,7 @@ impl Wake for SlotWaker {
             .slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(self.index);
+            .push_back(self.index);
         let runner = self
             .woken
             .runner
@@ -91,7 +91,6 @@ impl<F: Future<Output = ()>> SessionSlots<F> {
             slots: RefCell::new(Vec::new()),
             free: RefCell::new(Vec::new()),
             woken: Arc::new(Woken::default()),
-            batch: RefCell::new(Vec::new()),
         }
     }
 
@@ -155,23 +154,21 @@ impl<F: Future<Output = ()>> SessionSlots<F> {
                     *runner = Some(cx.waker().clone());
                 }
             }
-            // The first slots woken before this poll, at most a batch: a slot woken again while
-            // it is polled waits for a later poll, so one poll of the runner is bounded.
-            let mut batch = std::mem::take(&mut *self.batch.borrow_mut());
-            {
-                let mut woken = self
+            // The slots in the order they were woken, a batch at most: a slot woken while
+            // another is polled (a connection handed over, an answer read) is polled in this
+            // same poll while the batch lasts; what is left waits for the next.
+            for _ in 0..BATCH {
+                let next = self
                     .woken
                     .slots
                     .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let n = woken.len().min(BATCH);
-                batch.extend(woken.drain(..n));
-            }
-            for &index in &batch {
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop_front();
+                let Some(index) = next else {
+                    return Poll::Pending;
+                };
                 self.poll_slot(index);
             }
-            batch.clear();
-            *self.batch.borrow_mut() = batch;
             let more = !self
                 .woken
                 .slots
@@ -198,6 +195,15 @@ impl<F: Future<Output = ()>> SessionSlots<F> {
                 return;
             }
             let Some(future) = slot.future.take() else {
+                // Being polled already (a poll nested in its own, which nothing does today): the
+                // wake is kept for a later poll instead of lost.
+                slot.handle.queued.store(true, Ordering::Release);
+                drop(slots);
+                self.woken
+                    .slots
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push_back(index);
                 return;
             };
             (future, slot.waker.clone())
@@ -261,6 +267,73 @@ mod tests {
             }
             assert_eq!(ended.get(), 100);
             assert_eq!(slots.capacity(), 20, "ended sessions' slots are reused");
+        }));
+    }
+
+    /// More sessions woken at once than one batch: the runner comes back for the rest by itself
+    /// (nothing else wakes them), and a session that wakes itself while polled is polled again.
+    #[test]
+    fn a_burst_beyond_a_batch_and_self_wakes_all_run_to_their_end() {
+        let local = tokio::task::LocalSet::new();
+        runtime().block_on(local.run_until(async {
+            let slots = Rc::new(SessionSlots::new());
+            let runner = Rc::clone(&slots);
+            tokio::task::spawn_local(async move { runner.run().await });
+            let go = Rc::new(tokio::sync::Notify::new());
+            let ended = Rc::new(Cell::new(0usize));
+            let n = 4 * BATCH + 7;
+            for _ in 0..n {
+                let (go, ended) = (Rc::clone(&go), Rc::clone(&ended));
+                slots.start(async move {
+                    go.notified().await;
+                    ended.set(ended.get() + 1);
+                });
+            }
+            let polls = Rc::new(Cell::new(0u32));
+            let p = Rc::clone(&polls);
+            let selfish = Rc::new(SessionSlots::new());
+            let runner = Rc::clone(&selfish);
+            tokio::task::spawn_local(async move { runner.run().await });
+            selfish.start(std::future::poll_fn(move |cx| {
+                p.set(p.get() + 1);
+                if p.get() < 4 {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                } else {
+                    Poll::Ready(())
+                }
+            }));
+            assert_eq!(slots.running(), n);
+            go.notify_waiters();
+            tokio::time::timeout(Duration::from_secs(30), async {
+                while slots.running() + selfish.running() > 0 {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await
+            .expect("every woken session ends");
+            assert_eq!(ended.get(), n);
+            assert_eq!(polls.get(), 4);
+        }));
+    }
+
+    /// Dropping the slots (the phase's end) drops the sessions still running and what they hold.
+    #[test]
+    fn dropping_the_slots_drops_the_sessions_still_running() {
+        let local = tokio::task::LocalSet::new();
+        runtime().block_on(local.run_until(async {
+            let held = Rc::new(());
+            let slots = SessionSlots::new();
+            for _ in 0..10 {
+                let held = Rc::clone(&held);
+                slots.start(async move {
+                    std::future::pending::<()>().await;
+                    drop(held);
+                });
+            }
+            assert_eq!(Rc::strong_count(&held), 11);
+            drop(slots);
+            assert_eq!(Rc::strong_count(&held), 1);
         }));
     }
 

@@ -1149,9 +1149,6 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
-    /// The one test that really builds: the base of a tiny crate, out of its worktree, kept
-    /// beside the head's build without either overwriting the other; then a base that does not
-    /// compile fails with the tail of its output.
     /// A second run waits for the base's lock while the first holds it, says so once, and gets
     /// it when the first lets go (flock locks belong to open files, so two in one process
     /// exclude each other as two processes would).
@@ -1180,6 +1177,9 @@ mod tests {
         assert_eq!(waits.get(), 1);
     }
 
+    /// The one test that really builds: the base of a tiny crate, out of its worktree, kept
+    /// beside the head's build without either overwriting the other; then a base that does not
+    /// compile fails with the tail of its output.
     #[tokio::test]
     #[expect(
         clippy::await_holding_lock,

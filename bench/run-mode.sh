@@ -85,65 +85,11 @@ for rep in $(seq "$REPS"); do
       /usr/bin/time -f "%U %S" -o "$WORK/time" taskset -c "$GEN_CORE" \
         timeout $((dur + 30)) "$LOADGATE" loadgate attack "${args[@]}" \
         --duration "${dur}s" --cpu "$GEN_CORE" --timeout 10s --json "$out" > "$WORK/log" 2>&1 || code=$?
-      python3 - "$mode" "$rate" "$dur" "$out" "$WORK/time" "$code" "$rep" >> "$results" <<'PY'
-import json, sys
-mode, rate, dur, out, tfile, code, rep = sys.argv[1:8]
-rate, dur, code = int(rate), float(dur), int(code)
-try:
-    u, s = map(float, open(tfile).read().split()[-2:])
-except Exception:
-    u = s = float("nan")
-try:
-    j = json.load(open(out))
-except Exception:
-    print(json.dumps({"rep": int(rep), "rate": rate, "mode": mode, "code": code, "holds": False,
-                      "why": f"no result (exit {code})"}))
-    sys.exit()
-offered = j["requests"]                 # arrivals and session steps it meant to send
-good = offered - j["errors"]            # errors include drops and failed checks
-p50, p99 = j["p50_ms"], j["p99_ms"]
-missing = max(offered - good, 0) / max(offered, 1)
-why = []
-if not p99 <= 10:
-    why.append(f"p99 {p99:.1f} ms > 10")
-if missing >= 0.001:
-    why.append(f"{missing:.2%} without a correct answer")
-if code != 0 or not j["valid"]:
-    why.append(f"exit {code}")
-print(json.dumps({"rep": int(rep), "rate": rate, "mode": mode, "code": code,
-                  "answered_per_sec": good / dur, "p50_ms": p50, "p99_ms": p99,
-                  "missing": missing, "cpu_us": (u + s) * 1e6 / max(offered, 1),
-                  "holds": not why, "why": "; ".join(why)}))
-PY
-      tail -1 "$results" | jq -r '"\(.mode) \(.rate): \(if .holds then "holds" else "fails (\(.why))" end), \(.answered_per_sec // 0 | floor)/s, p99 \(.p99_ms // "-") ms, \(.cpu_us // "-") µs CPU/req"'
+      python3 bench/holds.py row "$mode" loadgate "$rate" "$dur" "$out" "$WORK/time" "$code" "$rep" >> "$results"
+      python3 bench/holds.py line "$(tail -1 "$results")"
     done
   done
 done
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-python3 - "$results" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print("| rep | rate | sent | answered/s | p50 ms | p99 ms | without an answer | CPU µs/req | holds |")
-print("|---|---|---|---|---|---|---|---|---|")
-for r in rows:
-    f = lambda k, fmt: (fmt.format(r[k]) if k in r and r[k] == r[k] else "–")
-    print(f"| {r['rep']} | {r['rate']} | {r['mode']} | {f('answered_per_sec', '{:,.0f}')} | {f('p50_ms', '{:.2f}')} | "
-          f"{f('p99_ms', '{:.2f}')} | {f('missing', '{:.3%}')} | {f('cpu_us', '{:.1f}')} | "
-          f"{'yes' if r['holds'] else 'no: ' + r['why']} |")
-print()
-for rep in sorted({r["rep"] for r in rows}):
-    for mode in ("get", "workload"):
-        peak = 0
-        for r in sorted((r for r in rows if r["rep"] == rep and r["mode"] == mode), key=lambda r: r["rate"]):
-            if not r["holds"]:
-                break
-            peak = r["rate"]
-        print(f"rep {rep}: {mode} holds up to {peak:,} req/s")
-    by = {(r["rate"], r["mode"]): r for r in rows if r["rep"] == rep}
-    ratios = [f"{rate:,}: {by[(rate, 'workload')]['cpu_us'] / by[(rate, 'get')]['cpu_us']:.2f}"
-              for rate in sorted({k[0] for k in by})
-              if (rate, "get") in by and (rate, "workload") in by
-              and "cpu_us" in by[(rate, "get")] and "cpu_us" in by[(rate, "workload")]]
-    print(f"rep {rep}: workload / get CPU per request: {', '.join(ratios)} (goal: at most 1.5)")
-PY
+python3 bench/holds.py summary "$results" workload get   # goal: workload / get at most 1.5

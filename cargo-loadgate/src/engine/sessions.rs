@@ -237,6 +237,14 @@ mod tests {
             .expect("runtime")
     }
 
+    /// Slots whose runner is a local task of its own (in a phase, a branch of its future).
+    fn with_runner<F: Future<Output = ()> + 'static>() -> Rc<SessionSlots<F>> {
+        let slots = Rc::new(SessionSlots::new());
+        let runner = Rc::clone(&slots);
+        tokio::task::spawn_local(async move { runner.run().await });
+        slots
+    }
+
     /// Sessions that wait run to their end through the runner; the slots of ended sessions are
     /// reused, so the slots never outnumber the sessions alive at once.
     #[test]
@@ -244,9 +252,7 @@ mod tests {
         let local = tokio::task::LocalSet::new();
         runtime().block_on(local.run_until(async {
             let ended = Rc::new(Cell::new(0u32));
-            let slots = Rc::new(SessionSlots::new());
-            let runner = Rc::clone(&slots);
-            tokio::task::spawn_local(async move { runner.run().await });
+            let slots = with_runner();
             let session = |ms: u64, ended: Rc<Cell<u32>>| async move {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 tokio::task::yield_now().await;
@@ -276,9 +282,7 @@ mod tests {
     fn a_burst_beyond_a_batch_and_self_wakes_all_run_to_their_end() {
         let local = tokio::task::LocalSet::new();
         runtime().block_on(local.run_until(async {
-            let slots = Rc::new(SessionSlots::new());
-            let runner = Rc::clone(&slots);
-            tokio::task::spawn_local(async move { runner.run().await });
+            let slots = with_runner();
             let go = Rc::new(tokio::sync::Notify::new());
             let ended = Rc::new(Cell::new(0usize));
             let n = 4 * BATCH + 7;
@@ -291,9 +295,7 @@ mod tests {
             }
             let polls = Rc::new(Cell::new(0u32));
             let p = Rc::clone(&polls);
-            let selfish = Rc::new(SessionSlots::new());
-            let runner = Rc::clone(&selfish);
-            tokio::task::spawn_local(async move { runner.run().await });
+            let selfish = with_runner();
             selfish.start(std::future::poll_fn(move |cx| {
                 p.set(p.get() + 1);
                 if p.get() < 4 {
@@ -360,9 +362,7 @@ mod tests {
     fn stale_and_repeated_wakes_poll_nothing_twice() {
         let local = tokio::task::LocalSet::new();
         runtime().block_on(local.run_until(async {
-            let slots = Rc::new(SessionSlots::new());
-            let runner = Rc::clone(&slots);
-            tokio::task::spawn_local(async move { runner.run().await });
+            let slots = with_runner();
             let polls = Rc::new(Cell::new(0u32));
             let kept: Rc<RefCell<Option<Waker>>> = Rc::default();
             let (p, k) = (Rc::clone(&polls), Rc::clone(&kept));

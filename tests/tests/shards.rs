@@ -161,7 +161,7 @@ fn due_pairs(config_path: &Path) -> BTreeMap<(u64, u32), Duration> {
     let mut due = BTreeMap::new();
     for session in spec.schedule(&config.workload).sessions() {
         let mut intended = session.start;
-        for (seq, step) in session.steps.iter().enumerate() {
+        for (seq, step) in session.steps().iter().enumerate() {
             intended += step.think_before;
             if seq > 0 && intended >= end {
                 break;

@@ -380,13 +380,13 @@ impl AnswerReader {
         };
         match head.framing {
             Framing::Empty => done(Bytes::new()),
-            // Copied out, so that `buf` stays the connection's one allocation: a body split off
-            // it would keep its memory and make the next read allocate anew.
-            Framing::Length(n) if buf.len() >= n => {
-                let body = Bytes::copy_from_slice(&buf[..n]);
-                buf.advance(n);
-                done(body)
-            }
+            // Split off, not copied: the body shares `buf`'s memory. The answer is classified and
+            // dropped before its connection reads again (in the poll that received it; a failed
+            // attempt kept through a retry's wait is copied off first), so the next read's
+            // `reserve` finds `buf` the only owner and reuses it without allocating. A body kept
+            // longer keeps its bytes; the reads go on past it, in a new buffer once `buf`'s
+            // allocation is used up.
+            Framing::Length(n) if buf.len() >= n => done(buf.split_to(n).freeze()),
             Framing::Length(_) if eof => Err(TransportErrorKind::Reset),
             Framing::Length(_) => Ok(None),
             Framing::Chunked => {
@@ -510,6 +510,50 @@ mod tests {
             Err(TransportErrorKind::Reset)
         );
         assert_eq!(read_all(&[b""], false), Err(TransportErrorKind::Reset));
+    }
+
+    /// A body shares the connection's buffer; once it is dropped, the next read reuses that
+    /// buffer (no allocation per answer), and a body still held keeps its bytes whatever the
+    /// buffer reads next.
+    #[test]
+    fn a_body_shares_the_read_buffer_which_is_reused_once_it_is_dropped() {
+        use super::super::pool::READ_CHUNK as CHUNK;
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let read = |buf: &mut BytesMut, wire: &[u8]| {
+            buf.reserve(CHUNK);
+            buf.extend_from_slice(wire);
+            AnswerReader::new(false)
+                .poll(buf, false)
+                .expect("valid")
+                .expect("complete")
+        };
+        let mut buf = BytesMut::with_capacity(2 * CHUNK);
+        let (base, end) = (buf.as_ptr() as usize, buf.as_ptr() as usize + 2 * CHUNK);
+        let inside = |buf: &BytesMut| {
+            let at = buf.as_ptr() as usize;
+            (base..end).contains(&at) && at + buf.capacity() <= end
+        };
+        for round in 0..1_000 {
+            let p = read(&mut buf, wire);
+            assert!(inside(&buf), "round {round}: the same allocation");
+            assert_eq!(&p.body[..], b"hello");
+            assert!(buf.is_empty());
+        }
+        // Held bodies keep their bytes: later reads go on past them, then in a buffer of their
+        // own once this one is used up.
+        let held: Vec<Parsed> = (0..1_000_u32)
+            .map(|n| {
+                let body = format!("{n:05}");
+                read(
+                    &mut buf,
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{body}").as_bytes(),
+                )
+            })
+            .collect();
+        assert!(!inside(&buf), "a new buffer once the first is used up");
+        for (n, p) in held.iter().enumerate() {
+            assert_eq!(p.body, format!("{n:05}").as_bytes());
+        }
     }
 
     #[test]

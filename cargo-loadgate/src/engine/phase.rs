@@ -673,11 +673,11 @@ fn unreachable_keeper() -> (Option<String>, Duration) {
 /// building the session's future: drops come when the generator is short of time.
 fn launch(ctx: &Rc<Ctx>, start: &dyn Fn(SessionPlan), plan: SessionPlan) {
     if ctx.in_flight.get() >= ctx.max_in_flight {
-        if let Some(first) = plan.steps.first() {
+        if let Some(first) = plan.first_operation() {
             let origin = latency_origin(plan.start, ctx.clock.now());
             let mut recorder = ctx.recorder.borrow_mut();
             recorder.arrival(origin);
-            recorder.dropped(first.operation, origin);
+            recorder.dropped(first, origin);
         }
         return;
     }
@@ -826,13 +826,18 @@ async fn drain(ctx: &Rc<Ctx>) {
 
 /// Runs one session's steps in order; records everything on the phase's recorder.
 async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
+    let start = plan.start;
+    // Its number in the run (`{{session}}`): each phase has its own range.
+    let session = ctx.first_session.saturating_add(plan.index);
+    // Drawn step by step: the path's generator lives in this future, which lives in a reused slot.
+    let path = plan.into_path();
     let mut vars = ctx.workload.new_session_vars();
     // The replica the session sticks to (it moves only when that one fails or is ejected).
-    let mut replica = ctx.home_replica(ctx.first_session.saturating_add(plan.index));
-    let mut intended = plan.start;
+    let mut replica = ctx.home_replica(session);
+    let mut intended = start;
     let mut completed = true;
     let mut started = false;
-    for (seq, step) in plan.steps.iter().enumerate() {
+    for (seq, step) in path.enumerate() {
         if seq > 0 {
             // Step n is intended at the answer of step n − 1 plus the user's think time.
             intended += step.think_before;
@@ -852,7 +857,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             let mut recorder = ctx.recorder.borrow_mut();
             recorder.dropped(step.operation, origin);
             if started {
-                recorder.session_ended(plan.start, false);
+                recorder.session_ended(start, false);
             }
             return;
         }
@@ -865,12 +870,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             // Nothing in it varies: encoded once for the phase.
             (request, None)
         } else {
-            let rendered = ctx.workload.render(
-                step.operation,
-                ctx.first_session.saturating_add(plan.index),
-                seq,
-                &vars,
-            );
+            let rendered = ctx.workload.render(step.operation, session, seq, &vars);
             if ctx.replicated() {
                 ctx.route(&mut replica, ctx.clock.now());
             }
@@ -881,7 +881,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             let (Some(request), Ok(rendered)) = (request, rendered) else {
                 // A missing variable (an earlier capture failed) or an unsendable request.
                 if started {
-                    ctx.recorder.borrow_mut().session_ended(plan.start, false);
+                    ctx.recorder.borrow_mut().session_ended(start, false);
                 }
                 return;
             };
@@ -897,7 +897,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             let mut recorder = ctx.recorder.borrow_mut();
             recorder.sent(op, origin, sent_at);
             if !started {
-                recorder.session_started(plan.start);
+                recorder.session_started(start);
                 started = true;
             }
         }
@@ -913,7 +913,6 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
             .and_then(|policies| policies.get(op))
             .and_then(Option::as_ref);
         if policy.is_some() || ctx.replicated() {
-            let session = ctx.first_session.saturating_add(plan.index);
             (exchange, sent_at) = send_again(
                 &ctx,
                 policy,
@@ -960,9 +959,7 @@ async fn run_session(ctx: Rc<Ctx>, plan: SessionPlan) {
         intended = done;
     }
     if started {
-        ctx.recorder
-            .borrow_mut()
-            .session_ended(plan.start, completed);
+        ctx.recorder.borrow_mut().session_ended(start, completed);
     }
 }
 
@@ -1075,6 +1072,13 @@ async fn send_again(
         let at = ctx.clock.now() + wait;
         if ctx.stopped.get() {
             break;
+        }
+        // The failed answer stays (it is the result if no attempt follows) through the wait and
+        // the next send, while its connection reads again: its body is copied off that
+        // connection's buffer, which would otherwise be kept whole and make the next read
+        // allocate.
+        if let Ok(answer) = &mut exchange.result {
+            answer.body = bytes::Bytes::copy_from_slice(&answer.body);
         }
         if over {
             // The session moves on at once, to the next replica not ejected.

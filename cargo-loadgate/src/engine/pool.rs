@@ -32,7 +32,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Spare room a connection's read buffer is given before a read.
-const READ_CHUNK: usize = 8 * 1024;
+pub(super) const READ_CHUNK: usize = 8 * 1024;
 
 /// A complete answer: its status and its whole body.
 #[derive(Clone, Debug, PartialEq, Eq)]

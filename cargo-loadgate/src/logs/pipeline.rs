@@ -308,7 +308,7 @@ next = [{ to = "accounts", p = 0.5, think = { fixed = "1s" } }]
         let mut lines: Vec<(i64, String)> = Vec::new();
         for s in schedule.sessions() {
             let mut t = start_us + s.start.as_micros() as i64;
-            for (k, step) in s.steps.iter().enumerate() {
+            for (k, step) in s.steps().iter().enumerate() {
                 if k > 0 {
                     t += answer_us + step.think_before.as_micros() as i64;
                 }

@@ -23,8 +23,8 @@ pub use model::{
 };
 pub use pointer::PointerSet;
 pub use schedule::{
-    MAX_SESSION_STEPS, PlannedStep, RateStep, RateSteps, RateStepsError, Schedule, SessionPlan,
-    Sessions,
+    MAX_SESSION_STEPS, PlannedStep, RateStep, RateSteps, RateStepsError, Schedule, SessionPath,
+    SessionPlan, Sessions,
 };
 pub use shard::{Shard, ShardParseError};
 pub use template::{

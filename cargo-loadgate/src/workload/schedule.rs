@@ -66,16 +66,77 @@ const FILL_MAX_SECS: f64 = 120.0;
 pub const MAX_SESSION_STEPS: usize = 1_000;
 
 /// One session of the schedule: when it arrives and what its user does.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// The plan holds no steps: its path is drawn one step at a time by [`SessionPlan::into_path`] as
+/// the session goes, from the session's own stream, so a session costs no allocation however many
+/// steps it takes, and the plan stays small while the dispatcher moves it. Two plans are equal when
+/// their index, start and steps are.
+#[derive(Clone)]
 pub struct SessionPlan {
     /// The session's index in the schedule, from 0, in order of arrival.
     pub index: u64,
     /// When the session arrives, as an offset from the start of the phase. Its first step is
     /// intended to be sent at exactly this time.
     pub start: Duration,
-    /// The requests of the session, in order: at most [`MAX_SESSION_STEPS`], and never empty for a
-    /// validated workload (one without entry points gives empty sessions).
-    pub steps: Vec<PlannedStep>,
+    model: Arc<PathModel>,
+}
+
+impl SessionPlan {
+    /// The session's requests, in order, drawn as they are taken: at most [`MAX_SESSION_STEPS`],
+    /// and never none for a validated workload (one without entry points gives empty sessions).
+    pub fn into_path(self) -> SessionPath {
+        SessionPath {
+            draw: PathDraw::new(self.index),
+            model: self.model,
+        }
+    }
+
+    /// The operation of the first step, without drawing the others (`None` for an empty
+    /// session).
+    pub fn first_operation(&self) -> Option<usize> {
+        PathDraw::new(self.index)
+            .next(&self.model)
+            .map(|s| s.operation)
+    }
+
+    /// Every step of the session, drawn at once (for tests, hashes and analyses: a running
+    /// session draws them one at a time with [`SessionPlan::into_path`]).
+    pub fn steps(&self) -> Vec<PlannedStep> {
+        self.clone().into_path().collect()
+    }
+}
+
+impl PartialEq for SessionPlan {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index && self.start == other.start && self.steps() == other.steps()
+    }
+}
+
+impl Eq for SessionPlan {}
+
+impl std::fmt::Debug for SessionPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionPlan")
+            .field("index", &self.index)
+            .field("start", &self.start)
+            .field("steps", &self.steps())
+            .finish()
+    }
+}
+
+/// The steps of one session, drawn one at a time ([`SessionPlan::into_path`]).
+#[derive(Clone, Debug)]
+pub struct SessionPath {
+    model: Arc<PathModel>,
+    draw: PathDraw,
+}
+
+impl Iterator for SessionPath {
+    type Item = PlannedStep;
+
+    fn next(&mut self) -> Option<PlannedStep> {
+        self.draw.next(&self.model)
+    }
 }
 
 /// One request of a session.
@@ -387,7 +448,7 @@ impl Schedule {
         SessionPlan {
             index,
             start,
-            steps: self.model.steps(index),
+            model: Arc::clone(&self.model),
         }
     }
 
@@ -401,11 +462,14 @@ impl Schedule {
     pub fn hash(&self) -> String {
         let mut hasher = Sha256::new();
         hasher.update(b"loadgate-schedule-v2\0");
+        let mut steps = Vec::new();
         for session in self.sessions() {
             hasher.update(session.index.to_le_bytes());
             hasher.update(nanos(session.start).to_le_bytes());
-            hasher.update((session.steps.len() as u64).to_le_bytes());
-            for step in &session.steps {
+            steps.clear();
+            steps.extend(session.into_path());
+            hasher.update((steps.len() as u64).to_le_bytes());
+            for step in &steps {
                 hasher.update((step.operation as u64).to_le_bytes());
                 hasher.update(nanos(step.think_before).to_le_bytes());
             }
@@ -457,7 +521,7 @@ impl Iterator for Sessions {
         Some(SessionPlan {
             index,
             start,
-            steps: self.model.steps(index),
+            model: Arc::clone(&self.model),
         })
     }
 }
@@ -553,51 +617,104 @@ impl PathModel {
 
     /// Draws the path and think times of session `index` from its own stream (`index + 1`).
     pub(crate) fn steps(&self, index: u64) -> Vec<PlannedStep> {
-        // One entry and no way on from it: the path is that one step whatever would be drawn, so
-        // nothing is drawn (each session's stream is its own: no other session's draws move).
-        // This is every `attack --url` session, where the generator's keys, ~800 instructions a
-        // session, were most of drawing it.
-        if let [(only, _)] = self.entry.as_slice()
-            && self.next[*only].is_empty()
-        {
-            return vec![PlannedStep {
-                operation: *only,
-                think_before: Duration::ZERO,
-            }];
+        let mut draw = PathDraw::new(index);
+        std::iter::from_fn(|| draw.next(self)).collect()
+    }
+
+    /// The operation of a model with one entry and no way on from it: every path is that one
+    /// step, whatever would be drawn.
+    fn lone(&self) -> Option<usize> {
+        match self.entry.as_slice() {
+            [(only, _)] if self.next[*only].is_empty() => Some(*only),
+            _ => None,
         }
-        let mut rng = ChaCha8Rng::from_seed(self.seed_bytes);
-        rng.set_stream(index.wrapping_add(1));
-        let mut steps = Vec::new();
-        // Entry weights are normalized to 1 by validation; dividing by the total keeps a model
-        // built by hand (whose weights need not sum to 1) from falling off the end.
-        let Some(&(_, entry_total)) = self.entry.last() else {
-            return steps;
+    }
+}
+
+/// Where the drawing of one session's path stands. The generator is made at the first step and
+/// kept in place (a running session holds it in its own future, so nothing is allocated).
+#[derive(Clone, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "boxing the generator would allocate once a session, which is what this avoids"
+)]
+enum PathDraw {
+    Start {
+        index: u64,
+    },
+    Drawing {
+        rng: ChaCha8Rng,
+        current: usize,
+        len: usize,
+    },
+    Done,
+}
+
+impl PathDraw {
+    fn new(index: u64) -> Self {
+        PathDraw::Start { index }
+    }
+
+    /// The session's next step under `model`, or `None` once its path has ended.
+    fn next(&mut self, model: &PathModel) -> Option<PlannedStep> {
+        let step = match self {
+            PathDraw::Done => None,
+            // One entry and no way on from it: the path is that one step whatever would be
+            // drawn, so nothing is drawn (each session's stream is its own: no other session's
+            // draws move). This is every `attack --url` session, where the generator's keys,
+            // ~800 instructions a session, were most of drawing it.
+            PathDraw::Start { .. } if let Some(operation) = model.lone() => {
+                *self = PathDraw::Done;
+                return Some(PlannedStep {
+                    operation,
+                    think_before: Duration::ZERO,
+                });
+            }
+            PathDraw::Start { index } => {
+                let mut rng = ChaCha8Rng::from_seed(model.seed_bytes);
+                rng.set_stream(index.wrapping_add(1));
+                // Entry weights are normalized to 1 by validation; dividing by the total keeps a
+                // model built by hand (whose weights need not sum to 1) from falling off the end.
+                model.entry.last().map(|&(_, entry_total)| {
+                    let u = unit(&mut rng) * entry_total;
+                    let first = model
+                        .entry
+                        .iter()
+                        .find(|&&(_, c)| u < c)
+                        .or(model.entry.last())
+                        .map_or(0, |&(op, _)| op);
+                    *self = PathDraw::Drawing {
+                        rng,
+                        current: first,
+                        len: 1,
+                    };
+                    PlannedStep {
+                        operation: first,
+                        think_before: Duration::ZERO,
+                    }
+                })
+            }
+            PathDraw::Drawing { len, .. } if *len >= MAX_SESSION_STEPS => None,
+            PathDraw::Drawing { rng, current, len } => {
+                let u = unit(rng);
+                // The probability mass beyond the last cumulative value ends the session.
+                model.next[*current]
+                    .iter()
+                    .find(|&&(_, c, _)| u < c)
+                    .map(|&(to, _, think)| {
+                        *current = to;
+                        *len += 1;
+                        PlannedStep {
+                            operation: to,
+                            think_before: draw_think(rng, think),
+                        }
+                    })
+            }
         };
-        let u = unit(&mut rng) * entry_total;
-        let first = self
-            .entry
-            .iter()
-            .find(|&&(_, c)| u < c)
-            .or(self.entry.last())
-            .map_or(0, |&(op, _)| op);
-        steps.push(PlannedStep {
-            operation: first,
-            think_before: Duration::ZERO,
-        });
-        let mut current = first;
-        while steps.len() < MAX_SESSION_STEPS {
-            let u = unit(&mut rng);
-            // The probability mass beyond the last cumulative value ends the session.
-            let Some(&(to, _, think)) = self.next[current].iter().find(|&&(_, c, _)| u < c) else {
-                break;
-            };
-            steps.push(PlannedStep {
-                operation: to,
-                think_before: draw_think(&mut rng, think),
-            });
-            current = to;
+        if step.is_none() {
+            *self = PathDraw::Done;
         }
-        steps
+        step
     }
 }
 
@@ -781,10 +898,11 @@ pub(crate) mod tests {
         // Only a think time differs: the fixed 500 ms edge becomes 501 ms.
         let mut changed = w.clone();
         changed.operations[3].next[0].think = ThinkTime::Fixed(Duration::from_millis(501));
-        let sessions_use_edge = collect(&a)
-            .iter()
-            .flat_map(|s| s.steps.windows(2))
-            .any(|pair| pair[0].operation == 3 && pair[1].operation == 2);
+        let sessions_use_edge = collect(&a).iter().any(|s| {
+            s.steps()
+                .windows(2)
+                .any(|pair| pair[0].operation == 3 && pair[1].operation == 2)
+        });
         assert!(sessions_use_edge);
         assert_ne!(
             Schedule::new(&changed, 50.0, Duration::from_secs(5), 7).hash(),
@@ -876,7 +994,7 @@ pub(crate) mod tests {
         assert_eq!(stepped.hash(), flat.with_rate_steps(spike_steps()).hash());
         assert_eq!(stepped.session_count(), sessions.len() as u64);
         for (s, f) in sessions.iter().zip(collect(&flat)) {
-            assert_eq!((s.index, &s.steps), (f.index, &f.steps));
+            assert_eq!((s.index, s.steps()), (f.index, f.steps()));
             // Before the first step both run at the same rate: the same starts.
             if f.start < Duration::from_secs(10) {
                 assert_eq!(s.start, f.start);
@@ -923,7 +1041,7 @@ pub(crate) mod tests {
         assert!(slow.len() < fast.len());
         for (s, f) in slow.iter().zip(&fast) {
             assert_eq!(s.index, f.index);
-            assert_eq!(s.steps, f.steps);
+            assert_eq!(s.steps(), f.steps());
         }
         // The same uniform draws make the arrivals' operational times (∫ g up to the arrival)
         // scale exactly with the rate.
@@ -949,9 +1067,10 @@ pub(crate) mod tests {
         }
         for s in &sessions {
             assert!(s.start < duration);
-            assert!(!s.steps.is_empty() && s.steps.len() <= MAX_SESSION_STEPS);
-            assert_eq!(s.steps[0].think_before, Duration::ZERO);
-            assert!(s.steps.iter().all(|st| st.operation < w.operations.len()));
+            let steps = s.steps();
+            assert!(!steps.is_empty() && steps.len() <= MAX_SESSION_STEPS);
+            assert_eq!(steps[0].think_before, Duration::ZERO);
+            assert!(steps.iter().all(|st| st.operation < w.operations.len()));
         }
     }
 
@@ -1025,7 +1144,7 @@ pub(crate) mod tests {
         let mut per_second = vec![0.0f64; secs];
         for session in schedule.sessions() {
             let mut at = session.start.as_secs_f64();
-            for step in &session.steps {
+            for step in &session.steps() {
                 at += step.think_before.as_secs_f64();
                 if let Some(bin) = per_second.get_mut(at as usize) {
                     *bin += 1.0;
@@ -1094,7 +1213,7 @@ pub(crate) mod tests {
         let mut n = 0.0;
         let mut sum = 0.0;
         for index in 0..200 {
-            for step in &schedule.plan_session(index, Duration::ZERO).steps[1..] {
+            for step in &schedule.plan_session(index, Duration::ZERO).steps()[1..] {
                 n += 1.0;
                 sum += step.think_before.as_secs_f64();
             }
@@ -1113,7 +1232,7 @@ pub(crate) mod tests {
         let schedule = Schedule::new(&w, 1.0, Duration::from_secs(1), 5);
         let mut seen = (0, 0);
         for index in 0..2_000 {
-            let steps = schedule.plan_session(index, Duration::ZERO).steps;
+            let steps = schedule.plan_session(index, Duration::ZERO).steps();
             for pair in steps.windows(2) {
                 match (pair[0].operation, pair[1].operation) {
                     (3, 2) => {
@@ -1138,7 +1257,7 @@ pub(crate) mod tests {
         w.operations[0].next = vec![to(0, 1.0, ThinkTime::Fixed(Duration::ZERO))];
         let plan =
             Schedule::new(&w, 1.0, Duration::from_secs(1), 5).plan_session(0, Duration::ZERO);
-        assert_eq!(plan.steps.len(), MAX_SESSION_STEPS);
+        assert_eq!(plan.steps().len(), MAX_SESSION_STEPS);
     }
 
     #[test_case::test_case(0.0; "zero")]

@@ -286,13 +286,106 @@ pub fn worktree_path(target_dir: &Path, commit: &str) -> PathBuf {
 }
 
 /// Where the base's binary is kept after its build: `<target_dir>/loadgate/base-<full
-/// sha>/bin/<bin>`, outside the worktree (which is removed) and beside nothing cargo writes.
-pub fn base_binary_path(target_dir: &Path, commit: &str, bin: &str) -> PathBuf {
+/// sha>/bin/<build>/<bin>`, outside the worktree (which is removed) and beside nothing cargo
+/// writes. `<build>` is `host`, or `static-<triple>` for a container's static build, so that two
+/// runs at once whose targets need the two kinds never replace each other's.
+pub fn base_binary_path(target_dir: &Path, commit: &str, bin: &str, mode: &BuildMode) -> PathBuf {
+    let build = match mode {
+        BuildMode::Host => "host".to_owned(),
+        BuildMode::Static { triple } => format!("static-{triple}"),
+    };
     target_dir
         .join(LOADGATE_DIR)
         .join(format!("base-{commit}"))
         .join("bin")
+        .join(build)
         .join(bin)
+}
+
+/// What a base binary was built with beyond its commit and build mode (which its path names):
+/// the package and the binary, and the environment cargo and rustc read that changes the code
+/// (the toolchain, compiler flags, profile and target settings), one `KEY=value` a line, sorted.
+/// [`build_base`] writes it beside the binary ([`fingerprint_path`]); a run that waited for the
+/// base lock takes the binary only when its own is the same ([`built_meanwhile`]).
+pub fn build_fingerprint(
+    package: &str,
+    bin: &str,
+    env: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> String {
+    const EXACT: [&str; 6] = [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTUP_TOOLCHAIN",
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ];
+    const PREFIXES: [&str; 3] = ["CARGO_PROFILE_", "CARGO_BUILD_", "CARGO_TARGET_"];
+    let mut vars: Vec<String> = env
+        .into_iter()
+        .filter(|(key, _)| {
+            let key = key.to_string_lossy();
+            EXACT.contains(&key.as_ref()) || PREFIXES.iter().any(|p| key.starts_with(p))
+        })
+        .map(|(key, value)| format!("{}={}", key.to_string_lossy(), value.to_string_lossy()))
+        .collect();
+    vars.sort();
+    let mut out = format!("package={package}\nbin={bin}\n");
+    for var in vars {
+        out.push_str(&var);
+        out.push('\n');
+    }
+    out
+}
+
+/// This process's [`build_fingerprint`] of `bin` of `package`: what [`build_base`] writes beside
+/// the binary, and what a run that waited for it compares.
+pub fn current_fingerprint(package: &str, bin: &str) -> String {
+    build_fingerprint(package, bin, std::env::vars_os())
+}
+
+/// Where [`build_base`] writes a base binary's [`build_fingerprint`]: beside it, `<bin>.build`.
+pub fn fingerprint_path(binary: &Path) -> PathBuf {
+    let mut name = binary.file_name().unwrap_or_default().to_os_string();
+    name.push(".build");
+    binary.with_file_name(name)
+}
+
+/// Which file a path held: its inode and modification time (`None`: no file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileIdentity {
+    inode: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileIdentity {
+    /// The file at `path` now, if there is one.
+    pub fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self {
+            inode: meta.ino(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+/// The base binary at `path` if it was written while this run waited for the base lock (its
+/// file is not the one `before` saw) with the same `fingerprint`: the run waited for built this
+/// very base, from the same commit with the same build, moments ago. Any other (an older binary,
+/// which may be of another toolchain and would show as a change of the code; one built with
+/// other flags; one without its fingerprint) is not taken: the base is then built again.
+pub fn built_meanwhile(
+    path: &Path,
+    before: Option<FileIdentity>,
+    fingerprint: &str,
+) -> Option<PathBuf> {
+    let now = FileIdentity::of(path)?;
+    if before == Some(now) {
+        return None;
+    }
+    let written = std::fs::read_to_string(fingerprint_path(path)).ok()?;
+    (written == fingerprint).then(|| path.to_path_buf())
 }
 
 /// The cargo target dir the base is built in: `<target_dir>/loadgate/base-target`, its own, so
@@ -578,8 +671,14 @@ pub async fn build_base(
             commit: commit.clone(),
             source,
         })?;
-    let binary = base_binary_path(&package.target_directory, &commit, bin);
+    let binary = base_binary_path(&package.target_directory, &commit, bin, mode);
     copy_executable_atomic(&built, &binary)?;
+    let fingerprint = fingerprint_path(&binary);
+    crate::result::write_file_atomic(
+        &fingerprint,
+        current_fingerprint(&package.name, bin).as_bytes(),
+    )
+    .map_err(BaseError::io(format!("write {}", fingerprint.display())))?;
     events(BootEvent::Built {
         artifact: binary.display().to_string(),
         reused: false,
@@ -1092,15 +1191,102 @@ mod tests {
     }
 
     #[test]
-    fn the_binary_is_kept_outside_the_worktree_keyed_by_the_full_commit() {
+    fn the_binary_is_kept_outside_the_worktree_keyed_by_the_full_commit_and_the_build() {
         let target = Path::new("/w/target");
         let c = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d";
-        let bin = base_binary_path(target, c, "svc");
+        let bin = base_binary_path(target, c, "svc", &BuildMode::Host);
         assert_eq!(
             bin,
-            Path::new("/w/target/loadgate/base-1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d/bin/svc")
+            Path::new(
+                "/w/target/loadgate/base-1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d/bin/host/svc"
+            )
         );
         assert!(!bin.starts_with(worktree_path(target, c)));
+        let static_build = BuildMode::Static {
+            triple: "x86_64-unknown-linux-gnu".into(),
+        };
+        assert_eq!(
+            base_binary_path(target, c, "svc", &static_build),
+            Path::new(
+                "/w/target/loadgate/base-1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d/bin/\
+                 static-x86_64-unknown-linux-gnu/svc"
+            )
+        );
+    }
+
+    #[test]
+    fn the_fingerprint_holds_the_package_and_what_changes_the_code_sorted() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        let a = build_fingerprint(
+            "demo",
+            "svc",
+            env(&[
+                ("RUSTUP_TOOLCHAIN", "1.90"),
+                ("HOME", "/root"),
+                ("CARGO_PROFILE_RELEASE_LTO", "true"),
+                ("RUSTFLAGS", "-C target-cpu=native"),
+                ("PATH", "/bin"),
+            ]),
+        );
+        assert_eq!(
+            a,
+            "package=demo\nbin=svc\nCARGO_PROFILE_RELEASE_LTO=true\n\
+             RUSTFLAGS=-C target-cpu=native\nRUSTUP_TOOLCHAIN=1.90\n"
+        );
+        assert_eq!(
+            a,
+            build_fingerprint(
+                "demo",
+                "svc",
+                env(&[
+                    ("RUSTFLAGS", "-C target-cpu=native"),
+                    ("CARGO_PROFILE_RELEASE_LTO", "true"),
+                    ("RUSTUP_TOOLCHAIN", "1.90"),
+                ])
+            ),
+            "the order and the other variables do not count"
+        );
+        assert_ne!(
+            a,
+            build_fingerprint("demo", "svc", env(&[("RUSTUP_TOOLCHAIN", "1.90")]))
+        );
+        assert_ne!(
+            build_fingerprint("demo", "svc", Vec::new()),
+            build_fingerprint("other", "svc", Vec::new())
+        );
+        assert_eq!(
+            fingerprint_path(Path::new("/t/bin/host/svc")),
+            Path::new("/t/bin/host/svc.build")
+        );
+    }
+
+    #[test]
+    fn only_a_binary_written_during_the_wait_with_the_same_fingerprint_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("svc");
+        let write = |binary: &[u8], fingerprint: &str| {
+            write_executable_atomic(&path, binary).unwrap();
+            std::fs::write(fingerprint_path(&path), fingerprint).unwrap();
+        };
+        assert_eq!(built_meanwhile(&path, None, "f"), None, "none there");
+        // Written during the wait, from nothing there before.
+        write(b"one", "f");
+        assert_eq!(built_meanwhile(&path, None, "f"), Some(path.clone()));
+        assert_eq!(built_meanwhile(&path, None, "g"), None, "another build");
+        // There before the wait and untouched: an older build, not taken.
+        let before = FileIdentity::of(&path);
+        assert!(before.is_some());
+        assert_eq!(built_meanwhile(&path, before, "f"), None, "older");
+        // Replaced during the wait (a new file, renamed over the old one).
+        write(b"two", "f");
+        assert_eq!(built_meanwhile(&path, before, "f"), Some(path.clone()));
+        std::fs::remove_file(fingerprint_path(&path)).unwrap();
+        assert_eq!(built_meanwhile(&path, None, "f"), None, "no fingerprint");
     }
 
     #[test]
@@ -1216,9 +1402,21 @@ mod tests {
         assert_eq!(built.commit, base_commit);
         assert_eq!(
             built.binary,
-            base_binary_path(&head.target_directory, &base_commit, "svc")
+            base_binary_path(
+                &head.target_directory,
+                &base_commit,
+                "svc",
+                &BuildMode::Host
+            )
         );
         assert_eq!(run_binary(&built.binary), "base");
+        // Its fingerprint beside it: what a run that waited for this build compares.
+        let fingerprint = std::fs::read_to_string(fingerprint_path(&built.binary)).unwrap();
+        assert_eq!(fingerprint, current_fingerprint(&head.name, "svc"));
+        assert_eq!(
+            built_meanwhile(&built.binary, None, &fingerprint),
+            Some(built.binary.clone())
+        );
         assert_eq!(
             run_binary(&head_binary),
             "head",

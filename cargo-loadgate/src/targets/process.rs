@@ -22,6 +22,10 @@ use std::{
 };
 use tokio::{io::AsyncReadExt as _, process::Child};
 
+/// How long [`ProcessHandle::shutdown`] waits, after the SIGKILL of the members its leader left,
+/// for the last of them to be gone.
+const MEMBERS_GONE_WITHIN: Duration = Duration::from_secs(5);
+
 /// How long a process target gets between SIGTERM and SIGKILL.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -227,8 +231,15 @@ impl ProcessHandle {
                 }
             }
         };
+        // Members the leader left (its children, in its group) are killed, and shutdown returns
+        // once none is running, within a bound: nothing the target started outlives it. Under load
+        // a member can take a while to be scheduled and die, even of SIGKILL.
         if group_has_live_members(pgid) {
             let _ = killpg(pg, Signal::SIGKILL);
+            let until = tokio::time::Instant::now() + MEMBERS_GONE_WITHIN;
+            while group_has_live_members(pgid) && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
         unregister_process_group(pgid);
         Ok(exit_of(status, killed))

@@ -25,6 +25,25 @@ const MAX_HEADERS: usize = 100;
 /// The longest answer head or chunk-size line accepted before the answer is called malformed.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
+/// What follows the request target, up to the `Host` header's value.
+const VERSION_HOST: &[u8] = b" HTTP/1.1\r\nhost: ";
+
+/// The header added to a JSON body that has no `content-type` of its own.
+const CONTENT_TYPE_JSON: &[u8] = b"content-type: application/json\r\n";
+
+/// The header line of a body's length, up to its digits.
+const CONTENT_LENGTH: &[u8] = b"content-length: ";
+
+/// How many decimal digits `n` has.
+fn decimal_digits(mut n: usize) -> usize {
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    digits
+}
+
 /// One request, encoded for the wire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireRequest {
@@ -65,55 +84,77 @@ impl WireRequest {
             .rev()
             .find(|(n, _)| *n == header::HOST)
             .map_or(host, |(_, v)| v);
-        let target_len: usize = target.iter().map(|p| p.len()).sum();
-        let headers_len: usize = headers
-            .iter()
-            .map(|(n, v)| n.as_str().len() + v.len() + 4)
-            .sum();
-        let mut out = Vec::with_capacity(
-            method.as_str().len() + target_len + host.len() + headers_len + body.len() + 96,
-        );
+        // The exact length first: a `Vec` filled to its capacity becomes `Bytes` without a
+        // second allocation (`Bytes::from` boxes a shared header for a `Vec` with room left).
+        let target_bytes = || {
+            target
+                .iter()
+                .flat_map(|p| p.bytes())
+                .take_while(|b| *b != b'#')
+        };
+        let sent = |name: &HeaderName| {
+            *name != header::CONTENT_LENGTH
+                && *name != header::TRANSFER_ENCODING
+                && *name != header::HOST
+        };
+        let mut has_content_type = false;
+        let mut close = false;
+        let mut headers_len = 0;
+        for (name, value) in headers.iter().filter(|(name, _)| sent(name)) {
+            has_content_type |= *name == header::CONTENT_TYPE;
+            close |= *name == header::CONNECTION && has_token(value.as_bytes(), b"close");
+            headers_len += name.as_str().len() + 2 + value.len() + 2;
+        }
+        let content_type = json && !has_content_type;
+        let length = method.as_str().len()
+            + 1
+            + target_bytes().count()
+            + VERSION_HOST.len()
+            + host.len()
+            + 2
+            + headers_len
+            + if content_type {
+                CONTENT_TYPE_JSON.len()
+            } else {
+                0
+            }
+            + if body.is_empty() {
+                0
+            } else {
+                CONTENT_LENGTH.len() + decimal_digits(body.len()) + 2
+            }
+            + 2
+            + body.len();
+        let mut out = Vec::with_capacity(length);
         out.extend_from_slice(method.as_str().as_bytes());
         out.push(b' ');
-        for b in target
-            .iter()
-            .flat_map(|p| p.bytes())
-            .take_while(|b| *b != b'#')
-        {
+        for b in target_bytes() {
             if !b.is_ascii_graphic() {
                 return None;
             }
             out.push(b);
         }
-        out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+        out.extend_from_slice(VERSION_HOST);
         out.extend_from_slice(host.as_bytes());
         out.extend_from_slice(b"\r\n");
-        let mut has_content_type = false;
-        let mut close = false;
-        for (name, value) in headers {
-            if *name == header::CONTENT_LENGTH
-                || *name == header::TRANSFER_ENCODING
-                || *name == header::HOST
-            {
-                continue;
-            }
-            has_content_type |= *name == header::CONTENT_TYPE;
-            close |= *name == header::CONNECTION && has_token(value.as_bytes(), b"close");
+        for (name, value) in headers.iter().filter(|(name, _)| sent(name)) {
             out.extend_from_slice(name.as_str().as_bytes());
             out.extend_from_slice(b": ");
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
-        if json && !has_content_type {
-            out.extend_from_slice(b"content-type: application/json\r\n");
+        if content_type {
+            out.extend_from_slice(CONTENT_TYPE_JSON);
         }
         if !body.is_empty() {
             use std::io::Write as _;
+            out.extend_from_slice(CONTENT_LENGTH);
             // Writing into a Vec cannot fail.
-            let _ = write!(out, "content-length: {}\r\n", body.len());
+            let _ = write!(out, "{}\r\n", body.len());
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(body);
+        debug_assert_eq!(out.len(), length, "the encoded length was computed wrong");
         Some(Self {
             bytes: Bytes::from(out),
             head: *method == Method::HEAD,
@@ -485,6 +526,55 @@ mod tests {
                 WireRequest::encode(&Method::GET, &[bad], &host, &[], false, b"").is_none(),
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_encoded_length_is_computed_exactly_for_every_part() {
+        // `encode` sizes its buffer before writing (a debug assertion checks it): each part that
+        // adds to the length, alone and together, at the digit counts' edges.
+        for (n, digits) in [(0, 1), (9, 1), (10, 2), (99, 2), (100, 3), (12_345, 5)] {
+            assert_eq!(decimal_digits(n), digits, "{n}");
+        }
+        let host = HeaderValue::from_static("127.0.0.1:8080");
+        let headers = [
+            (header::HOST, HeaderValue::from_static("shop.example")),
+            (
+                header::TRANSFER_ENCODING,
+                HeaderValue::from_static("chunked"),
+            ),
+            (header::ACCEPT, HeaderValue::from_static("*/*")),
+            (
+                HeaderName::from_static("x-trace"),
+                HeaderValue::from_static(""),
+            ),
+        ];
+        for body_len in [0, 1, 9, 10, 100, 12_345] {
+            for json in [false, true] {
+                for headers in [&headers[..], &headers[..1], &[]] {
+                    let body = vec![b'x'; body_len];
+                    let r = WireRequest::encode(
+                        &Method::PUT,
+                        &["/api", "/a?b=c#frag"],
+                        &host,
+                        headers,
+                        json,
+                        &body,
+                    )
+                    .expect("valid");
+                    let text = std::str::from_utf8(r.bytes()).expect("ascii");
+                    assert!(
+                        text.starts_with("PUT /api/a?b=c HTTP/1.1\r\nhost: "),
+                        "{text}"
+                    );
+                    assert!(text.ends_with(std::str::from_utf8(&body).expect("ascii")));
+                    assert_eq!(
+                        text.contains(&format!("content-length: {body_len}\r\n")),
+                        body_len > 0
+                    );
+                    assert_eq!(text.contains("content-type: application/json\r\n"), json);
+                }
+            }
         }
     }
 

@@ -148,32 +148,34 @@ impl<'a> Response<'a> {
         if captures.is_empty() {
             return Ok(());
         }
-        let mut values = Vec::with_capacity(captures.len());
-        for (variable, pointer) in captures {
+        // Every capture is found first, then each is stored: nothing is stored unless all are
+        // there, and no list of the values is made (the lookups are cached).
+        let found = |variable: usize, pointer: &String| {
             let fail = |kind| CaptureError {
-                variable: *variable,
+                variable,
                 pointer: pointer.clone(),
                 kind,
             };
-            let found = self.pointer(pointer).map_err(|error| {
-                fail(CaptureErrorKind::NotJson {
+            match self.pointer(pointer) {
+                Err(error) => Err(fail(CaptureErrorKind::NotJson {
                     error: error.to_owned(),
-                })
-            })?;
-            let value = match found {
-                None => return Err(fail(CaptureErrorKind::Missing)),
-                Some(Value::String(s)) => s.clone(),
-                Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
-                Some(v) => {
-                    return Err(fail(CaptureErrorKind::Unsupported {
-                        found: json_type(v),
-                    }));
-                }
-            };
-            values.push((*variable, value));
+                })),
+                Ok(None) => Err(fail(CaptureErrorKind::Missing)),
+                Ok(Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_)))) => Ok(v),
+                Ok(Some(v)) => Err(fail(CaptureErrorKind::Unsupported {
+                    found: json_type(v),
+                })),
+            }
+        };
+        for (variable, pointer) in captures {
+            found(*variable, pointer)?;
         }
-        for (variable, value) in values {
-            vars.set(variable, value);
+        for (variable, pointer) in captures {
+            let value = match found(*variable, pointer)? {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            vars.set(*variable, value);
         }
         Ok(())
     }

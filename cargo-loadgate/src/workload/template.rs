@@ -11,7 +11,6 @@
 
 use super::pointer::PointerSet;
 use crate::config::{BodyTemplate, Expect, WorkloadConfig};
-use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 use std::fmt::Write as _;
 
@@ -58,8 +57,9 @@ pub struct RenderedRequest {
     pub path_and_query: String,
     /// The headers written in the config, in order. `content-type` is not added here (see `json`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body; empty when the operation has none.
-    pub body: Bytes,
+    /// The body; empty when the operation has none. A `Vec`, not `Bytes`: it is only read, into
+    /// the request's bytes, and a `Bytes` of a rendered `String` would allocate again.
+    pub body: Vec<u8>,
     /// The body is JSON: the sender adds `content-type: application/json` unless `headers` already
     /// has a `content-type`.
     pub json: bool,
@@ -382,8 +382,8 @@ impl CompiledWorkload {
             headers.push((name.clone(), value));
         }
         let body = match &operation.body {
-            None => Bytes::new(),
-            Some(template) => Bytes::from(template.render(&ctx)?),
+            None => Vec::new(),
+            Some(template) => template.render(&ctx)?.into_bytes(),
         };
         Ok(RenderedRequest {
             method: operation.method.clone(),

@@ -155,6 +155,11 @@ impl WireRequest {
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(body);
         debug_assert_eq!(out.len(), length, "the encoded length was computed wrong");
+        debug_assert_eq!(
+            out.capacity(),
+            length,
+            "the buffer must be full to become `Bytes` as is"
+        );
         Some(Self {
             bytes: Bytes::from(out),
             head: *method == Method::HEAD,

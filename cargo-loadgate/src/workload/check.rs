@@ -573,6 +573,31 @@ mod tests {
     }
 
     #[test]
+    fn of_several_failed_captures_the_first_is_reported_and_none_is_stored() {
+        let mut vars = SessionVars::new(3);
+        let captures = [
+            (0, "/a".to_owned()),
+            (1, "/list".to_owned()),
+            (2, "/missing".to_owned()),
+        ];
+        let err = capture(&captures, br#"{"a":"x","list":[1]}"#, &mut vars).unwrap_err();
+        assert_eq!(err.variable, 1);
+        assert_eq!(
+            err.kind,
+            CaptureErrorKind::Unsupported { found: "an array" }
+        );
+        assert_eq!((vars.get(0), vars.get(1), vars.get(2)), (None, None, None));
+        // With the same pointers looked up in one pass, as the engine does.
+        let pointers = PointerSet::new(captures.iter().map(|(_, p)| p.as_str()));
+        let body = br#"{"a":"x","list":[1]}"#;
+        let err = Response::with_pointers(200, body, &pointers)
+            .capture(&captures, &mut vars)
+            .unwrap_err();
+        assert_eq!(err.variable, 1);
+        assert_eq!(vars.get(0), None);
+    }
+
+    #[test]
     fn no_captures_need_no_json() {
         let mut vars = SessionVars::new(0);
         assert!(capture(&[], b"<html>", &mut vars).is_ok());

@@ -22,8 +22,7 @@ use crate::result::{
 };
 use crate::stats::sequential::SequentialDesign;
 use crate::targets::base::{
-    BaseLock, BaseWorktree, FileIdentity, ResolvedBase, base_binary_path, build_base,
-    built_meanwhile, current_fingerprint, resolve_base,
+    BaseLock, BaseLockOutcome, BaseWorktree, ResolvedBase, build_base, resolve_base,
 };
 use crate::targets::{BootRequest, RunningTarget};
 use std::cell::RefCell;
@@ -236,35 +235,41 @@ pub(super) async fn prepare(
             };
             let reporter = BootReporter::new(&out_dir.join("base"));
             let started = Instant::now();
-            // The run waited for may build this very base meanwhile: what was at its path before.
-            let copied = base_binary_path(&package.target_directory, &resolved.commit, bin, &mode);
-            let before = FileIdentity::of(&copied);
-            let mut waited = false;
-            // Held until the worktree is removed: another run of this repository waits here.
-            let lock = BaseLock::acquire(&package.target_directory, |path| {
-                waited = true;
+            // Held until the worktree is removed: another run of this repository waits here,
+            // and takes the base if that run built this very one meanwhile.
+            let waiting = |path: &Path| {
                 eprintln!(
                     "     Waiting for another run's base build to end (lock {})",
                     path.display()
                 );
-            })
-            .await?;
-            let fingerprint = current_fingerprint(&package.name, bin);
-            if waited && let Some(binary) = built_meanwhile(&copied, before, &fingerprint) {
-                drop(lock);
-                // No build here: an earlier run's build log must not stand beside this result.
-                let _ = std::fs::remove_file(out_dir.join("base").join(super::boot_log::BUILD_LOG));
-                eprintln!(
-                    "        Base {} built by the run this one waited for: {}",
-                    short(&resolved.commit),
-                    binary.display()
-                );
-                return Ok(Some(PreparedBase {
-                    what: BaseBoot::Binary(binary),
-                    source: BaseSource::Built,
-                    resolved: Some(resolved),
-                }));
-            }
+            };
+            let lock = match BaseLock::acquire_for(
+                &package.target_directory,
+                &resolved.commit,
+                &package.name,
+                bin,
+                &mode,
+                waiting,
+            )
+            .await?
+            {
+                BaseLockOutcome::Build(lock) => lock,
+                BaseLockOutcome::BuiltMeanwhile(binary) => {
+                    // No build here: an earlier run's build log must not stand beside this result.
+                    let _ =
+                        std::fs::remove_file(out_dir.join("base").join(super::boot_log::BUILD_LOG));
+                    eprintln!(
+                        "        Base {} built by the run this one waited for: {}",
+                        short(&resolved.commit),
+                        binary.display()
+                    );
+                    return Ok(Some(PreparedBase {
+                        what: BaseBoot::Binary(binary),
+                        source: BaseSource::Built,
+                        resolved: Some(resolved),
+                    }));
+                }
+            };
             let worktree =
                 BaseWorktree::checkout(repo, &package.target_directory, &resolved.commit)?;
             let built = build_base(&worktree, package, bin, &mode, &|e| reporter.event(e)).await;

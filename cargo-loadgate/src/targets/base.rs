@@ -340,7 +340,7 @@ pub fn build_fingerprint(
 
 /// This process's [`build_fingerprint`] of `bin` of `package`: what [`build_base`] writes beside
 /// the binary, and what a run that waited for it compares.
-pub fn current_fingerprint(package: &str, bin: &str) -> String {
+fn current_fingerprint(package: &str, bin: &str) -> String {
     build_fingerprint(package, bin, std::env::vars_os())
 }
 
@@ -353,14 +353,14 @@ pub fn fingerprint_path(binary: &Path) -> PathBuf {
 
 /// Which file a path held: its inode and modification time (`None`: no file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileIdentity {
+struct FileIdentity {
     inode: u64,
     modified: Option<std::time::SystemTime>,
 }
 
 impl FileIdentity {
     /// The file at `path` now, if there is one.
-    pub fn of(path: &Path) -> Option<Self> {
+    fn of(path: &Path) -> Option<Self> {
         use std::os::unix::fs::MetadataExt as _;
         let meta = std::fs::metadata(path).ok()?;
         Some(Self {
@@ -375,7 +375,7 @@ impl FileIdentity {
 /// very base, from the same commit with the same build, moments ago. Any other (an older binary,
 /// which may be of another toolchain and would show as a change of the code; one built with
 /// other flags; one without its fingerprint) is not taken: the base is then built again.
-pub fn built_meanwhile(
+fn built_meanwhile(
     path: &Path,
     before: Option<FileIdentity>,
     fingerprint: &str,
@@ -411,7 +411,46 @@ pub struct BaseLock {
     _file: std::fs::File,
 }
 
+/// What [`BaseLock::acquire_for`] found.
+#[derive(Debug)]
+pub enum BaseLockOutcome {
+    /// The lock, held: this run checks the base out and builds it.
+    Build(BaseLock),
+    /// The run this one waited for built this very base meanwhile, with the same build: its
+    /// binary, taken instead of building again (the lock is released).
+    BuiltMeanwhile(PathBuf),
+}
+
 impl BaseLock {
+    /// Takes the lock to build `bin` of `package` at `commit` in `mode` (as
+    /// [`BaseLock::acquire`]). When it had to wait, and the run it waited for wrote that base's
+    /// binary during the wait with this run's [`build_fingerprint`], that binary is the outcome
+    /// and nothing is built ([`built_meanwhile`]: a binary there before the wait is never taken).
+    pub async fn acquire_for(
+        target_dir: &Path,
+        commit: &str,
+        package: &str,
+        bin: &str,
+        mode: &BuildMode,
+        waiting: impl FnOnce(&Path),
+    ) -> Result<BaseLockOutcome, BaseError> {
+        let binary = base_binary_path(target_dir, commit, bin, mode);
+        let before = FileIdentity::of(&binary);
+        let mut waited = false;
+        let lock = Self::acquire(target_dir, |path| {
+            waited = true;
+            waiting(path);
+        })
+        .await?;
+        if waited
+            && let Some(binary) =
+                built_meanwhile(&binary, before, &current_fingerprint(package, bin))
+        {
+            return Ok(BaseLockOutcome::BuiltMeanwhile(binary));
+        }
+        Ok(BaseLockOutcome::Build(lock))
+    }
+
     /// Takes the lock of `target_dir`'s base, calling `waiting` once (with the lock's path) when
     /// another process holds it, then waiting for it without blocking the runtime (a Ctrl-C
     /// while waiting is handled as anywhere else).
@@ -1361,6 +1400,56 @@ mod tests {
             .expect("the lock is free once the first lets go")
             .unwrap();
         assert_eq!(waits.get(), 1);
+    }
+
+    /// A run that waited for the lock takes the binary the run it waited for wrote meanwhile
+    /// with its own build; one that did not wait builds, whatever is there; one that waited for a
+    /// run that wrote nothing (or another build) builds too.
+    #[tokio::test]
+    async fn a_run_that_waited_takes_only_the_base_built_meanwhile_with_its_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let commit = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d";
+        let binary = base_binary_path(dir.path(), commit, "svc", &BuildMode::Host);
+        let acquire =
+            || BaseLock::acquire_for(dir.path(), commit, "demo", "svc", &BuildMode::Host, |_| {});
+        let write = |fingerprint: &str| {
+            std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+            write_executable_atomic(&binary, b"built").unwrap();
+            std::fs::write(fingerprint_path(&binary), fingerprint).unwrap();
+        };
+        let ours = current_fingerprint("demo", "svc");
+        for (written, taken) in [
+            (None, false),
+            (Some("package=other\n"), false),
+            (Some(&*ours), true),
+        ] {
+            let _ = std::fs::remove_file(&binary);
+            let first = BaseLock::acquire(dir.path(), |_| {}).await.unwrap();
+            let second = acquire();
+            tokio::pin!(second);
+            let still = tokio::time::timeout(std::time::Duration::from_millis(150), &mut second);
+            assert!(still.await.is_err(), "the lock is held");
+            if let Some(fingerprint) = written {
+                write(fingerprint);
+            }
+            drop(first);
+            let outcome = tokio::time::timeout(std::time::Duration::from_secs(30), second)
+                .await
+                .expect("the lock is free once the first lets go")
+                .unwrap();
+            match outcome {
+                BaseLockOutcome::BuiltMeanwhile(path) => {
+                    assert!(taken, "{written:?}");
+                    assert_eq!(path, binary);
+                }
+                BaseLockOutcome::Build(_) => assert!(!taken, "{written:?}"),
+            }
+        }
+        // Not waited: the binary of the same build there already is never taken.
+        assert!(matches!(
+            acquire().await.unwrap(),
+            BaseLockOutcome::Build(_)
+        ));
     }
 
     /// The one test that really builds: the base of a tiny crate, out of its worktree, kept

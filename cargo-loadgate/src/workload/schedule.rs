@@ -102,7 +102,7 @@ impl SessionPlan {
     /// Every step of the session, drawn at once (for tests, hashes and analyses: a running
     /// session draws them one at a time with [`SessionPlan::into_path`]).
     pub fn steps(&self) -> Vec<PlannedStep> {
-        self.clone().into_path().collect()
+        self.model.steps(self.index)
     }
 }
 
